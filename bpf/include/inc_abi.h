@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * incin ABI: every wire struct and every BPF map key/value shared by the XDP
+ * data path (C, clang -target bpf) and userspace (C++). Wire structs are in
+ * network byte order; map structs are in host byte order unless a field is
+ * typed __be*. docs/wire-format.md follows this file. C++ static_asserts the
+ * sizes and offsets in userspace/common/abi.h.
+ */
+#ifndef INC_ABI_H
+#define INC_ABI_H
+
+#include <linux/types.h>
+
+/* ---------------------------------------------------------------- wire -- */
+
+#define INC_ROCEV2_UDP_PORT		 4791
+#define INC_BTH_OPCODE_UC_WRITE_ONLY_IMM 0x2B
+#define INC_BTH_SE			 0x80 /* solicited event bit in bth.flags */
+#define INC_BTH_PKEY_DEFAULT		 0xFFFF
+#define INC_IP_TOS_DEFAULT		 0x6A /* DSCP 26 (AF31), ECT(0) */
+#define INC_IP_TTL_DEFAULT		 64
+#define INC_UDP_SPORT_BASE		 0xC000 /* | (source QPN & 0x3FFF) */
+#define INC_QPN_MASK			 0x00FFFFFF
+#define INC_PSN_MASK			 0x00FFFFFF
+#define INC_ICRC_LEN			 4
+
+#define INC_VERSION	    1
+#define INC_FLAG_RESULT	    0x1
+#define INC_FLAG_RETRANSMIT 0x2
+#define INC_FLAG_OVERFLOW   0x4
+#define INC_FLAGS_MASK	    0x7
+
+#define INC_RANK_RESULT		     0xFFFF /* rank field of switch-to-member results */
+#define INC_MAX_CHILDREN	     64
+#define INC_DEFAULT_ELEMS_PER_PACKET 240 /* 24 + 960 bytes fit IB MTU 1024 */
+/* Largest payload the data path handles in one single-buffer XDP frame:
+ * IB MTU 2048 minus the INC header = 2024 bytes (506 four-byte elements,
+ * 253 eight-byte ones); the AM keeps counts at or below this. */
+#define INC_MAX_PAYLOAD_BYTES 2024
+
+enum inc_collective {
+	INC_COLL_ALLREDUCE = 1,
+	INC_COLL_REDUCE = 2,
+	INC_COLL_BROADCAST = 3,
+	INC_COLL_BARRIER = 4,
+	INC_COLL_REDUCE_SCATTER = 5, /* host-level: Reduce per block */
+	INC_COLL_ALLGATHER = 6,	     /* host-level: Broadcast per block */
+};
+
+enum inc_dtype {
+	INC_DTYPE_INT32 = 1,
+	INC_DTYPE_FP32 = 2,
+	INC_DTYPE_INT64 = 3,
+	INC_DTYPE_FP16 = 4, /* mapped onto FP32 by the host */
+	INC_DTYPE_BF16 = 5, /* mapped onto FP32 by the host */
+	INC_DTYPE_FP64 = 6, /* mapped onto INT64 fixed point by the host */
+};
+
+enum inc_op {
+	INC_OP_SUM = 1,
+	INC_OP_MIN = 2,
+	INC_OP_MAX = 3,
+};
+
+/* Base Transport Header, 12 bytes. */
+struct inc_bth {
+	__u8 opcode;
+	__u8 flags; /* SE(0x80) M(0x40) PadCnt(0x30) TVer(0x0f) */
+	__be16 pkey;
+	__be32 resv_destqp; /* byte 0: resv8 (FECN/BECN), bytes 1..3: DestQP */
+	__be32 ack_psn;	    /* bit 31: AckReq, low 24 bits: PSN */
+};
+
+/* RDMA Extended Transport Header, 16 bytes; va is unaligned on the wire. */
+struct inc_reth {
+	__be64 va;
+	__be32 rkey;
+	__be32 dma_len;
+} __attribute__((packed));
+
+/* Immediate data, 4 bytes: the message id. */
+struct inc_immdt {
+	__be32 imm;
+};
+
+/* INC header, 24 bytes (DESIGN.md section 2). */
+struct inc_hdr {
+	__u8 ver_flags; /* version << 4 | flags */
+	__u8 collective;
+	__u8 dtype;
+	__u8 op;
+	__be16 tree_id;
+	__be16 rank;
+	__be32 msg_id;
+	__be16 slot;
+	__be16 count;
+	__be32 key;
+	__s8 exponent;
+	__u8 root_rank;
+	__be16 reserved;
+};
+
+/* Byte offsets in an untagged IPv4 RoCEv2 INC frame. */
+#define INC_OFF_IP	   14
+#define INC_OFF_UDP	   34
+#define INC_OFF_BTH	   42
+#define INC_OFF_RETH	   54
+#define INC_OFF_IMMDT	   70
+#define INC_OFF_INC	   74
+#define INC_OFF_PAYLOAD	   98
+#define INC_FRAME_OVERHEAD (INC_OFF_PAYLOAD + INC_ICRC_LEN) /* 102 */
+
+static inline __u32 inc_dtype_size(__u8 dtype)
+{
+	return dtype == INC_DTYPE_INT64 ? 8 : 4;
+}
+
+/* ------------------------------------------------------------ map ABI -- */
+
+#define INC_MAX_TREES 1024 /* tree ids 1..1023; 0 is never valid */
+
+enum inc_role {
+	INC_ROLE_SINGLE = 1, /* root whose children are all members */
+	INC_ROLE_LEAF = 2,   /* non-root: sends partials to a parent */
+	INC_ROLE_ROOT = 3,   /* root of a multi-level tree */
+};
+
+/* One RoCEv2 peer of a switch (a member or a neighbouring switch) in a tree,
+ * seen from the switch. Host byte order except the addresses. */
+struct inc_endpoint {
+	__u32 ifindex; /* switch port that reaches the peer */
+	__u8 peer_mac[6];
+	__u8 port_mac[6]; /* MAC of that switch port (source of our frames) */
+	__be32 peer_ip;
+	__be32 switch_ip;  /* address the peer's QP is connected to */
+	__u32 peer_qpn;	   /* DestQP of frames toward the peer */
+	__u32 switch_qpn;  /* DestQP the peer's frames carry toward us */
+	__u32 rkey;	   /* peer's result-buffer rkey */
+	__u32 slot_stride; /* bytes between slots in the peer's buffer */
+	__u64 va_base;	   /* peer's result-buffer address for slot 0 */
+	__u16 member_lo;   /* member indices [lo, hi) reachable through this peer */
+	__u16 member_hi;   /* (for Reduce/Broadcast root routing) */
+	__u32 flags;	   /* INC_EP_VALID */
+};
+
+#define INC_EP_VALID 0x1
+
+/* Allowed-set bits (1 << enum value) for inc_tree_cfg masks. */
+#define INC_BIT(v) (1u << (v))
+
+/* Value of the trees map (key: tree id). */
+struct inc_tree_cfg {
+	__u32 key; /* tree secret; packets carry it in inc_hdr.key */
+	__u8 role; /* enum inc_role */
+	__u8 num_children;
+	__u8 rank_at_parent;	    /* this switch's child index at its parent */
+	__u8 flags;		    /* INC_TREE_ACTIVE */
+	__u16 pool_size;	    /* S: slots per tree */
+	__u16 max_elems;	    /* elements per packet limit */
+	__u32 slot_base;	    /* first index of the tree's slots in the slot map */
+	__u16 dtype_mask;	    /* INC_BIT(enum inc_dtype) accepted by this tree */
+	__u8 op_mask;		    /* INC_BIT(enum inc_op) */
+	__u8 coll_mask;		    /* INC_BIT(enum inc_collective) */
+	__u32 generation;	    /* bumped by the agent on every reconfigure */
+	__u64 children_mask;	    /* bit i: child i configured; full bitmap */
+	struct inc_endpoint parent; /* valid for INC_ROLE_LEAF */
+};
+
+#define INC_TREE_ACTIVE 0x1
+
+/* Drop and event reasons, indices into the per-CPU stats map. */
+enum inc_drop_reason {
+	INC_DROP_NONE = 0,
+	INC_DROP_TRUNC_ETH,
+	INC_DROP_TRUNC_IP,
+	INC_DROP_BAD_IP, /* version, IHL, fragment, total length */
+	INC_DROP_TRUNC_UDP,
+	INC_DROP_BAD_UDP_LEN,
+	INC_DROP_TRUNC_BTH,
+	INC_DROP_BAD_OPCODE,
+	INC_DROP_TRUNC_RETH,
+	INC_DROP_TRUNC_INC,
+	INC_DROP_BAD_VERSION,
+	INC_DROP_UNKNOWN_TREE,
+	INC_DROP_BAD_KEY,
+	INC_DROP_BAD_SLOT,     /* slot >= pool or slot != msg_id mod pool */
+	INC_DROP_BAD_COUNT,    /* count > max or frame length mismatch */
+	INC_DROP_BAD_DTYPE_OP, /* dtype/op/collective not the tree's or slot's */
+	INC_DROP_BAD_RANK,     /* rank not a configured child */
+	INC_DROP_BAD_SOURCE,   /* source IP or DestQP not the child's */
+	INC_DROP_BAD_ICRC,
+	INC_DROP_STALE,	       /* message older than the slot copy holds */
+	INC_DROP_DUPLICATE,    /* bit already set while aggregating */
+	INC_DROP_EXP_MISMATCH, /* FP32 SUM exponent differs within a slot */
+	INC_DROP_BAD_RESULT,   /* RESULT not from the tree's parent */
+	INC_DROP_NO_PORT,      /* redirect target missing */
+	INC_DROP__MAX,
+};
+
+/* Global per-CPU counters (map stats, key: enum inc_stat). */
+enum inc_stat {
+	INC_STAT_RX_PACKETS = 0, /* every frame the program saw */
+	INC_STAT_RX_INC,	 /* parsed as INC */
+	INC_STAT_PASS,		 /* handed to the kernel (not INC) */
+	INC_STAT_CONTRIB,	 /* contributions aggregated */
+	INC_STAT_COMPLETIONS,	 /* slots completed at this switch */
+	INC_STAT_RESULTS_TX,	 /* result copies sent to children */
+	INC_STAT_PARTIALS_TX,	 /* partials sent upward */
+	INC_STAT_RETRANS_RX,	 /* retransmissions received */
+	INC_STAT_RESENDS,	 /* results or partials resent on retransmission */
+	INC_STAT_DROPS,		 /* sum of all drop reasons */
+	INC_STAT__MAX,
+};
+
+/* Per-tree and per-member counters (per-CPU maps tree_stats and
+ * member_stats; member key = tree_id * INC_MAX_CHILDREN + rank). */
+struct inc_counters {
+	__u64 rx_packets;
+	__u64 rx_bytes;
+	__u64 tx_packets;
+	__u64 tx_bytes;
+	__u64 completions;
+	__u64 retransmissions;
+	__u64 drops;
+	__u64 reserved;
+};
+
+#endif /* INC_ABI_H */

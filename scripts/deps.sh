@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages incin builds and tests with; installs only
+# what is missing, so a second run does nothing. Needs root.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake pkg-config clang llvm
+  libbpf-dev bpftool linux-libc-dev
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libcli11-dev libgtest-dev libgmock-dev
+  libibverbs-dev rdma-core ibverbs-utils
+  iproute2 ethtool procps python3 tshark
+)
+PACKAGES+=(${INC_EXTRA_PACKAGES:-})
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+echo "deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "deps: done"

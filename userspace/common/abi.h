@@ -1,0 +1,40 @@
+// C++ view of bpf/include/inc_abi.h: includes it and pins every size and
+// offset that the wire and the maps depend on.
+#pragma once
+
+#include <cstddef>
+
+#include "inc_abi.h"
+
+static_assert(sizeof(inc_bth) == 12, "BTH is 12 bytes");
+static_assert(sizeof(inc_reth) == 16, "RETH is 16 bytes");
+static_assert(sizeof(inc_immdt) == 4, "IMMDT is 4 bytes");
+static_assert(sizeof(inc_hdr) == 24, "INC header is 24 bytes");
+static_assert(offsetof(inc_hdr, tree_id) == 4);
+static_assert(offsetof(inc_hdr, rank) == 6);
+static_assert(offsetof(inc_hdr, msg_id) == 8);
+static_assert(offsetof(inc_hdr, slot) == 12);
+static_assert(offsetof(inc_hdr, count) == 14);
+static_assert(offsetof(inc_hdr, key) == 16);
+static_assert(offsetof(inc_hdr, exponent) == 20);
+static_assert(offsetof(inc_hdr, root_rank) == 21);
+static_assert(offsetof(inc_hdr, reserved) == 22);
+static_assert(offsetof(inc_reth, rkey) == 8);
+static_assert(offsetof(inc_reth, dma_len) == 12);
+static_assert(INC_OFF_PAYLOAD == INC_OFF_INC + sizeof(inc_hdr));
+static_assert(INC_OFF_INC == INC_OFF_IMMDT + sizeof(inc_immdt));
+static_assert(INC_OFF_IMMDT == INC_OFF_RETH + sizeof(inc_reth));
+static_assert(INC_OFF_RETH == INC_OFF_BTH + sizeof(inc_bth));
+
+static_assert(sizeof(inc_endpoint) == 56, "inc_endpoint layout");
+static_assert(offsetof(inc_endpoint, peer_ip) == 16);
+static_assert(offsetof(inc_endpoint, va_base) == 40);
+static_assert(offsetof(inc_endpoint, flags) == 52);
+static_assert(offsetof(inc_tree_cfg, pool_size) == 8);
+static_assert(offsetof(inc_tree_cfg, slot_base) == 12);
+static_assert(offsetof(inc_tree_cfg, generation) == 20);
+static_assert(offsetof(inc_tree_cfg, children_mask) == 24);
+static_assert(offsetof(inc_tree_cfg, parent) == 32);
+static_assert(sizeof(inc_tree_cfg) == 88, "inc_tree_cfg layout");
+static_assert(sizeof(inc_counters) == 64, "inc_counters layout");
+static_assert(INC_MAX_PAYLOAD_BYTES % 8 == 0);

@@ -1,0 +1,55 @@
+#include "common/status.h"
+
+namespace inc {
+
+const char* CodeName(Code code) {
+  switch (code) {
+    case Code::kOk: return "OK";
+    case Code::kCancelled: return "CANCELLED";
+    case Code::kUnknown: return "UNKNOWN";
+    case Code::kInvalidArgument: return "INVALID_ARGUMENT";
+    case Code::kDeadlineExceeded: return "DEADLINE_EXCEEDED";
+    case Code::kNotFound: return "NOT_FOUND";
+    case Code::kAlreadyExists: return "ALREADY_EXISTS";
+    case Code::kPermissionDenied: return "PERMISSION_DENIED";
+    case Code::kResourceExhausted: return "RESOURCE_EXHAUSTED";
+    case Code::kFailedPrecondition: return "FAILED_PRECONDITION";
+    case Code::kAborted: return "ABORTED";
+    case Code::kOutOfRange: return "OUT_OF_RANGE";
+    case Code::kUnimplemented: return "UNIMPLEMENTED";
+    case Code::kInternal: return "INTERNAL";
+    case Code::kUnavailable: return "UNAVAILABLE";
+  }
+  return "UNKNOWN";
+}
+
+std::string Status::ToString() const {
+  if (ok()) return "OK";
+  return std::string(CodeName(code_)) + ": " + message_;
+}
+
+Status ErrnoStatus(const std::string& what, int err) {
+  if (err < 0) err = -err;
+  Code code = Code::kInternal;
+  switch (err) {
+    case ENOENT:
+    case ENODEV:
+    case ESRCH: code = Code::kNotFound; break;
+    case EEXIST: code = Code::kAlreadyExists; break;
+    case EINVAL:
+    case E2BIG:
+    case ERANGE: code = Code::kInvalidArgument; break;
+    case EPERM:
+    case EACCES: code = Code::kPermissionDenied; break;
+    case ENOMEM:
+    case ENOSPC: code = Code::kResourceExhausted; break;
+    case EBUSY:
+    case EAGAIN: code = Code::kUnavailable; break;
+    case EOPNOTSUPP: code = Code::kUnimplemented; break;
+    case ETIMEDOUT: code = Code::kDeadlineExceeded; break;
+    default: break;
+  }
+  return Status(code, what + ": " + std::strerror(err) + " (errno " + std::to_string(err) + ")");
+}
+
+}  // namespace inc
