@@ -11,11 +11,13 @@ inc_target_defaults(inc_icrc_test_util)
 # (a) C++ ICRC vs the independent Python reference, (b) tshark decoding.
 add_executable(icrc_test icrc_test.cc)
 target_link_libraries(icrc_test PRIVATE inc_icrc_test_util GTest::gtest_main)
+target_compile_definitions(icrc_test PRIVATE INC_DOCS_DIR="${CMAKE_SOURCE_DIR}/docs")
 inc_target_defaults(icrc_test)
 add_test(NAME selftest.icrc_python_reference
          COMMAND icrc_test --gtest_filter=IcrcPythonReference.*)
 add_test(NAME selftest.icrc_tshark_decode COMMAND icrc_test --gtest_filter=IcrcTshark.*)
+add_test(NAME selftest.icrc_worked_example COMMAND icrc_test --gtest_filter=IcrcWorkedExample.*)
 add_test(NAME selftest.icrc_python_selftest
          COMMAND python3 ${INC_SELFTESTS_DIR}/icrc_ref.py selftest)
 set_tests_properties(selftest.icrc_python_reference selftest.icrc_tshark_decode
-                     selftest.icrc_python_selftest PROPERTIES LABELS selftest)
+                     selftest.icrc_python_selftest selftest.icrc_worked_example PROPERTIES LABELS selftest)

@@ -5,7 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <sstream>
 
 #include "common/frame.h"
@@ -247,6 +251,81 @@ TEST(IcrcTshark, DecodesBuiltFramesAsRoceV2WithExpectedFields) {
       << "[ note     ] tshark 4.0 does NOT validate the RoCEv2 ICRC (no status field, no expert info; the\n"
       << "             corrupted frame decodes like the others). The ICRC column it prints was compared to\n"
       << "             the C++ value here; the Python reference test is the ICRC proof.\n";
+}
+
+// The worked example in docs/wire-format.md: the frame in the document is
+// what BuildFrame makes of the spec below, and its ICRC is what the document
+// says (and what the Python reference computes).
+FrameSpec WorkedExampleSpec(std::vector<uint8_t>& payload) {
+  FrameSpec s;
+  s.src_mac = *Mac::Parse("02:00:00:00:00:02");
+  s.dst_mac = *Mac::Parse("02:00:00:00:00:01");
+  s.src_ip = *Ipv4::Parse("10.0.0.2");
+  s.dst_ip = *Ipv4::Parse("10.0.0.1");
+  s.src_qpn = 0x12;
+  s.dest_qpn = 0x100;
+  s.psn = 7;
+  s.va = 0x7f0000001000;
+  s.rkey = 0x1234;
+  s.inc.tree_id = 5;
+  s.inc.rank = 1;
+  s.inc.msg_id = 1000;
+  s.inc.slot = 1000 % 256;
+  s.inc.count = 4;
+  s.inc.key = 0xC0FFEE01;
+  payload.clear();
+  for (int32_t v : {1, 2, -3, 0x01020304}) {
+    for (int i = 0; i < 4; i++) payload.push_back(static_cast<uint8_t>(static_cast<uint32_t>(v) >> (8 * i)));
+  }
+  s.payload = payload.data();
+  s.payload_len = payload.size();
+  return s;
+}
+
+// Text between "<!-- NAME -->" and "<!-- /NAME -->". Hex-dump lines read as
+// "OFFSET b0 b1 ... comment": the two-digit tokens after the offset, up to
+// the first other token. A single token (e.g. 0x0fb16141) is taken whole.
+std::string DocHexBlock(const std::string& doc, const std::string& name) {
+  size_t begin = doc.find("<!-- " + name + " -->");
+  size_t end = doc.find("<!-- /" + name + " -->");
+  if (begin == std::string::npos || end == std::string::npos || end < begin) return "";
+  begin += name.size() + 9;
+  std::istringstream lines(doc.substr(begin, end - begin));
+  std::string line, hex;
+  auto is_hex = [](const std::string& t) {
+    return !t.empty() && std::all_of(t.begin(), t.end(),
+                                     [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
+  };
+  while (std::getline(lines, line)) {
+    std::istringstream tokens(line);
+    std::vector<std::string> t;
+    for (std::string x; tokens >> x;) t.push_back(x);
+    if (t.size() == 1 && t[0].rfind("0x", 0) == 0) return t[0].substr(2);
+    if (t.size() < 2 || t[0].size() != 4 || !is_hex(t[0])) continue;
+    for (size_t i = 1; i < t.size() && t[i].size() == 2 && is_hex(t[i]); i++) hex += t[i];
+  }
+  return hex;
+}
+
+TEST(IcrcWorkedExample, DocsFrameMatchesBuilderAndPythonReference) {
+  std::vector<uint8_t> payload;
+  auto frame = BuildFrame(WorkedExampleSpec(payload));
+  ASSERT_TRUE(frame.ok());
+  std::string built = Hex(frame->data(), frame->size());
+  std::ifstream in(INC_DOCS_DIR "/wire-format.md");
+  std::stringstream doc;
+  doc << in.rdbuf();
+  EXPECT_EQ(DocHexBlock(doc.str(), "worked-example-frame"), built) << "docs/wire-format.md is stale";
+  uint32_t icrc = *ComputeIcrc(frame->data(), frame->size());
+  char want[16];
+  std::snprintf(want, sizeof(want), "%08x", icrc);
+  EXPECT_EQ(DocHexBlock(doc.str(), "worked-example-icrc"), want);
+  TempDir dir;
+  WritePcap(dir.File("example.pcap"), {*frame});
+  auto python = PythonIcrcOfPcap(dir.File("example.pcap"));
+  ASSERT_EQ(python.size(), 1u);
+  EXPECT_EQ(python[0].computed, icrc);
+  EXPECT_TRUE(python[0].ok);
 }
 
 }  // namespace
