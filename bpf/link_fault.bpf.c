@@ -20,7 +20,7 @@
 #include <bpf/bpf_helpers.h>
 
 #define LINK_FAULT_ROCE_ONLY 0x1 /* drop only IPv4 UDP dport 4791 frames */
-#define ROCEV2_UDP_PORT 4791
+#define ROCEV2_UDP_PORT	     4791
 
 /* Per wire port, keyed by ingress ifindex (host byte order, 16 bytes). */
 struct link_fault_port {
@@ -71,12 +71,10 @@ static __always_inline int lf_is_rocev2(struct xdp_md *ctx)
 	struct iphdr *ip;
 	struct udphdr *udp;
 
-	if ((void *)(eth + 1) > data_end ||
-	    eth->h_proto != bpf_htons(ETH_P_IP))
+	if ((void *)(eth + 1) > data_end || eth->h_proto != bpf_htons(ETH_P_IP))
 		return 0;
 	ip = (void *)(eth + 1);
-	if ((void *)(ip + 1) > data_end || ip->protocol != IPPROTO_UDP ||
-	    ip->ihl < 5)
+	if ((void *)(ip + 1) > data_end || ip->protocol != IPPROTO_UDP || ip->ihl < 5)
 		return 0;
 	udp = (void *)ip + ip->ihl * 4;
 	if ((void *)(udp + 1) > data_end)
@@ -95,8 +93,7 @@ int link_fault(struct xdp_md *ctx)
 	lf_count(port->dir, LF_SEEN);
 	if (!(port->flags & LINK_FAULT_ROCE_ONLY) || lf_is_rocev2(ctx)) {
 		lf_count(port->dir, LF_ELIGIBLE);
-		if (port->drop_threshold &&
-		    bpf_get_prandom_u32() < port->drop_threshold) {
+		if (port->drop_threshold && bpf_get_prandom_u32() < port->drop_threshold) {
 			lf_count(port->dir, LF_DROPPED);
 			return XDP_DROP;
 		}

@@ -1,0 +1,66 @@
+# Sourced by the lab tests: one lab per test with a unique prefix, torn down
+# on every exit path (logs kept on failure), and small assertion helpers.
+# Usage in a test:  . lib.sh "$BUILD" <tag>; lab_up single ...; ...; pass
+set -euo pipefail
+LAB_TESTS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+INCLAB="$LAB_TESTS_DIR/inclab"
+export INCLAB_BUILD=$(readlink -f "${1:?usage: test.sh BUILD_DIR}")
+TEST_TAG=${2:?test tag}
+# Unique per test process: concurrent ctest jobs and labs never collide.
+P="t${TEST_TAG}$(( $$ % 10000 ))"
+LABS_UP=()
+TEST_OK=0
+
+cleanup() {
+  local rc=$? p
+  for p in "${LABS_UP[@]}"; do
+    if [ "$TEST_OK" = 1 ]; then
+      "$INCLAB" down "$p" >/dev/null 2>&1 || "$INCLAB" down "$p"
+    else
+      echo "--- lab $p daemon logs (tail) ---" >&2
+      for f in /tmp/inclab-"$p"/logs/*.log; do
+        [ -e "$f" ] || continue
+        echo "== $f" >&2
+        tail -n 25 "$f" >&2
+      done
+      "$INCLAB" down "$p" --keep-logs || true
+      echo "logs kept in /tmp/inclab-$p" >&2
+    fi
+  done
+  exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+note() { echo "[$(date -u +%H:%M:%S)] $*"; }
+
+# lab_up NAME_SUFFIX KIND [inclab options]: brings up lab "$P$NAME_SUFFIX".
+lab_up() {
+  local p="$P$1"
+  shift
+  LABS_UP+=("$p")
+  "$INCLAB" up "$@" --prefix "$p" >/dev/null
+}
+
+lab_down() {  # NAME_SUFFIX: tear down early and check nothing is left
+  local p="$P$1" i
+  "$INCLAB" down "$p" >/dev/null
+  for i in "${!LABS_UP[@]}"; do [ "${LABS_UP[$i]}" = "$p" ] && unset "LABS_UP[$i]"; done
+  ! ip netns list | grep -q "^$p-" || fail "namespaces of $p left after down"
+  [ ! -e "/sys/fs/bpf/incin/$p" ] || fail "pins of $p left after down"
+  return 0
+}
+
+require_bins() {  # names...: skip (ctest SKIP_RETURN_CODE 77) if one is not built
+  local b
+  for b in "$@"; do
+    if [ -z "$(find "$INCLAB_BUILD" -maxdepth 4 -type f -name "$b" -perm -u+x 2>/dev/null | head -n1)" ]; then
+      echo "SKIP: $b is not built in $INCLAB_BUILD" >&2
+      TEST_OK=1
+      exit 77
+    fi
+  done
+}
+
+pass() { TEST_OK=1; note "PASS"; exit 0; }
