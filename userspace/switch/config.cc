@@ -1,0 +1,265 @@
+#include "switch/config.h"
+
+#include <arpa/inet.h>
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
+#include <ifaddrs.h>
+#include <linux/ethtool.h>
+#include <linux/sockios.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "common/log.h"
+
+namespace inc::sw {
+namespace {
+
+namespace pb = google::protobuf;
+
+const pb::FieldDescriptor* FindField(const pb::Descriptor* d, const std::string& key) {
+  if (const auto* f = d->FindFieldByName(key)) return f;
+  for (int i = 0; i < d->field_count(); i++) {
+    if (d->field(i)->json_name() == key) return d->field(i);
+  }
+  return nullptr;
+}
+
+std::string KnownFields(const pb::Descriptor* d) {
+  std::string out;
+  for (int i = 0; i < d->field_count(); i++) {
+    if (i) out += ", ";
+    out += d->field(i)->json_name();
+  }
+  return out;
+}
+
+// Walks the JSON object against the message type so an unknown key is
+// reported by name and path; protobuf's own parser only says "Cannot find
+// field".
+Status CheckKnownFields(const pb::Struct& object, const pb::Descriptor* d, const std::string& path) {
+  for (const auto& [key, value] : object.fields()) {
+    const std::string where = path.empty() ? key : path + "." + key;
+    const pb::FieldDescriptor* f = FindField(d, key);
+    if (!f) {
+      return InvalidArgument("unknown field '" + where + "' in " + d->name() + " (known: " + KnownFields(d) +
+                             ")");
+    }
+    if (f->type() != pb::FieldDescriptor::TYPE_MESSAGE) continue;
+    if (f->is_repeated() && value.has_list_value()) {
+      const auto& list = value.list_value().values();
+      for (int i = 0; i < list.size(); i++) {
+        if (list[i].has_struct_value()) {
+          INC_RETURN_IF_ERROR(CheckKnownFields(list[i].struct_value(), f->message_type(),
+                                               where + "[" + std::to_string(i) + "]"));
+        }
+      }
+    } else if (value.has_struct_value()) {
+      INC_RETURN_IF_ERROR(CheckKnownFields(value.struct_value(), f->message_type(), where));
+    }
+  }
+  return Status::Ok();
+}
+
+void FillDefaults(v1::SwitchAgentConfig* c) {
+  if (c->listen().empty()) c->set_listen(kDefaultListen);
+  if (c->pin_root().empty()) c->set_pin_root(kDefaultPinRoot);
+  if (c->slot_capacity() == 0) c->set_slot_capacity(kDefaultSlotCapacity);
+  if (c->xdp_mode().empty()) c->set_xdp_mode("native");
+  if (c->heartbeat_interval_ms() == 0) c->set_heartbeat_interval_ms(kDefaultHeartbeatMs);
+  if (c->log_level().empty()) c->set_log_level("info");
+}
+
+// All IPv4 addresses of an interface, in host order.
+std::vector<Ipv4> InterfaceAddresses(const std::string& ifname) {
+  std::vector<Ipv4> out;
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return out;
+  for (ifaddrs* a = list; a; a = a->ifa_next) {
+    if (a->ifa_addr && a->ifa_addr->sa_family == AF_INET && ifname == a->ifa_name) {
+      out.push_back(Ipv4{ntohl(reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr.s_addr)});
+    }
+  }
+  freeifaddrs(list);
+  return out;
+}
+
+}  // namespace
+
+v1::SwitchAgentConfig DefaultConfig() {
+  v1::SwitchAgentConfig c;
+  c.set_icrc_verify(true);
+  FillDefaults(&c);
+  return c;
+}
+
+Expected<v1::SwitchAgentConfig> ParseConfigJson(const std::string& json) {
+  pb::Struct object;
+  pb::util::JsonParseOptions strict;
+  strict.ignore_unknown_fields = false;
+  auto st = pb::util::JsonStringToMessage(json, &object, strict);
+  if (!st.ok()) {
+    return InvalidArgument("not a JSON object: " + std::string(st.message()));
+  }
+  INC_RETURN_IF_ERROR(CheckKnownFields(object, v1::SwitchAgentConfig::descriptor(), ""));
+
+  v1::SwitchAgentConfig config;
+  st = pb::util::JsonStringToMessage(json, &config, strict);
+  if (!st.ok()) {
+    return InvalidArgument("bad SwitchAgentConfig: " + std::string(st.message()));
+  }
+  const auto& keys = object.fields();
+  if (!keys.count("icrcVerify") && !keys.count("icrc_verify")) config.set_icrc_verify(true);
+  FillDefaults(&config);
+  return config;
+}
+
+Expected<v1::SwitchAgentConfig> LoadConfigFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return ErrnoStatus("config file " + path, errno);
+  std::stringstream buf;
+  buf << in.rdbuf();
+  auto config = ParseConfigJson(buf.str());
+  if (!config.ok()) return config.status().WithContext("config file " + path);
+  return config;
+}
+
+void ApplyFlags(const FlagOverrides& f, v1::SwitchAgentConfig* c) {
+  if (f.switch_name) c->set_switch_name(*f.switch_name);
+  if (f.listen) c->set_listen(*f.listen);
+  if (f.am_address) c->set_am_address(*f.am_address);
+  if (!f.ports.empty()) {
+    c->clear_ports();
+    for (const auto& p : f.ports) {
+      // "--port p0" or "--port p0=10.0.0.254" (address the port answers on).
+      auto* port = c->add_ports();
+      auto eq = p.find('=');
+      port->set_name(p.substr(0, eq));
+      if (eq != std::string::npos) port->set_ip(p.substr(eq + 1));
+    }
+  }
+  if (f.pin_root) c->set_pin_root(*f.pin_root);
+  if (f.slot_capacity) c->set_slot_capacity(*f.slot_capacity);
+  if (f.icrc_verify) c->set_icrc_verify(*f.icrc_verify);
+  if (f.xdp_mode) c->set_xdp_mode(*f.xdp_mode);
+  if (f.keep_datapath_on_exit) c->set_keep_datapath_on_exit(*f.keep_datapath_on_exit);
+  if (f.log_level) c->set_log_level(*f.log_level);
+}
+
+Status ValidateConfig(const v1::SwitchAgentConfig& c) {
+  if (c.switch_name().empty()) {
+    return InvalidArgument("switch_name is required (config \"switchName\" or --name)");
+  }
+  for (char ch : c.switch_name()) {
+    // The name is a directory under the pin root.
+    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.')) {
+      return InvalidArgument("switch_name '" + c.switch_name() +
+                             "' may only contain letters, digits, '-', '_' and '.'");
+    }
+  }
+  if (c.switch_name() == "." || c.switch_name() == "..") {
+    return InvalidArgument("switch_name '" + c.switch_name() + "' is not a usable name");
+  }
+  if (c.ports().empty()) {
+    return InvalidArgument("no ports: give at least one (config \"ports\" or --port IF)");
+  }
+  std::set<std::string> seen;
+  for (int i = 0; i < c.ports_size(); i++) {
+    const auto& p = c.ports(i);
+    const std::string where = "ports[" + std::to_string(i) + "]";
+    if (p.name().empty()) return InvalidArgument(where + ": name is required");
+    if (p.name().size() >= IFNAMSIZ) {
+      return InvalidArgument(where + ": interface name '" + p.name() + "' is longer than " +
+                             std::to_string(IFNAMSIZ - 1) + " characters");
+    }
+    if (!seen.insert(p.name()).second) {
+      return InvalidArgument(where + ": port '" + p.name() + "' is listed twice");
+    }
+    if (!p.ip().empty()) {
+      auto ip = Ipv4::Parse(p.ip());
+      if (!ip.ok()) return ip.status().WithContext(where + " (" + p.name() + ")");
+    }
+  }
+  if (c.xdp_mode() != "native" && c.xdp_mode() != "generic") {
+    return InvalidArgument("xdp_mode '" + c.xdp_mode() + "' is not 'native' or 'generic'");
+  }
+  LogLevel level;
+  if (!ParseLogLevel(c.log_level(), &level)) {
+    return InvalidArgument("log_level '" + c.log_level() + "' is not debug, info, warn or error");
+  }
+  if (c.slot_capacity() == 0 || c.slot_capacity() > (1u << 20)) {
+    return InvalidArgument("slot_capacity " + std::to_string(c.slot_capacity()) +
+                           " is out of range 1..1048576");
+  }
+  if (c.listen().empty()) return InvalidArgument("listen address is empty");
+  if (c.heartbeat_interval_ms() < 10 || c.heartbeat_interval_ms() > 600000) {
+    return InvalidArgument("heartbeat_interval_ms " + std::to_string(c.heartbeat_interval_ms()) +
+                           " is out of range 10..600000");
+  }
+  return Status::Ok();
+}
+
+Expected<PortInfo> ReadPort(const std::string& ifname) {
+  auto info = GetInterfaceInfo(ifname);
+  if (!info.ok()) {
+    if (info.status().code() == Code::kNotFound ||
+        info.status().message().find("No such device") != std::string::npos) {
+      return NotFound("interface '" + ifname + "' not found in this network namespace");
+    }
+    return info.status();
+  }
+  PortInfo port;
+  port.name = ifname;
+  port.ifindex = info->ifindex;
+  port.mac = info->mac;
+  port.ip = info->ip;
+  port.mtu = info->mtu;
+
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return ErrnoStatus("socket", errno);
+  ifreq ifr{};
+  std::strncpy(ifr.ifr_name, ifname.c_str(), IFNAMSIZ - 1);
+  if (ioctl(fd, SIOCGIFFLAGS, &ifr) == 0) {
+    port.up = (ifr.ifr_flags & IFF_UP) && (ifr.ifr_flags & IFF_RUNNING);
+  }
+  ethtool_drvinfo drv{};
+  drv.cmd = ETHTOOL_GDRVINFO;
+  ifr.ifr_data = reinterpret_cast<char*>(&drv);
+  if (ioctl(fd, SIOCETHTOOL, &ifr) == 0) port.is_veth = std::strcmp(drv.driver, "veth") == 0;
+  close(fd);
+  return port;
+}
+
+Expected<std::vector<PortInfo>> ResolvePorts(const v1::SwitchAgentConfig& config) {
+  std::vector<PortInfo> out;
+  for (const auto& p : config.ports()) {
+    auto port = ReadPort(p.name());
+    if (!port.ok()) return port.status().WithContext("port '" + p.name() + "'");
+    if (!p.ip().empty()) {
+      auto want = Ipv4::Parse(p.ip());
+      if (!want.ok()) return want.status().WithContext("port '" + p.name() + "'");
+      bool found = false;
+      for (const auto& a : InterfaceAddresses(p.name())) found |= a == *want;
+      if (!found) {
+        return InvalidArgument("port '" + p.name() + "': configured ip " + p.ip() +
+                               " is not an address of the interface");
+      }
+      port->ip = *want;
+    } else if (port->ip.host == 0) {
+      return InvalidArgument("port '" + p.name() +
+                             "' has no IPv4 address (RoCEv2 peers address the switch by IP): "
+                             "assign one or set ports[].ip");
+    }
+    out.push_back(*port);
+  }
+  return out;
+}
+
+}  // namespace inc::sw

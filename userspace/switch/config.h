@@ -1,0 +1,72 @@
+// incswitchd configuration: the SwitchAgentConfig message (protobuf JSON file)
+// merged with command-line flags, validated, with defaults filled in. Pure
+// logic except ResolvePorts, which asks the kernel about the interfaces.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/net.h"
+#include "common/status.h"
+#include "inc/v1/inc.pb.h"
+
+namespace inc::sw {
+
+inline constexpr char kDefaultListen[] = "0.0.0.0:50061";
+inline constexpr char kDefaultPinRoot[] = "/sys/fs/bpf/incin";
+inline constexpr uint32_t kDefaultSlotCapacity = 4096;
+inline constexpr uint32_t kDefaultHeartbeatMs = 1000;
+
+// Parses a SwitchAgentConfig in protobuf JSON. Unknown fields are an error
+// naming the field and where it is ("ports[1].adress"). Fills defaults for
+// the fields the JSON leaves out (icrc_verify defaults to true, which proto3
+// cannot express, so presence is read from the JSON itself).
+Expected<v1::SwitchAgentConfig> ParseConfigJson(const std::string& json);
+Expected<v1::SwitchAgentConfig> LoadConfigFile(const std::string& path);
+
+// The config with every default applied (what an empty file means).
+v1::SwitchAgentConfig DefaultConfig();
+
+// Command-line values; unset ones leave the file's value alone.
+struct FlagOverrides {
+  std::optional<std::string> switch_name;
+  std::optional<std::string> listen;
+  std::optional<std::string> am_address;
+  std::vector<std::string> ports;  // non-empty replaces the file's ports
+  std::optional<std::string> pin_root;
+  std::optional<uint32_t> slot_capacity;
+  std::optional<bool> icrc_verify;
+  std::optional<std::string> xdp_mode;
+  std::optional<bool> keep_datapath_on_exit;
+  std::optional<std::string> log_level;
+};
+
+void ApplyFlags(const FlagOverrides& flags, v1::SwitchAgentConfig* config);
+
+// Checks what can be checked without the kernel: a name, at least one port,
+// no duplicate ports, xdp_mode, log level, slot capacity, port IPs.
+Status ValidateConfig(const v1::SwitchAgentConfig& config);
+
+// A configured port as the agent uses it: the interface's facts plus the
+// address the port answers RoCEv2 on.
+struct PortInfo {
+  std::string name;
+  uint32_t ifindex = 0;
+  Mac mac;
+  Ipv4 ip;
+  uint32_t mtu = 0;
+  bool up = false;  // administratively up and carrier present
+  bool is_veth = false;
+};
+
+// Reads every configured port from the kernel: NotFound for a missing
+// interface, InvalidArgument for a configured IP the interface doesn't have
+// or a port without any IPv4 address.
+Expected<std::vector<PortInfo>> ResolvePorts(const v1::SwitchAgentConfig& config);
+
+// Link state and identity of one interface now (up = IFF_UP && IFF_RUNNING).
+Expected<PortInfo> ReadPort(const std::string& ifname);
+
+}  // namespace inc::sw

@@ -1,0 +1,180 @@
+// incswitchd: the switch agent. Owns the XDP data path of one switch, serves
+// the SwitchAgent gRPC service, registers with and heartbeats to the AM.
+// docs/operations.md "## incswitchd" describes config, flags and restarts.
+#include <grpcpp/grpcpp.h>
+#include <pthread.h>
+#include <signal.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <iostream>
+#include <thread>
+
+#include "common/log.h"
+#include "switch/agent.h"
+#include "switch/am_client.h"
+#include "switch/config.h"
+#include "switch/service.h"
+
+namespace {
+
+using inc::sw::FlagOverrides;
+
+// What the AM dials back: the listen address, with a wildcard host replaced
+// by the first port's IP.
+std::string AdvertisedAddress(const std::string& listen, const std::vector<inc::sw::PortInfo>& ports) {
+  if (listen.rfind("unix:", 0) == 0) return listen;
+  auto colon = listen.rfind(':');
+  if (colon == std::string::npos) return listen;
+  std::string host = listen.substr(0, colon);
+  if ((host == "0.0.0.0" || host == "[::]" || host.empty()) && !ports.empty()) {
+    return ports.front().ip.ToString() + listen.substr(colon);
+  }
+  return listen;
+}
+
+int Fail(const std::string& what) {
+  std::cerr << "incswitchd: error: " << what << "\n";
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"incswitchd: incin switch agent (XDP data path, SwitchAgent gRPC service, AM registration)",
+               "incswitchd"};
+  std::string config_path;
+  FlagOverrides flags;
+  std::string name, listen, am, pin_root, xdp_mode, log_level, advertise;
+  uint32_t slot_capacity = 0;
+  bool icrc = true, keep = false;
+  app.add_option("--config", config_path, "SwitchAgentConfig in protobuf JSON (flags override it)")
+      ->check(CLI::ExistingFile);
+  auto* o_name = app.add_option("--name", name, "switch name (pins under <pin-root>/<name>/)");
+  auto* o_listen = app.add_option("--listen", listen, "SwitchAgent gRPC address (default 0.0.0.0:50061)");
+  auto* o_am = app.add_option("--am", am, "aggregation manager address (host:port); empty = standalone");
+  app.add_option("--port", flags.ports,
+                 "switch port interface, IF or IF=IPV4 (repeatable; replaces config ports)");
+  auto* o_pin =
+      app.add_option("--pin-root", pin_root, "bpffs directory for pinned maps (default /sys/fs/bpf/incin)");
+  auto* o_slots =
+      app.add_option("--slot-capacity", slot_capacity, "aggregation slots in total (default 4096)");
+  auto* o_icrc = app.add_flag("--icrc-verify,!--no-icrc-verify", icrc,
+                              "check the ICRC of every contribution (default on)");
+  auto* o_mode = app.add_option("--xdp-mode", xdp_mode, "native (default) or generic")
+                     ->check(CLI::IsMember({"native", "generic"}));
+  auto* o_keep =
+      app.add_flag("--keep-datapath-on-exit", keep,
+                   "on SIGTERM leave XDP attached and maps pinned, for a restarted agent to re-adopt");
+  auto* o_log = app.add_option("--log-level", log_level, "debug, info, warn or error (default info)")
+                    ->check(CLI::IsMember({"debug", "info", "warn", "error"}));
+  app.add_option(
+      "--advertise", advertise,
+      "address the AM dials back (default: --listen, wildcard host replaced by the first port's IP)");
+  CLI11_PARSE(app, argc, argv);
+
+  if (o_name->count()) flags.switch_name = name;
+  if (o_listen->count()) flags.listen = listen;
+  if (o_am->count()) flags.am_address = am;
+  if (o_pin->count()) flags.pin_root = pin_root;
+  if (o_slots->count()) flags.slot_capacity = slot_capacity;
+  if (o_icrc->count()) flags.icrc_verify = icrc;
+  if (o_mode->count()) flags.xdp_mode = xdp_mode;
+  if (o_keep->count()) flags.keep_datapath_on_exit = keep;
+  if (o_log->count()) flags.log_level = log_level;
+
+  inc::SetLogComponent("incswitchd");
+  inc::v1::SwitchAgentConfig config = inc::sw::DefaultConfig();
+  if (!config_path.empty()) {
+    auto loaded = inc::sw::LoadConfigFile(config_path);
+    if (!loaded.ok()) return Fail(loaded.status().message());
+    config = *loaded;
+  }
+  inc::sw::ApplyFlags(flags, &config);
+  if (auto st = inc::sw::ValidateConfig(config); !st.ok()) {
+    return Fail((config_path.empty() ? "" : "config " + config_path + ": ") + st.message());
+  }
+  inc::LogLevel level;
+  inc::ParseLogLevel(config.log_level(), &level);
+  inc::SetLogLevel(level);
+  LOG_INFO << "starting switch " << config.switch_name() << " (" << config.ports_size() << " ports, listen "
+           << config.listen() << ", AM " << (config.am_address().empty() ? "none" : config.am_address())
+           << ")";
+
+  auto ports = inc::sw::ResolvePorts(config);
+  if (!ports.ok()) return Fail(ports.status().message());
+
+  // Signals are taken synchronously by the main thread; every other thread
+  // (gRPC's included) inherits the blocked mask.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  auto agent = inc::sw::Agent::Start(config, *ports);
+  if (!agent.ok()) return Fail(agent.status().message());
+
+  inc::sw::SwitchAgentService service(agent->get());
+  grpc::ServerBuilder builder;
+  int bound_port = -1;
+  builder.AddListeningPort(config.listen(), grpc::InsecureServerCredentials(), &bound_port);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server || bound_port == 0) {
+    LOG_ERROR << "cannot listen on " << config.listen();
+    (void)(*agent)->Stop(config.keep_datapath_on_exit());
+    return Fail("cannot serve SwitchAgent on " + config.listen() + " (address in use or invalid?)");
+  }
+  LOG_INFO << "serving SwitchAgent on " << config.listen();
+
+  std::unique_ptr<inc::sw::AmClient> am_client;
+  if (!config.am_address().empty()) {
+    inc::sw::AmClientOptions options;
+    options.am_address = config.am_address();
+    options.agent_address = advertise.empty() ? AdvertisedAddress(config.listen(), *ports) : advertise;
+    options.default_heartbeat_ms = config.heartbeat_interval_ms();
+    am_client = std::make_unique<inc::sw::AmClient>(agent->get(), options);
+    am_client->Start();
+  } else {
+    LOG_INFO << "no AM address: running standalone (SwitchAgent service only)";
+  }
+
+  // Link state: a port going down must reach the AM in the next heartbeat,
+  // so the monitor heartbeats at once on a change.
+  std::mutex monitor_mu;
+  std::condition_variable monitor_cv;
+  bool monitor_stop = false;
+  std::thread monitor([&] {
+    std::unique_lock<std::mutex> lock(monitor_mu);
+    while (!monitor_cv.wait_for(lock, std::chrono::milliseconds(200), [&] { return monitor_stop; })) {
+      lock.unlock();
+      if ((*agent)->RefreshPorts() && am_client) am_client->Nudge();
+      lock.lock();
+    }
+  });
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  LOG_INFO << "received " << (sig == SIGTERM ? "SIGTERM" : "SIGINT") << ": stopping";
+
+  if (am_client) {
+    am_client->Stop();
+    LOG_INFO << "stopped talking to the AM (no deregistration: the AM notices missing heartbeats)";
+  }
+  {
+    std::lock_guard<std::mutex> lock(monitor_mu);
+    monitor_stop = true;
+  }
+  monitor_cv.notify_all();
+  monitor.join();
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  server->Wait();
+  LOG_INFO << "stopped serving SwitchAgent";
+  inc::Status st = (*agent)->Stop(config.keep_datapath_on_exit());
+  agent->reset();
+  LOG_INFO << "exit" << (st.ok() ? "" : " with errors");
+  return st.ok() ? 0 : 1;
+}

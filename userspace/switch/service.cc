@@ -1,0 +1,48 @@
+#include "switch/service.h"
+
+#include "common/log.h"
+#include "common/rpc_status.h"
+
+namespace inc::sw {
+
+grpc::Status SwitchAgentService::GetCapabilities(grpc::ServerContext* ctx, const v1::GetCapabilitiesRequest*,
+                                                 v1::GetCapabilitiesResponse* resp) {
+  LOG_DEBUG << "GetCapabilities from " << ctx->peer();
+  return ToGrpcStatus(agent_->GetCapabilities(resp));
+}
+
+grpc::Status SwitchAgentService::ConfigureTree(grpc::ServerContext* ctx, const v1::ConfigureTreeRequest* req,
+                                               v1::ConfigureTreeResponse* resp) {
+  LOG_DEBUG << "ConfigureTree tree " << req->tree().tree_id() << " from " << ctx->peer();
+  if (!req->has_tree()) return ToGrpcStatus(InvalidArgument("ConfigureTreeRequest.tree is required"));
+  auto changed = agent_->ConfigureTree(req->tree());
+  if (!changed.ok()) return ToGrpcStatus(changed.status());
+  resp->set_changed(*changed);
+  return grpc::Status::OK;
+}
+
+grpc::Status SwitchAgentService::RemoveTree(grpc::ServerContext* ctx, const v1::RemoveTreeRequest* req,
+                                            v1::RemoveTreeResponse* resp) {
+  LOG_DEBUG << "RemoveTree tree " << req->tree_id() << " from " << ctx->peer();
+  auto existed = agent_->RemoveTree(req->tree_id());
+  if (!existed.ok()) return ToGrpcStatus(existed.status());
+  resp->set_existed(*existed);
+  return grpc::Status::OK;
+}
+
+grpc::Status SwitchAgentService::GetStats(grpc::ServerContext* ctx, const v1::GetStatsRequest* req,
+                                          v1::GetStatsResponse* resp) {
+  LOG_DEBUG << "GetStats tree " << req->tree_id() << " from " << ctx->peer();
+  auto stats = agent_->GetStats(req->tree_id());
+  if (!stats.ok()) return ToGrpcStatus(stats.status());
+  *resp->mutable_stats() = std::move(*stats);
+  return grpc::Status::OK;
+}
+
+grpc::Status SwitchAgentService::Health(grpc::ServerContext* ctx, const v1::HealthRequest*,
+                                        v1::HealthResponse* resp) {
+  LOG_DEBUG << "Health from " << ctx->peer();
+  return ToGrpcStatus(agent_->Health(resp));
+}
+
+}  // namespace inc::sw

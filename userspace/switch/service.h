@@ -1,0 +1,29 @@
+// The SwitchAgent gRPC service: a thin edge over Agent that turns inc::Status
+// into gRPC status codes and logs each call.
+#pragma once
+
+#include "inc/v1/inc.grpc.pb.h"
+#include "switch/agent.h"
+
+namespace inc::sw {
+
+class SwitchAgentService final : public v1::SwitchAgent::Service {
+ public:
+  explicit SwitchAgentService(Agent* agent) : agent_(agent) {}
+
+  grpc::Status GetCapabilities(grpc::ServerContext* ctx, const v1::GetCapabilitiesRequest* req,
+                               v1::GetCapabilitiesResponse* resp) override;
+  grpc::Status ConfigureTree(grpc::ServerContext* ctx, const v1::ConfigureTreeRequest* req,
+                             v1::ConfigureTreeResponse* resp) override;
+  grpc::Status RemoveTree(grpc::ServerContext* ctx, const v1::RemoveTreeRequest* req,
+                          v1::RemoveTreeResponse* resp) override;
+  grpc::Status GetStats(grpc::ServerContext* ctx, const v1::GetStatsRequest* req,
+                        v1::GetStatsResponse* resp) override;
+  grpc::Status Health(grpc::ServerContext* ctx, const v1::HealthRequest* req,
+                      v1::HealthResponse* resp) override;
+
+ private:
+  Agent* agent_;
+};
+
+}  // namespace inc::sw

@@ -1,0 +1,248 @@
+#include "switch/config.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+namespace inc::sw {
+namespace {
+
+constexpr char kFull[] = R"({
+  "switchName": "leaf1",
+  "listen": "0.0.0.0:50071",
+  "amAddress": "10.0.0.100:50051",
+  "ports": [{"name": "p0"}, {"name": "p1", "ip": "10.0.1.254"}],
+  "pinRoot": "/sys/fs/bpf/test",
+  "slotCapacity": 1024,
+  "icrcVerify": false,
+  "xdpMode": "generic",
+  "heartbeatIntervalMs": 500,
+  "keepDatapathOnExit": true,
+  "logLevel": "debug"
+})";
+
+TEST(ConfigParse, ReadsEveryFieldOfAFullConfig) {
+  auto c = ParseConfigJson(kFull);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->switch_name(), "leaf1");
+  EXPECT_EQ(c->listen(), "0.0.0.0:50071");
+  EXPECT_EQ(c->am_address(), "10.0.0.100:50051");
+  ASSERT_EQ(c->ports_size(), 2);
+  EXPECT_EQ(c->ports(1).name(), "p1");
+  EXPECT_EQ(c->ports(1).ip(), "10.0.1.254");
+  EXPECT_EQ(c->pin_root(), "/sys/fs/bpf/test");
+  EXPECT_EQ(c->slot_capacity(), 1024u);
+  EXPECT_FALSE(c->icrc_verify());
+  EXPECT_EQ(c->xdp_mode(), "generic");
+  EXPECT_EQ(c->heartbeat_interval_ms(), 500u);
+  EXPECT_TRUE(c->keep_datapath_on_exit());
+  EXPECT_EQ(c->log_level(), "debug");
+  EXPECT_TRUE(ValidateConfig(*c).ok());
+}
+
+TEST(ConfigParse, AcceptsProtoFieldNamesAsWellAsJsonNames) {
+  auto c = ParseConfigJson(R"({"switch_name": "s", "ports": [{"name": "p0"}], "slot_capacity": 8})");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->switch_name(), "s");
+  EXPECT_EQ(c->slot_capacity(), 8u);
+}
+
+TEST(ConfigParse, FillsDefaultsForOmittedFields) {
+  auto c = ParseConfigJson(R"({"switchName": "s", "ports": [{"name": "p0"}]})");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->listen(), kDefaultListen);
+  EXPECT_EQ(c->pin_root(), kDefaultPinRoot);
+  EXPECT_EQ(c->slot_capacity(), kDefaultSlotCapacity);
+  EXPECT_TRUE(c->icrc_verify()) << "ICRC checking is on unless the file says false";
+  EXPECT_EQ(c->xdp_mode(), "native");
+  EXPECT_EQ(c->heartbeat_interval_ms(), kDefaultHeartbeatMs);
+  EXPECT_EQ(c->log_level(), "info");
+  EXPECT_FALSE(c->keep_datapath_on_exit());
+  EXPECT_TRUE(c->am_address().empty());
+}
+
+TEST(ConfigParse, UnknownTopLevelFieldIsNamed) {
+  auto c = ParseConfigJson(R"({"switchName": "s", "slotCapcity": 8})");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(c.status().message().find("unknown field 'slotCapcity'"), std::string::npos)
+      << c.status().message();
+  EXPECT_NE(c.status().message().find("slotCapacity"), std::string::npos) << "lists the known fields";
+}
+
+TEST(ConfigParse, UnknownNestedFieldIsNamedWithItsPath) {
+  auto c =
+      ParseConfigJson(R"({"switchName": "s", "ports": [{"name": "p0"}, {"name": "p1", "adress": "x"}]})");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("'ports[1].adress'"), std::string::npos) << c.status().message();
+}
+
+TEST(ConfigParse, MalformedJsonAndWrongTypesAreInvalidArgument) {
+  auto bad_json = ParseConfigJson(R"({"switchName": "s",)");
+  ASSERT_FALSE(bad_json.ok());
+  EXPECT_EQ(bad_json.status().code(), Code::kInvalidArgument);
+  auto bad_type = ParseConfigJson(R"({"switchName": "s", "slotCapacity": "many"})");
+  ASSERT_FALSE(bad_type.ok());
+  EXPECT_EQ(bad_type.status().code(), Code::kInvalidArgument);
+  auto not_object = ParseConfigJson("[1, 2]");
+  ASSERT_FALSE(not_object.ok());
+}
+
+TEST(ConfigFile, MissingFileIsNotFoundAndNamesThePath) {
+  auto c = LoadConfigFile("/nonexistent/incswitchd.json");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), Code::kNotFound);
+  EXPECT_NE(c.status().message().find("/nonexistent/incswitchd.json"), std::string::npos);
+}
+
+TEST(ConfigFile, ErrorsInAFileNameTheFile) {
+  char path[] = "/tmp/switch_config_testXXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  std::ofstream(path) << R"({"switchName": "s", "bogus": 1})";
+  auto c = LoadConfigFile(path);
+  std::remove(path);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find(path), std::string::npos) << c.status().message();
+  EXPECT_NE(c.status().message().find("'bogus'"), std::string::npos) << c.status().message();
+}
+
+v1::SwitchAgentConfig Valid() {
+  auto c = DefaultConfig();
+  c.set_switch_name("s1");
+  c.add_ports()->set_name("p0");
+  return c;
+}
+
+void ExpectInvalid(const v1::SwitchAgentConfig& c, const std::string& words) {
+  Status st = ValidateConfig(c);
+  ASSERT_FALSE(st.ok()) << "expected an error mentioning " << words;
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find(words), std::string::npos) << st.message();
+}
+
+TEST(ConfigValidate, ValidMinimalConfigPasses) {
+  EXPECT_TRUE(ValidateConfig(Valid()).ok());
+}
+
+TEST(ConfigValidate, MissingSwitchNameIsRejected) {
+  auto c = Valid();
+  c.clear_switch_name();
+  ExpectInvalid(c, "switch_name is required");
+}
+
+TEST(ConfigValidate, SwitchNameThatIsNotADirectoryNameIsRejected) {
+  auto c = Valid();
+  c.set_switch_name("a/b");
+  ExpectInvalid(c, "may only contain");
+  c.set_switch_name("..");
+  ExpectInvalid(c, "not a usable name");
+}
+
+TEST(ConfigValidate, NoPortsIsRejected) {
+  auto c = Valid();
+  c.clear_ports();
+  ExpectInvalid(c, "no ports");
+}
+
+TEST(ConfigValidate, DuplicatePortIsRejected) {
+  auto c = Valid();
+  c.add_ports()->set_name("p0");
+  ExpectInvalid(c, "ports[1]: port 'p0' is listed twice");
+}
+
+TEST(ConfigValidate, BadPortFieldsAreRejected) {
+  auto c = Valid();
+  c.add_ports()->set_name("");
+  ExpectInvalid(c, "ports[1]: name is required");
+  c = Valid();
+  c.add_ports()->set_name("averyveryverylongname");
+  ExpectInvalid(c, "longer than 15");
+  c = Valid();
+  auto* p = c.add_ports();
+  p->set_name("p1");
+  p->set_ip("10.0.0.300");
+  ExpectInvalid(c, "bad IPv4 address '10.0.0.300'");
+}
+
+TEST(ConfigValidate, BadModeLevelCapacityAndIntervalAreRejected) {
+  auto c = Valid();
+  c.set_xdp_mode("offload");
+  ExpectInvalid(c, "xdp_mode 'offload'");
+  c = Valid();
+  c.set_log_level("loud");
+  ExpectInvalid(c, "log_level 'loud'");
+  c = Valid();
+  c.set_slot_capacity(1u << 21);
+  ExpectInvalid(c, "slot_capacity 2097152");
+  c = Valid();
+  c.set_heartbeat_interval_ms(1);
+  ExpectInvalid(c, "heartbeat_interval_ms 1");
+}
+
+TEST(ConfigFlags, FlagsOverrideTheFileAndUnsetFlagsKeepIt) {
+  auto c = ParseConfigJson(kFull);
+  ASSERT_TRUE(c.ok());
+  FlagOverrides f;
+  f.switch_name = "spine9";
+  f.icrc_verify = true;
+  f.xdp_mode = "native";
+  f.slot_capacity = 77;
+  ApplyFlags(f, &*c);
+  EXPECT_EQ(c->switch_name(), "spine9");
+  EXPECT_TRUE(c->icrc_verify());
+  EXPECT_EQ(c->xdp_mode(), "native");
+  EXPECT_EQ(c->slot_capacity(), 77u);
+  // Untouched by flags:
+  EXPECT_EQ(c->listen(), "0.0.0.0:50071");
+  EXPECT_EQ(c->am_address(), "10.0.0.100:50051");
+  EXPECT_EQ(c->ports_size(), 2);
+  EXPECT_TRUE(c->keep_datapath_on_exit());
+  EXPECT_EQ(c->log_level(), "debug");
+}
+
+TEST(ConfigFlags, PortFlagsReplaceTheFilePortsAndMayCarryAnAddress) {
+  auto c = ParseConfigJson(kFull);
+  ASSERT_TRUE(c.ok());
+  FlagOverrides f;
+  f.ports = {"eth7", "eth8=192.168.1.1"};
+  f.keep_datapath_on_exit = false;
+  ApplyFlags(f, &*c);
+  ASSERT_EQ(c->ports_size(), 2);
+  EXPECT_EQ(c->ports(0).name(), "eth7");
+  EXPECT_EQ(c->ports(0).ip(), "");
+  EXPECT_EQ(c->ports(1).name(), "eth8");
+  EXPECT_EQ(c->ports(1).ip(), "192.168.1.1");
+  EXPECT_FALSE(c->keep_datapath_on_exit());
+}
+
+TEST(ConfigPorts, MissingInterfaceIsNotFoundAndNamed) {
+  auto c = Valid();
+  c.mutable_ports(0)->set_name("nosuchif0");
+  auto ports = ResolvePorts(c);
+  ASSERT_FALSE(ports.ok());
+  EXPECT_EQ(ports.status().code(), Code::kNotFound);
+  EXPECT_NE(ports.status().message().find("interface 'nosuchif0' not found"), std::string::npos)
+      << ports.status().message();
+}
+
+TEST(ConfigPorts, ConfiguredAddressMustBelongToTheInterface) {
+  auto c = Valid();
+  c.mutable_ports(0)->set_name("lo");
+  c.mutable_ports(0)->set_ip("127.0.0.1");
+  auto ok = ResolvePorts(c);
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->at(0).ip.ToString(), "127.0.0.1");
+  EXPECT_GT(ok->at(0).ifindex, 0u);
+  c.mutable_ports(0)->set_ip("10.9.9.9");
+  auto bad = ResolvePorts(c);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("10.9.9.9 is not an address of the interface"), std::string::npos)
+      << bad.status().message();
+}
+
+}  // namespace
+}  // namespace inc::sw
