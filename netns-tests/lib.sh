@@ -64,3 +64,44 @@ require_bins() {  # names...: skip (ctest SKIP_RETURN_CODE 77) if one is not bui
 }
 
 pass() { TEST_OK=1; note "PASS"; exit 0; }
+
+# perf LABSUFFIX TAG [--workers w0,w1] -- inc-perf-args...
+# Runs inc-perf on the lab's workers (one rank per worker namespace, job id
+# unique per call), then checks rank 0's JSON: exit code 0, at least one row,
+# #wrong 0 on every row. Every rank compares every element with the exact
+# host reference, so a pass also means bit-identical results on all ranks.
+perf() {
+  local lab="$P$1" tag=$2
+  shift 2
+  local workers=()
+  if [ "${1:-}" = --workers ]; then workers=(--workers "$2"); shift 2; fi
+  [ "${1:-}" = -- ] && shift
+  local rc=0
+  "$INCLAB" run "$lab" "${workers[@]}" --quiet --tag "$tag" -- inc-perf "$@" --json \
+    --am '{am}' --job "{prefix}-$tag" --rank '{rank}' --world '{world}' --iface '{iface}' || rc=$?
+  local first=${workers[1]:-w0}
+  first=${first%%,*}
+  local out="/tmp/inclab-$lab/logs/$tag-$first.log"
+  [ "$rc" = 0 ] || fail "inc-perf $tag ($*) exited $rc"
+  python3 - "$out" "$tag" <<'PY' || fail "inc-perf $tag: bad results (see $out)"
+import json, sys
+doc = None
+for line in open(sys.argv[1]):
+    line = line.strip()
+    if line.startswith("{") and '"results"' in line:
+        doc = json.loads(line)
+if doc is None:
+    sys.exit("no JSON result line")
+rows = doc["results"]
+wrong = sum(r["wrong"] for r in rows)
+print(f"  {sys.argv[2]}: {doc['collective']} {doc['dtype']} {doc['op']} world {doc['world']}: "
+      f"{len(rows)} sizes {rows[0]['size'] if rows else '-'}..{rows[-1]['size'] if rows else '-'} B, "
+      f"#wrong {wrong}, retransmissions {doc.get('status', {}).get('retransmissions', '?')}")
+if doc["exit_code"] != 0 or not rows or wrong != 0:
+    sys.exit(1)
+PY
+}
+
+# inc-perf from the build tree, for `inclab run`.
+INC_PERF_BIN=$(find "$INCLAB_BUILD" -maxdepth 4 -type f -name inc-perf -perm -u+x 2>/dev/null | head -n1)
+[ -z "$INC_PERF_BIN" ] || export PATH="$(dirname "$INC_PERF_BIN"):$PATH"
