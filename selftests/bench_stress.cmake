@@ -21,3 +21,32 @@ add_test(NAME selftest.icrc_python_selftest
          COMMAND python3 ${INC_SELFTESTS_DIR}/icrc_ref.py selftest)
 set_tests_properties(selftest.icrc_python_reference selftest.icrc_tshark_decode
                      selftest.icrc_python_selftest selftest.icrc_worked_example PROPERTIES LABELS selftest)
+
+# Everything below drives the real data path (inc_datapath from
+# userspace/datapath) through BPF_PROG_TEST_RUN; it needs root and bpffs.
+if(TARGET inc_datapath)
+  add_library(inc_dp_harness STATIC bench/dp_harness.cc)
+  target_include_directories(inc_dp_harness PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
+  target_link_libraries(inc_dp_harness PUBLIC inc_datapath inc_common PkgConfig::LIBBPF)
+  inc_target_defaults(inc_dp_harness)
+
+  # (c) ICRC of frames the XDP program emits, checked by the Python reference.
+  add_executable(icrc_xdp_test icrc_xdp_test.cc)
+  target_link_libraries(icrc_xdp_test PRIVATE inc_dp_harness inc_icrc_test_util GTest::gtest_main)
+  inc_target_defaults(icrc_xdp_test)
+  add_test(NAME selftest.icrc_xdp_outputs COMMAND icrc_xdp_test)
+
+  add_executable(stress_test stress_test.cc)
+  target_link_libraries(stress_test PRIVATE inc_dp_harness GTest::gtest_main Threads::Threads)
+  inc_target_defaults(stress_test)
+  add_test(NAME selftest.stress_two_cpus COMMAND stress_test)
+
+  set_tests_properties(selftest.icrc_xdp_outputs selftest.stress_two_cpus PROPERTIES LABELS selftest)
+
+  # Benchmark, not a test: build/selftests/dp_bench (see docs/perf.md).
+  add_executable(dp_bench bench/dp_bench.cc)
+  target_link_libraries(dp_bench PRIVATE inc_dp_harness bench_floor_skel)
+  inc_target_defaults(dp_bench)
+else()
+  message(STATUS "selftests: inc_datapath not available; stress test, XDP ICRC test and dp_bench skipped")
+endif()

@@ -1,0 +1,161 @@
+#include "bench/dp_harness.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <fcntl.h>
+#include <linux/bpf.h>
+#include <net/if.h>
+#include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+namespace inc::bench {
+namespace {
+
+Status Run(const std::string& command) {
+  int status = std::system((command + " >/dev/null 2>&1").c_str());
+  if (status != 0) return Internal("'" + command + "' failed (status " + std::to_string(status) + ")");
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status EnterPrivateNetns() {
+  if (unshare(CLONE_NEWNET) != 0) return ErrnoStatus("unshare(CLONE_NEWNET)", errno);
+  return Run("ip link set lo up");
+}
+
+Status AddVethPair(const std::string& name) {
+  INC_RETURN_IF_ERROR(Run("ip link add " + name + " type veth peer name " + name + "p"));
+  INC_RETURN_IF_ERROR(Run("ip link set " + name + " up"));
+  return Run("ip link set " + name + "p up");
+}
+
+Expected<RunResult> TestRun(int prog_fd, const uint8_t* frame, size_t len, uint32_t repeat,
+                            size_t out_capacity, bool live) {
+  RunResult r;
+  if (live) out_capacity = 0;
+  r.out.resize(out_capacity);
+  LIBBPF_OPTS(bpf_test_run_opts, opts);
+  opts.data_in = frame;
+  opts.data_size_in = static_cast<uint32_t>(len);
+  if (out_capacity) {
+    opts.data_out = r.out.data();
+    opts.data_size_out = static_cast<uint32_t>(out_capacity);
+  }
+  opts.repeat = static_cast<int>(repeat);
+  if (live) opts.flags = BPF_F_TEST_XDP_LIVE_FRAMES;
+  if (bpf_prog_test_run_opts(prog_fd, &opts) != 0) return ErrnoStatus("BPF_PROG_TEST_RUN", errno);
+  r.retval = opts.retval;
+  r.duration_ns = opts.duration;
+  r.out.resize(out_capacity ? opts.data_size_out : 0);
+  return r;
+}
+
+Ipv4 ChildIp(int rank) {
+  return Ipv4{0x0A400000u + 0x100u * static_cast<uint32_t>(rank) + 2};  // 10.64.<rank>.2
+}
+uint32_t ChildSwitchQpn(int rank) {
+  return 0x200 + static_cast<uint32_t>(rank);
+}
+Ipv4 SwitchIp() {
+  return Ipv4{0x0A400001u};
+}
+
+dp::TreeSpec MakeTree(const TreeParams& p) {
+  dp::TreeSpec t;
+  t.tree_id = p.tree_id;
+  t.key = p.key;
+  t.role = p.role;
+  t.pool_size = p.pool_size;
+  t.max_elems = p.max_elems;
+  t.slot_base = 0;
+  t.dtype_mask =
+      static_cast<uint16_t>(INC_BIT(INC_DTYPE_INT32) | INC_BIT(INC_DTYPE_FP32) | INC_BIT(INC_DTYPE_INT64));
+  t.op_mask = static_cast<uint8_t>(INC_BIT(INC_OP_SUM) | INC_BIT(INC_OP_MIN) | INC_BIT(INC_OP_MAX));
+  t.coll_mask = static_cast<uint8_t>(INC_BIT(INC_COLL_ALLREDUCE) | INC_BIT(INC_COLL_REDUCE) |
+                                     INC_BIT(INC_COLL_BROADCAST) | INC_BIT(INC_COLL_BARRIER));
+  for (int r = 0; r < p.children; r++) {
+    dp::Endpoint e;
+    e.port = p.port;
+    e.peer_mac.bytes = {0x02, 0x64, 0, 0, static_cast<uint8_t>(r >> 8), static_cast<uint8_t>(r)};
+    e.peer_ip = ChildIp(r);
+    e.peer_qpn = 0x1000 + static_cast<uint32_t>(r);
+    e.switch_qpn = ChildSwitchQpn(r);
+    e.rkey = 0x7000 + static_cast<uint32_t>(r);
+    e.va_base = 0x7f0000000000ull + (uint64_t{static_cast<uint32_t>(r)} << 24);
+    e.slot_stride = 4096;
+    e.member_lo = static_cast<uint16_t>(r);
+    e.member_hi = static_cast<uint16_t>(r + 1);
+    t.children.push_back(e);
+  }
+  if (p.role == INC_ROLE_LEAF) {
+    dp::Endpoint parent;
+    parent.port = p.port;
+    parent.peer_mac.bytes = {0x02, 0x65, 0, 0, 0, 1};
+    parent.peer_ip = Ipv4{0x0A410001u};  // 10.65.0.1
+    parent.peer_qpn = 0x3000;
+    parent.switch_qpn = 0x3001;
+    parent.member_lo = 0;
+    parent.member_hi = static_cast<uint16_t>(p.children);
+    t.parent = parent;
+    t.rank_at_parent = 3;
+  }
+  return t;
+}
+
+Expected<std::vector<uint8_t>> ContributionFrame(const TreeParams& tree, const Contribution& c) {
+  FrameSpec s;
+  s.src_mac.bytes = {0x02, 0x64, 0, 0, static_cast<uint8_t>(c.rank >> 8), static_cast<uint8_t>(c.rank)};
+  s.dst_mac.bytes = {0x02, 0x53, 0, 0, 0, 1};
+  s.src_ip = ChildIp(c.rank);
+  s.dst_ip = SwitchIp();
+  s.src_qpn = 0x1000 + static_cast<uint32_t>(c.rank);
+  s.dest_qpn = ChildSwitchQpn(c.rank);
+  s.psn = c.msg & INC_PSN_MASK;
+  s.va = 0x5000000;
+  s.rkey = 0x77;
+  s.inc.flags = c.flags;
+  s.inc.collective = c.collective;
+  s.inc.dtype = c.dtype;
+  s.inc.op = c.op;
+  s.inc.tree_id = tree.tree_id;
+  s.inc.rank = static_cast<uint16_t>(c.rank);
+  s.inc.msg_id = c.msg;
+  s.inc.slot = static_cast<uint16_t>(c.msg % tree.pool_size);
+  s.inc.count = static_cast<uint16_t>(c.count);
+  s.inc.key = tree.key;
+  s.inc.exponent = c.exponent;
+  s.payload = static_cast<const uint8_t*>(c.payload);
+  s.payload_len = c.payload_len;
+  return BuildFrame(s);
+}
+
+Expected<int> AttachedProgFd(const std::string& port) {
+  unsigned ifindex = if_nametoindex(port.c_str());
+  if (ifindex == 0) return NotFound("no interface " + port);
+  __u32 id = 0;
+  int err = bpf_xdp_query_id(static_cast<int>(ifindex), 0, &id);
+  if (err) return ErrnoStatus("bpf_xdp_query_id(" + port + ")", -err);
+  if (id == 0) return FailedPrecondition("no XDP program attached to " + port);
+  int fd = bpf_prog_get_fd_by_id(id);
+  if (fd < 0) return ErrnoStatus("bpf_prog_get_fd_by_id", errno);
+  return fd;
+}
+
+const char* XdpActionName(uint32_t action) {
+  switch (action) {
+    case XDP_ABORTED: return "XDP_ABORTED";
+    case XDP_DROP: return "XDP_DROP";
+    case XDP_PASS: return "XDP_PASS";
+    case XDP_TX: return "XDP_TX";
+    case XDP_REDIRECT: return "XDP_REDIRECT";
+    default: return "XDP_?";
+  }
+}
+
+}  // namespace inc::bench
