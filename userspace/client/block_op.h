@@ -1,0 +1,53 @@
+// One switch collective over a contiguous vector in wire form: the
+// Operation the engine runs for AllReduce, Reduce, Broadcast and Barrier.
+// Packet i carries elements [i*E, i*E + E) where E = elems per packet for
+// the wire element size. Codecs turn user elements into wire lanes:
+// raw copies (INT32, INT64, FP32 MIN/MAX) or block fixed point (FP32/FP64
+// SUM, with one agreed exponent per packet).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "client/engine.h"
+
+namespace inc::client {
+
+enum class Codec { kRaw, kFixedF32, kFixedF64 };
+
+struct BlockSpec {
+  uint8_t collective = INC_COLL_ALLREDUCE;
+  uint8_t wire_dtype = INC_DTYPE_INT32;  // INT32, FP32 or INT64
+  uint8_t op = INC_OP_SUM;
+  uint8_t root_index = 0;      // member index of the root (Reduce/Broadcast)
+  const void* send = nullptr;  // user elements (count of them), or null
+  void* recv = nullptr;        // where the result goes, or null
+  uint64_t count = 0;          // elements
+  uint32_t elems4 = INC_DEFAULT_ELEMS_PER_PACKET;
+  Codec codec = Codec::kRaw;
+  const int32_t* exponents = nullptr;  // per packet, for fixed point
+  int headroom = 0;
+  bool send_data = true;  // false: contribute without elements ("ready")
+  bool recv_data = true;  // false: the result is a completion notice
+};
+
+class BlockOperation : public Operation {
+ public:
+  explicit BlockOperation(const BlockSpec& spec);
+  uint64_t NumMessages() const override { return packets_; }
+  size_t Build(uint64_t i, IncHeader* header, uint8_t* payload) override;
+  Reject Accept(uint64_t i, const ParsedFrame& result) override;
+  uint64_t saturated() const { return saturated_; }
+
+ private:
+  BlockSpec s_;
+  size_t wire_size_;
+  uint32_t per_packet_;
+  uint64_t packets_;
+  uint64_t saturated_ = 0;
+  std::vector<int32_t> lanes32_;
+  std::vector<int64_t> lanes64_;
+};
+
+}  // namespace inc::client

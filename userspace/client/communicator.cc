@@ -1,0 +1,676 @@
+#include "client/communicator.h"
+
+#include <grpcpp/grpcpp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "client/block_op.h"
+#include "client/engine.h"
+#include "client/numerics.h"
+#include "client/xsk_socket.h"
+#include "common/log.h"
+#include "common/net.h"
+#include "common/rpc_status.h"
+#include "inc/v1/inc.grpc.pb.h"
+
+namespace inc::client {
+
+size_t DataTypeSize(DataType t) {
+  switch (t) {
+    case DataType::kInt32:
+    case DataType::kFloat32: return 4;
+    case DataType::kInt64:
+    case DataType::kFloat64: return 8;
+    case DataType::kFloat16:
+    case DataType::kBFloat16: return 2;
+  }
+  return 0;
+}
+
+const char* DataTypeName(DataType t) {
+  switch (t) {
+    case DataType::kInt32: return "int32";
+    case DataType::kFloat32: return "float32";
+    case DataType::kInt64: return "int64";
+    case DataType::kFloat16: return "float16";
+    case DataType::kBFloat16: return "bfloat16";
+    case DataType::kFloat64: return "float64";
+  }
+  return "?";
+}
+
+const char* ReduceOpName(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum: return "sum";
+    case ReduceOp::kMin: return "min";
+    case ReduceOp::kMax: return "max";
+  }
+  return "?";
+}
+
+bool ParseDataType(const std::string& s, DataType* out) {
+  static const std::pair<const char*, DataType> kNames[] = {
+      {"int32", DataType::kInt32},       {"float32", DataType::kFloat32}, {"float", DataType::kFloat32},
+      {"int64", DataType::kInt64},       {"float16", DataType::kFloat16}, {"half", DataType::kFloat16},
+      {"bfloat16", DataType::kBFloat16}, {"float64", DataType::kFloat64}, {"double", DataType::kFloat64}};
+  for (const auto& [name, t] : kNames)
+    if (s == name) {
+      *out = t;
+      return true;
+    }
+  return false;
+}
+
+bool ParseReduceOp(const std::string& s, ReduceOp* out) {
+  if (s == "sum")
+    *out = ReduceOp::kSum;
+  else if (s == "min")
+    *out = ReduceOp::kMin;
+  else if (s == "max")
+    *out = ReduceOp::kMax;
+  else
+    return false;
+  return true;
+}
+
+namespace {
+
+std::string JsonEscape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) continue;
+    o += c;
+  }
+  return o;
+}
+
+uint32_t DefaultQpn() {
+  // Unique per process on a host (pids fit in 22 bits), never 0 or 1.
+  return 0x800000u | (static_cast<uint32_t>(getpid()) & 0x7FFFFFu);
+}
+
+Assignment FromProto(const inc::v1::MemberAssignment& a) {
+  Assignment o;
+  o.tree_id = a.tree_id();
+  o.key = a.key();
+  o.pool_size = a.pool_size();
+  o.elems_per_packet = a.elems_per_packet();
+  o.rank_at_switch = a.rank_at_switch();
+  o.member_index = a.member_index();
+  o.switch_name = a.switch_name();
+  o.switch_ip = a.switch_ip();
+  o.switch_mac = a.switch_mac();
+  o.switch_qpn = a.switch_qpn();
+  o.heartbeat_interval_ms = a.heartbeat_interval_ms();
+  o.member_index_of_rank.assign(a.member_index_of_rank().begin(), a.member_index_of_rank().end());
+  o.world_size = a.world_size();
+  return o;
+}
+
+const char* TreeStateName(inc::v1::TreeState s) {
+  switch (s) {
+    case inc::v1::TREE_PENDING: return "PENDING";
+    case inc::v1::TREE_ACTIVE: return "ACTIVE";
+    case inc::v1::TREE_FAILED: return "FAILED";
+    case inc::v1::TREE_DESTROYED: return "DESTROYED";
+    default: return "UNSPECIFIED";
+  }
+}
+
+}  // namespace
+
+std::string CommunicatorStatus::ToJson() const {
+  std::ostringstream o;
+  o << "{\"rank\":" << rank << ",\"world_size\":" << world_size << ",\"iface\":\"" << JsonEscape(iface)
+    << "\",\"member_ip\":\"" << member_ip << "\",\"member_mac\":\"" << member_mac
+    << "\",\"member_qpn\":" << member_qpn << ",\"tree_id\":" << assignment.tree_id
+    << ",\"pool_size\":" << assignment.pool_size << ",\"elems_per_packet\":" << assignment.elems_per_packet
+    << ",\"member_index\":" << assignment.member_index << ",\"rank_at_switch\":" << assignment.rank_at_switch
+    << ",\"switch\":\"" << JsonEscape(assignment.switch_name) << "\",\"switch_ip\":\"" << assignment.switch_ip
+    << "\",\"switch_qpn\":" << assignment.switch_qpn << ",\"tree_state\":\"" << tree_state << "\""
+    << ",\"tx_packets\":" << tx_packets << ",\"tx_bytes\":" << tx_bytes << ",\"rx_packets\":" << rx_packets
+    << ",\"rx_bytes\":" << rx_bytes << ",\"messages\":" << messages
+    << ",\"retransmissions\":" << retransmissions << ",\"overflow_results\":" << overflow_results
+    << ",\"saturated_blocks\":" << saturated_blocks << ",\"operations\":" << operations
+    << ",\"failed_operations\":" << failed_operations << ",\"heartbeats_failed\":" << heartbeats_failed
+    << ",\"tx_kicks\":" << tx_kicks << ",\"tx_busy\":" << tx_busy << ",\"cq_bogus\":" << cq_bogus
+    << ",\"rx_dropped\":" << rx_dropped << ",\"rx_ring_full\":" << rx_ring_full
+    << ",\"rx_fill_empty\":" << rx_fill_empty << ",\"rejects\":{";
+  bool first = true;
+  for (const auto& [k, v] : rejects) {
+    o << (first ? "" : ",") << "\"" << k << "\":" << v;
+    first = false;
+  }
+  o << "}}";
+  return o.str();
+}
+
+class Communicator::Impl {
+ public:
+  CommunicatorOptions opt;
+  Assignment asg;
+  InterfaceInfo ifinfo;
+  uint32_t qpn = 0;
+  std::unique_ptr<PacketIo> io;
+  std::unique_ptr<Engine> engine;
+  std::unique_ptr<inc::v1::AggregationManager::Stub> am;
+  std::shared_ptr<grpc::Channel> channel;
+  uint64_t saturated = 0;
+
+  std::thread hb_thread;
+  std::mutex hb_mu;
+  std::condition_variable hb_cv;
+  bool hb_stop = false;
+  std::atomic<uint64_t> hb_failed{0};
+  mutable std::mutex state_mu;
+  std::string tree_state = "ACTIVE";
+
+  ~Impl() {
+    {
+      std::lock_guard<std::mutex> l(hb_mu);
+      hb_stop = true;
+    }
+    hb_cv.notify_all();
+    if (hb_thread.joinable()) hb_thread.join();
+    if (am) {
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(opt.rpc_timeout_ms));
+      inc::v1::LeaveGroupRequest req;
+      req.set_job_id(opt.job_id);
+      req.set_rank(opt.rank);
+      inc::v1::LeaveGroupResponse resp;
+      grpc::Status s = am->LeaveGroup(&ctx, req, &resp);
+      if (!s.ok()) {
+        LOG_WARN << "LeaveGroup: " << FromGrpcStatus(s).ToString();
+      } else {
+        LOG_INFO << "rank " << opt.rank << " left job " << opt.job_id;
+      }
+    }
+  }
+
+  uint8_t MemberIndexOf(uint32_t rank) const {
+    if (rank < asg.member_index_of_rank.size()) return static_cast<uint8_t>(asg.member_index_of_rank[rank]);
+    return static_cast<uint8_t>(rank);
+  }
+
+  Status CheckRoot(uint32_t root) const {
+    if (root >= opt.world_size)
+      return InvalidArgument("root " + std::to_string(root) + " >= world size " +
+                             std::to_string(opt.world_size));
+    return Status::Ok();
+  }
+
+  Status Run(const BlockSpec& spec) {
+    BlockOperation op(spec);
+    Status s = engine->Run(&op);
+    saturated += op.saturated();
+    return s;
+  }
+
+  BlockSpec Base(uint8_t collective, uint8_t wire, uint8_t op, uint64_t count) const {
+    BlockSpec s;
+    s.collective = collective;
+    s.wire_dtype = wire;
+    s.op = op;
+    s.count = count;
+    s.elems4 = asg.elems_per_packet;
+    return s;
+  }
+
+  // Per-packet block exponents agreed through one INT32 MAX allreduce.
+  template <typename F>
+  Expected<std::vector<int32_t>> AgreeExponents(const F* in, uint64_t count, uint32_t per_packet) {
+    uint64_t blocks = PacketCount(count, per_packet);
+    std::vector<int32_t> local(blocks), agreed(blocks);
+    for (uint64_t b = 0; b < blocks; b++) {
+      PacketRange r = PacketElements(b, count, per_packet);
+      local[b] = sizeof(F) == 4 ? BlockExponentF32(reinterpret_cast<const float*>(in) + r.first, r.count)
+                                : BlockExponentF64(reinterpret_cast<const double*>(in) + r.first, r.count);
+    }
+    BlockSpec s = Base(INC_COLL_ALLREDUCE, INC_DTYPE_INT32, INC_OP_MAX, blocks);
+    s.send = local.data();
+    s.recv = agreed.data();
+    Status st = Run(s);
+    if (!st.ok()) return st.WithContext("exponent pre-pass");
+    return agreed;
+  }
+
+  // A rooted or unrooted reduction on host-typed data already in wire-friendly
+  // form (int32/int64 raw, float32 or float64 values). recv may be null when
+  // this rank gets no data (Reduce non-root).
+  Status Reduction(uint8_t collective, DataType t, ReduceOp op, const void* send, void* recv, uint64_t count,
+                   uint8_t root_index, bool recv_data) {
+    uint8_t wop = static_cast<uint8_t>(op);
+    BlockSpec s;
+    switch (t) {
+      case DataType::kInt32: s = Base(collective, INC_DTYPE_INT32, wop, count); break;
+      case DataType::kInt64: s = Base(collective, INC_DTYPE_INT64, wop, count); break;
+      case DataType::kFloat32:
+        s = Base(collective, INC_DTYPE_FP32, wop, count);
+        if (op == ReduceOp::kSum) s.codec = Codec::kFixedF32;
+        break;
+      case DataType::kFloat64:  // only SUM arrives here; MIN/MAX map onto ordered int64
+        s = Base(collective, INC_DTYPE_INT64, wop, count);
+        s.codec = Codec::kFixedF64;
+        break;
+      default: return Internal("unmapped data type in Reduction");
+    }
+    std::vector<int32_t> exps;
+    if (s.codec != Codec::kRaw) {
+      uint32_t per = ElemsPerPacket(s.elems4, inc_dtype_size(s.wire_dtype));
+      auto agreed = s.codec == Codec::kFixedF32
+                        ? AgreeExponents(static_cast<const float*>(send), count, per)
+                        : AgreeExponents(static_cast<const double*>(send), count, per);
+      if (!agreed.ok()) return agreed.status();
+      exps = std::move(*agreed);
+      s.exponents = exps.data();
+      s.headroom = HeadroomBits(opt.world_size);
+    }
+    s.root_index = root_index;
+    s.send = send;
+    s.recv = recv;
+    s.recv_data = recv_data && recv != nullptr;
+    return Run(s);
+  }
+
+  // Maps every user type onto Reduction's.
+  Status TypedReduction(uint8_t collective, const void* send, void* recv, size_t count, DataType t,
+                        ReduceOp op, uint8_t root_index, bool recv_data) {
+    if (count == 0) return Status::Ok();
+    switch (t) {
+      case DataType::kInt32:
+      case DataType::kInt64:
+      case DataType::kFloat32: return Reduction(collective, t, op, send, recv, count, root_index, recv_data);
+      case DataType::kFloat16:
+      case DataType::kBFloat16: {
+        bool half = t == DataType::kFloat16;
+        const auto* in = static_cast<const uint16_t*>(send);
+        std::vector<float> wide(count), out(recv_data ? count : 0);
+        for (size_t i = 0; i < count; i++) wide[i] = half ? F16ToF32(in[i]) : Bf16ToF32(in[i]);
+        INC_RETURN_IF_ERROR(Reduction(collective, DataType::kFloat32, op, wide.data(),
+                                      recv_data ? out.data() : nullptr, count, root_index, recv_data));
+        if (recv_data && recv) {
+          auto* o = static_cast<uint16_t*>(recv);
+          for (size_t i = 0; i < count; i++) o[i] = half ? F32ToF16(out[i]) : F32ToBf16(out[i]);
+        }
+        return Status::Ok();
+      }
+      case DataType::kFloat64: {
+        if (op == ReduceOp::kSum)
+          return Reduction(collective, DataType::kFloat64, op, send, recv, count, root_index, recv_data);
+        const auto* in = static_cast<const double*>(send);
+        std::vector<int64_t> ord(count), out(recv_data ? count : 0);
+        for (size_t i = 0; i < count; i++) ord[i] = OrderedFromF64(in[i]);
+        INC_RETURN_IF_ERROR(Reduction(collective, DataType::kInt64, op, ord.data(),
+                                      recv_data ? out.data() : nullptr, count, root_index, recv_data));
+        if (recv_data && recv) {
+          auto* o = static_cast<double*>(recv);
+          for (size_t i = 0; i < count; i++) o[i] = F64FromOrdered(out[i]);
+        }
+        return Status::Ok();
+      }
+    }
+    return InvalidArgument("unknown data type");
+  }
+
+  // Broadcast of raw bytes as int32 lanes (the last lane zero-padded).
+  Status BroadcastBytes(const void* send, void* recv, size_t bytes, uint32_t root) {
+    if (bytes == 0) return Status::Ok();
+    const bool is_root = opt.rank == root;
+    const uint64_t lanes = (bytes + 3) / 4;
+    std::vector<uint8_t> padded;
+    const void* src = send;
+    void* dst = recv;
+    if (bytes % 4) {
+      padded.assign(lanes * 4, 0);
+      if (is_root) std::memcpy(padded.data(), send, bytes);
+      src = padded.data();
+      dst = padded.data();
+    }
+    BlockSpec s = Base(INC_COLL_BROADCAST, INC_DTYPE_INT32, INC_OP_SUM, lanes);
+    s.root_index = MemberIndexOf(root);
+    s.send = is_root ? src : nullptr;
+    s.send_data = is_root;
+    s.recv = dst;
+    INC_RETURN_IF_ERROR(Run(s));
+    if (bytes % 4 && recv) std::memcpy(recv, padded.data(), bytes);
+    return Status::Ok();
+  }
+
+  void Heartbeats() {
+    uint32_t interval = asg.heartbeat_interval_ms ? asg.heartbeat_interval_ms : 1000;
+    std::unique_lock<std::mutex> lock(hb_mu);
+    while (!hb_cv.wait_for(lock, std::chrono::milliseconds(interval), [this] { return hb_stop; })) {
+      lock.unlock();
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(opt.rpc_timeout_ms));
+      inc::v1::MemberHeartbeatRequest req;
+      req.set_job_id(opt.job_id);
+      req.set_rank(opt.rank);
+      req.set_tree_id(asg.tree_id);
+      inc::v1::MemberHeartbeatResponse resp;
+      grpc::Status s = am->MemberHeartbeat(&ctx, req, &resp);
+      if (!s.ok()) {
+        if (hb_failed++ == 0) {
+          LOG_WARN << "member heartbeat: " << FromGrpcStatus(s).ToString();
+        }
+      } else {
+        {
+          std::lock_guard<std::mutex> l(state_mu);
+          tree_state = TreeStateName(resp.tree_state());
+        }
+        if (resp.tree_state() == inc::v1::TREE_FAILED || resp.tree_state() == inc::v1::TREE_DESTROYED) {
+          LOG_ERROR << "AM reports tree " << asg.tree_id << " " << TreeStateName(resp.tree_state());
+          engine->Abort(std::string("the AM reports tree ") + std::to_string(asg.tree_id) + " " +
+                        TreeStateName(resp.tree_state()));
+        }
+      }
+      lock.lock();
+    }
+  }
+
+  void ReportError(uint32_t msg_id, uint32_t timeouts, const std::string& error) {
+    if (!am) return;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(opt.rpc_timeout_ms));
+    inc::v1::ReportErrorRequest req;
+    req.set_job_id(opt.job_id);
+    req.set_rank(opt.rank);
+    req.set_tree_id(asg.tree_id);
+    req.set_error(error);
+    req.set_msg_id(msg_id);
+    req.set_timeouts(timeouts);
+    inc::v1::ReportErrorResponse resp;
+    grpc::Status s = am->ReportError(&ctx, req, &resp);
+    if (!s.ok()) {
+      LOG_WARN << "ReportError: " << FromGrpcStatus(s).ToString();
+    }
+  }
+
+  Status Start() {
+    if (asg.pool_size == 0) return InvalidArgument("assignment has pool size 0");
+    if (asg.elems_per_packet == 0) asg.elems_per_packet = INC_DEFAULT_ELEMS_PER_PACKET;
+    if (asg.elems_per_packet % 2 || asg.elems_per_packet * 4 > 8192)
+      return InvalidArgument("elems_per_packet " + std::to_string(asg.elems_per_packet) +
+                             " must be even and at most 2048");
+    auto sw_ip = Ipv4::Parse(asg.switch_ip);
+    if (!sw_ip.ok()) return sw_ip.status().WithContext("assignment switch_ip");
+    auto sw_mac = Mac::Parse(asg.switch_mac);
+    if (!sw_mac.ok()) return sw_mac.status().WithContext("assignment switch_mac");
+    if (opt.transport != "afxdp")
+      return Unimplemented("transport '" + opt.transport + "' (only afxdp is built)");
+    XskOptions xo;
+    xo.ifname = opt.iface;
+    xo.xdp_generic = opt.xdp_generic;
+    xo.filter_ip = ifinfo.ip;
+    xo.filter_qpn = opt.qpn_filter ? qpn : 0;
+    auto sock = XskSocket::Open(xo);
+    if (!sock.ok()) return sock.status();
+    io = std::move(*sock);
+    EngineConfig ec;
+    ec.member_mac = ifinfo.mac;
+    ec.member_ip = ifinfo.ip;
+    ec.member_qpn = qpn;
+    ec.switch_mac = *sw_mac;
+    ec.switch_ip = *sw_ip;
+    ec.switch_qpn = asg.switch_qpn;
+    ec.rkey = qpn;
+    ec.tree_id = static_cast<uint16_t>(asg.tree_id);
+    ec.key = asg.key;
+    ec.pool_size = asg.pool_size;
+    ec.elems_per_packet = asg.elems_per_packet;
+    ec.rank_at_switch = static_cast<uint16_t>(asg.rank_at_switch);
+    ec.timeout = std::chrono::microseconds(opt.message_timeout_us);
+    ec.max_retries = opt.max_retries;
+    ec.poll_ms = opt.poll_ms;
+    engine = std::make_unique<Engine>(io.get(), ec);
+    engine->SetTimeoutReporter(
+        [this](uint32_t id, uint32_t n, const std::string& e) { ReportError(id, n, e); });
+    if (am && opt.heartbeats) hb_thread = std::thread([this] { Heartbeats(); });
+    LOG_INFO << "rank " << opt.rank << "/" << opt.world_size << " on " << opt.iface << " ("
+             << ifinfo.ip.ToString() << ", QPN " << qpn << "): tree " << asg.tree_id << " via switch "
+             << asg.switch_name << " " << asg.switch_ip << " QPN " << asg.switch_qpn << ", pool "
+             << asg.pool_size << ", " << asg.elems_per_packet << " elems/packet, member index "
+             << asg.member_index;
+    return Status::Ok();
+  }
+};
+
+namespace {
+
+Status ValidateOptions(const CommunicatorOptions& o) {
+  if (o.world_size == 0 || o.world_size > 4096) return InvalidArgument("world_size must be in 1..4096");
+  if (o.rank >= o.world_size)
+    return InvalidArgument("rank " + std::to_string(o.rank) + " >= world_size " +
+                           std::to_string(o.world_size));
+  if (o.iface.empty()) return InvalidArgument("iface is required (the worker's interface toward its switch)");
+  if (o.qpn > INC_QPN_MASK || o.qpn == 1) return InvalidArgument("qpn must be a 24-bit value other than 1");
+  if (o.message_timeout_us == 0) return InvalidArgument("message_timeout_us must be > 0");
+  return Status::Ok();
+}
+
+Expected<std::unique_ptr<Communicator::Impl>> MakeImpl(const CommunicatorOptions& options) {
+  INC_RETURN_IF_ERROR(ValidateOptions(options));
+  auto impl = std::make_unique<Communicator::Impl>();
+  impl->opt = options;
+  auto info = GetInterfaceInfo(options.iface);
+  if (!info.ok()) return info.status();
+  if (!info->ip.host) return FailedPrecondition("interface " + options.iface + " has no IPv4 address");
+  impl->ifinfo = *info;
+  impl->qpn = options.qpn ? options.qpn : DefaultQpn();
+  if (!options.am_address.empty()) {
+    impl->channel = grpc::CreateChannel(options.am_address, grpc::InsecureChannelCredentials());
+    impl->am = inc::v1::AggregationManager::NewStub(impl->channel);
+  }
+  return impl;
+}
+
+}  // namespace
+
+Communicator::Communicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Communicator::~Communicator() = default;
+
+Expected<std::unique_ptr<Communicator>> Communicator::Create(const CommunicatorOptions& options) {
+  if (options.am_address.empty()) return InvalidArgument("am_address is required");
+  if (options.job_id.empty()) return InvalidArgument("job_id is required");
+  auto made = MakeImpl(options);
+  if (!made.ok()) return made.status();
+  std::unique_ptr<Impl> impl = std::move(*made);
+  inc::v1::JoinGroupRequest req;
+  req.set_job_id(options.job_id);
+  req.set_rank(options.rank);
+  req.set_world_size(options.world_size);
+  req.set_timeout_ms(options.join_timeout_ms);
+  req.set_pool_size(options.pool_size);
+  req.set_elems_per_packet(options.elems_per_packet);
+  auto* m = req.mutable_member();
+  m->set_ip(impl->ifinfo.ip.ToString());
+  m->set_mac(impl->ifinfo.mac.ToString());
+  m->set_qpn(impl->qpn);
+  m->set_rkey(impl->qpn);
+  m->set_va_base(0);
+  m->set_slot_stride(INC_MAX_PAYLOAD_BYTES + sizeof(inc_hdr));
+  m->set_transport(inc::v1::AF_XDP);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() +
+                   std::chrono::milliseconds(options.join_timeout_ms + 5000));
+  inc::v1::JoinGroupResponse resp;
+  LOG_INFO << "rank " << options.rank << " joining job " << options.job_id << " (world " << options.world_size
+           << ") at " << options.am_address;
+  grpc::Status gs = impl->am->JoinGroup(&ctx, req, &resp);
+  if (!gs.ok()) return FromGrpcStatus(gs, "JoinGroup at " + options.am_address);
+  impl->asg = FromProto(resp.assignment());
+  if (impl->asg.world_size && impl->asg.world_size != options.world_size)
+    return FailedPrecondition("AM assigned world size " + std::to_string(impl->asg.world_size) +
+                              ", expected " + std::to_string(options.world_size));
+  Status st = impl->Start();
+  if (!st.ok()) return st;
+  return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
+}
+
+Expected<std::unique_ptr<Communicator>> Communicator::CreateWithAssignment(const CommunicatorOptions& options,
+                                                                           const Assignment& assignment) {
+  auto made = MakeImpl(options);
+  if (!made.ok()) return made.status();
+  std::unique_ptr<Impl> impl = std::move(*made);
+  impl->asg = assignment;
+  // Without a JoinGroup there is no membership to leave.
+  impl->am.reset();
+  Status st = impl->Start();
+  if (!st.ok()) return st;
+  return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
+}
+
+uint32_t Communicator::rank() const {
+  return impl_->opt.rank;
+}
+uint32_t Communicator::world_size() const {
+  return impl_->opt.world_size;
+}
+
+Status Communicator::AllReduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op) {
+  if (count && (!send || !recv)) return InvalidArgument("AllReduce: null buffer");
+  return impl_->TypedReduction(INC_COLL_ALLREDUCE, send, recv, count, type, op, 0, true)
+      .WithContext("AllReduce");
+}
+
+Status Communicator::Reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op,
+                            uint32_t root) {
+  INC_RETURN_IF_ERROR(impl_->CheckRoot(root));
+  bool is_root = impl_->opt.rank == root;
+  if (count && (!send || (is_root && !recv))) return InvalidArgument("Reduce: null buffer");
+  return impl_
+      ->TypedReduction(INC_COLL_REDUCE, send, is_root ? recv : nullptr, count, type, op,
+                       impl_->MemberIndexOf(root), is_root)
+      .WithContext("Reduce");
+}
+
+Status Communicator::Broadcast(void* buf, size_t count, DataType type, uint32_t root) {
+  INC_RETURN_IF_ERROR(impl_->CheckRoot(root));
+  if (count && !buf) return InvalidArgument("Broadcast: null buffer");
+  return impl_->BroadcastBytes(buf, buf, count * DataTypeSize(type), root).WithContext("Broadcast");
+}
+
+Status Communicator::Barrier() {
+  BlockSpec s = impl_->Base(INC_COLL_BARRIER, INC_DTYPE_INT32, INC_OP_SUM, 0);
+  s.send_data = false;
+  s.recv_data = false;
+  return impl_->Run(s).WithContext("Barrier");
+}
+
+Status Communicator::AllGather(const void* send, void* recv, size_t count, DataType type) {
+  const size_t block = count * DataTypeSize(type);
+  if (count && (!send || !recv)) return InvalidArgument("AllGather: null buffer");
+  for (uint32_t r = 0; r < world_size(); r++) {
+    auto* dst = static_cast<uint8_t*>(recv) + r * block;
+    INC_RETURN_IF_ERROR(impl_->BroadcastBytes(r == rank() ? send : nullptr, dst, block, r)
+                            .WithContext("AllGather block " + std::to_string(r)));
+  }
+  return Status::Ok();
+}
+
+Status Communicator::ReduceScatter(const void* send, void* recv, size_t count, DataType type, ReduceOp op) {
+  const size_t block = count * DataTypeSize(type);
+  if (count && (!send || !recv)) return InvalidArgument("ReduceScatter: null buffer");
+  for (uint32_t r = 0; r < world_size(); r++) {
+    const auto* src = static_cast<const uint8_t*>(send) + r * block;
+    bool mine = r == rank();
+    INC_RETURN_IF_ERROR(impl_
+                            ->TypedReduction(INC_COLL_REDUCE, src, mine ? recv : nullptr, count, type, op,
+                                             impl_->MemberIndexOf(r), mine)
+                            .WithContext("ReduceScatter block " + std::to_string(r)));
+  }
+  return Status::Ok();
+}
+
+Status Communicator::Scatter(const void* send, void* recv, size_t count, DataType type, uint32_t root) {
+  INC_RETURN_IF_ERROR(impl_->CheckRoot(root));
+  const size_t block = count * DataTypeSize(type);
+  if (count && (!recv || (rank() == root && !send))) return InvalidArgument("Scatter: null buffer");
+  std::vector<uint8_t> all(block * world_size());
+  if (rank() == root && block) std::memcpy(all.data(), send, all.size());
+  INC_RETURN_IF_ERROR(impl_->BroadcastBytes(all.data(), all.data(), all.size(), root).WithContext("Scatter"));
+  if (block) std::memcpy(recv, all.data() + rank() * block, block);
+  return Status::Ok();
+}
+
+Status Communicator::Gather(const void* send, void* recv, size_t count, DataType type, uint32_t root) {
+  INC_RETURN_IF_ERROR(impl_->CheckRoot(root));
+  const size_t block = count * DataTypeSize(type);
+  if (count && (!send || (rank() == root && !recv))) return InvalidArgument("Gather: null buffer");
+  if (block == 0) return Status::Ok();
+  // A Reduce (INT32 SUM) of vectors that are zero except each rank's own
+  // block: the bytes of different ranks never overlap, so the sum is exact.
+  const size_t lanes = (block * world_size() + 3) / 4;
+  std::vector<int32_t> mine(lanes, 0), out(rank() == root ? lanes : 0);
+  std::memcpy(reinterpret_cast<uint8_t*>(mine.data()) + rank() * block, send, block);
+  INC_RETURN_IF_ERROR(impl_
+                          ->Reduction(INC_COLL_REDUCE, DataType::kInt32, ReduceOp::kSum, mine.data(),
+                                      rank() == root ? out.data() : nullptr, lanes,
+                                      impl_->MemberIndexOf(root), rank() == root)
+                          .WithContext("Gather"));
+  if (rank() == root) std::memcpy(recv, out.data(), block * world_size());
+  return Status::Ok();
+}
+
+Status Communicator::AllToAll(const void* send, void* recv, size_t count, DataType type) {
+  const size_t block = count * DataTypeSize(type);
+  if (count && (!send || !recv)) return InvalidArgument("AllToAll: null buffer");
+  // One Scatter per source rank: the source broadcasts its whole buffer and
+  // each rank keeps the block addressed to it.
+  std::vector<uint8_t> all(block * world_size());
+  for (uint32_t s = 0; s < world_size(); s++) {
+    if (s == rank() && block) std::memcpy(all.data(), send, all.size());
+    INC_RETURN_IF_ERROR(impl_->BroadcastBytes(all.data(), all.data(), all.size(), s)
+                            .WithContext("AllToAll source " + std::to_string(s)));
+    if (block) std::memcpy(static_cast<uint8_t*>(recv) + s * block, all.data() + rank() * block, block);
+  }
+  return Status::Ok();
+}
+
+CommunicatorStatus Communicator::GetStatus() const {
+  CommunicatorStatus s;
+  s.assignment = impl_->asg;
+  s.rank = impl_->opt.rank;
+  s.world_size = impl_->opt.world_size;
+  s.iface = impl_->opt.iface;
+  s.member_ip = impl_->ifinfo.ip.ToString();
+  s.member_mac = impl_->ifinfo.mac.ToString();
+  s.member_qpn = impl_->qpn;
+  PacketIoStats io = impl_->io->Stats();
+  s.tx_packets = io.tx_packets;
+  s.tx_bytes = io.tx_bytes;
+  s.rx_packets = io.rx_packets;
+  s.rx_bytes = io.rx_bytes;
+  s.tx_kicks = io.tx_kicks;
+  s.tx_busy = io.tx_busy;
+  s.cq_bogus = io.cq_bogus;
+  s.rx_dropped = io.rx_dropped;
+  s.rx_ring_full = io.rx_ring_full;
+  s.rx_fill_empty = io.rx_fill_empty;
+  EngineCounters c = impl_->engine->counters();
+  s.messages = c.messages;
+  s.retransmissions = c.retransmissions;
+  s.overflow_results = c.overflow_results;
+  s.operations = c.operations;
+  s.failed_operations = c.failed_operations;
+  s.saturated_blocks = impl_->saturated;
+  s.heartbeats_failed = impl_->hb_failed.load();
+  for (size_t i = 1; i < c.rejects.size(); i++)
+    if (c.rejects[i]) s.rejects[RejectName(static_cast<Reject>(i))] = c.rejects[i];
+  {
+    std::lock_guard<std::mutex> l(impl_->state_mu);
+    s.tree_state = impl_->tree_state;
+  }
+  return s;
+}
+
+}  // namespace inc::client

@@ -1,0 +1,134 @@
+// libinc: the collective-communication API of an incin worker. A
+// Communicator joins its job's group at the aggregation manager (JoinGroup,
+// blocking until every rank joined and the tree is programmed), then runs
+// collectives in the switches over raw RoCEv2 frames (AF_XDP copy mode on
+// the worker's interface). See docs/operations.md "libinc and inc-perf".
+//
+//   inc::client::CommunicatorOptions o;
+//   o.am_address = "10.0.0.254:50051"; o.job_id = "job1";
+//   o.rank = r; o.world_size = n; o.iface = "eth0";
+//   auto comm = inc::client::Communicator::Create(o);
+//   if (!comm.ok()) ... comm.status() ...
+//   Status s = (*comm)->AllReduce(in, out, count, DataType::kFloat32, ReduceOp::kSum);
+//
+// Collectives are blocking and must be called in the same order on every
+// rank (message ids advance in lockstep). One thread per Communicator.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace inc::client {
+
+enum class DataType { kInt32 = 1, kFloat32 = 2, kInt64 = 3, kFloat16 = 4, kBFloat16 = 5, kFloat64 = 6 };
+enum class ReduceOp { kSum = 1, kMin = 2, kMax = 3 };
+
+size_t DataTypeSize(DataType t);
+const char* DataTypeName(DataType t);
+const char* ReduceOpName(ReduceOp op);
+bool ParseDataType(const std::string& text, DataType* out);  // int32 float32 int64 float16 bfloat16 float64
+bool ParseReduceOp(const std::string& text, ReduceOp* out);  // sum min max
+
+struct CommunicatorOptions {
+  std::string am_address;  // host:port of incamd
+  std::string job_id;
+  uint32_t rank = 0;
+  uint32_t world_size = 1;
+  std::string iface;                    // the worker's interface toward its switch
+  std::string transport = "afxdp";      // only "afxdp" so far
+  uint32_t qpn = 0;                     // this member's QPN; 0 = derived from the pid
+  uint32_t join_timeout_ms = 120000;    // how long JoinGroup may wait for the group
+  uint32_t rpc_timeout_ms = 5000;       // other AM RPCs
+  uint32_t message_timeout_us = 20000;  // per message, before a retransmission
+  uint32_t max_retries = 25;            // timeouts of one message before failing
+  uint32_t pool_size = 0;               // requested from the AM; 0 = AM default
+  uint32_t elems_per_packet = 0;        // requested; 0 = AM default from the path MTU
+  int poll_ms = 1;
+  bool xdp_generic = false;  // attach the redirect program in SKB mode
+  bool qpn_filter = true;    // redirect only frames for our QPN to the socket
+  bool heartbeats = true;
+};
+
+// What the AM assigned (mirrors inc.v1.MemberAssignment), also accepted
+// directly for AM-less setups and tests.
+struct Assignment {
+  uint32_t tree_id = 0;
+  uint32_t key = 0;
+  uint32_t pool_size = 0;
+  uint32_t elems_per_packet = 0;
+  uint32_t rank_at_switch = 0;
+  uint32_t member_index = 0;
+  std::string switch_name;
+  std::string switch_ip;
+  std::string switch_mac;
+  uint32_t switch_qpn = 0;
+  uint32_t heartbeat_interval_ms = 0;
+  std::vector<uint32_t> member_index_of_rank;  // empty = identity
+  uint32_t world_size = 0;
+};
+
+struct CommunicatorStatus {
+  Assignment assignment;
+  uint32_t rank = 0;
+  uint32_t world_size = 0;
+  std::string iface;
+  std::string member_ip;
+  std::string member_mac;
+  uint32_t member_qpn = 0;
+  uint64_t tx_packets = 0, tx_bytes = 0, rx_packets = 0, rx_bytes = 0;
+  uint64_t messages = 0, retransmissions = 0, overflow_results = 0, saturated_blocks = 0;
+  uint64_t operations = 0, failed_operations = 0, heartbeats_failed = 0;
+  uint64_t tx_kicks = 0, tx_busy = 0, cq_bogus = 0, rx_dropped = 0, rx_ring_full = 0, rx_fill_empty = 0;
+  std::map<std::string, uint64_t> rejects;  // by reason, non-zero only
+  std::string tree_state;                   // last heartbeat answer
+  std::string ToJson() const;
+};
+
+class Communicator {
+ public:
+  // Joins through the AM (blocking until the group forms).
+  static Expected<std::unique_ptr<Communicator>> Create(const CommunicatorOptions& options);
+  // Uses a given assignment; no AM (heartbeats and ReportError are skipped
+  // when options.am_address is empty).
+  static Expected<std::unique_ptr<Communicator>> CreateWithAssignment(const CommunicatorOptions& options,
+                                                                      const Assignment& assignment);
+  ~Communicator();  // LeaveGroup, stop heartbeats, detach XDP
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  // recv may equal send (in place). count = elements.
+  Status AllReduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op);
+  // Only the root's recv is written (others may pass nullptr).
+  Status Reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op, uint32_t root);
+  Status Broadcast(void* buf, size_t count, DataType type, uint32_t root);
+  Status Barrier();
+  // recv holds world_size blocks of count elements; block r comes from rank r.
+  Status AllGather(const void* send, void* recv, size_t count, DataType type);
+  // send holds world_size blocks of count; recv gets the reduction of block `rank`.
+  Status ReduceScatter(const void* send, void* recv, size_t count, DataType type, ReduceOp op);
+  // send block j goes to rank j; recv block i came from rank i (count per block).
+  Status AllToAll(const void* send, void* recv, size_t count, DataType type);
+  // root's send holds world_size blocks; every rank's recv gets its block.
+  Status Scatter(const void* send, void* recv, size_t count, DataType type, uint32_t root);
+  // every rank's send block lands at block `rank` of root's recv.
+  Status Gather(const void* send, void* recv, size_t count, DataType type, uint32_t root);
+
+  uint32_t rank() const;
+  uint32_t world_size() const;
+  CommunicatorStatus GetStatus() const;
+
+  class Impl;
+
+ private:
+  explicit Communicator(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace inc::client

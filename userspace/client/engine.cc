@@ -1,0 +1,163 @@
+#include "client/engine.h"
+
+#include <algorithm>
+
+#include "common/log.h"
+
+namespace inc::client {
+
+using Clock = std::chrono::steady_clock;
+
+Engine::Engine(PacketIo* io, const EngineConfig& config)
+    : io_(io), cfg_(config), next_msg_id_(config.first_msg_id) {
+  if (cfg_.pool_size == 0) cfg_.pool_size = 1;
+  scratch_.resize(size_t{cfg_.elems_per_packet} * 4 + 64);
+  window_.resize(cfg_.pool_size);
+}
+
+void Engine::Abort(const std::string& why) {
+  {
+    std::lock_guard<std::mutex> lock(abort_mu_);
+    if (abort_reason_.empty()) abort_reason_ = why;
+  }
+  aborted_.store(true, std::memory_order_release);
+}
+
+Status Engine::Send(Operation* op, uint64_t i, uint32_t msg_id, bool retransmit) {
+  uint8_t* buf = io_->TxBuffer();
+  if (!buf) {
+    INC_RETURN_IF_ERROR(io_->Flush());
+    buf = io_->TxBuffer();
+    if (!buf) return ResourceExhausted("no free TX buffer");
+  }
+  FrameSpec spec;
+  spec.src_mac = cfg_.member_mac;
+  spec.dst_mac = cfg_.switch_mac;
+  spec.src_ip = cfg_.member_ip;
+  spec.dst_ip = cfg_.switch_ip;
+  spec.tos = cfg_.tos;
+  spec.ttl = cfg_.ttl;
+  spec.ip_id = ip_id_++;
+  spec.src_qpn = cfg_.member_qpn;
+  spec.dest_qpn = cfg_.switch_qpn;
+  spec.psn = psn_;
+  psn_ = (psn_ + 1) & INC_PSN_MASK;
+  spec.va = cfg_.va;
+  spec.rkey = cfg_.rkey;
+  spec.inc.tree_id = cfg_.tree_id;
+  spec.inc.rank = cfg_.rank_at_switch;
+  spec.inc.msg_id = msg_id;
+  spec.inc.slot = SlotOf(msg_id, cfg_.pool_size);
+  spec.inc.key = cfg_.key;
+  spec.payload_len = op->Build(i, &spec.inc, scratch_.data());
+  spec.inc.flags = retransmit ? INC_FLAG_RETRANSMIT : 0;
+  spec.payload = scratch_.data();
+  auto len = BuildFrame(spec, buf, io_->MaxFrame());
+  if (!len.ok()) return len.status().WithContext("build message " + std::to_string(msg_id));
+  io_->TxCommit(*len);
+  return Status::Ok();
+}
+
+Status Engine::Run(Operation* op) {
+  const uint64_t n = op->NumMessages();
+  const uint32_t base = next_msg_id_;
+  const uint32_t pool = cfg_.pool_size;
+  counters_.operations++;
+  uint64_t next = 0, oldest = 0;
+  ResultFilter filter{cfg_.member_qpn, cfg_.switch_ip, cfg_.tree_id, cfg_.key, pool};
+  Status failure;
+  auto fail = [&](Status s) {
+    counters_.failed_operations++;
+    next_msg_id_ = base + static_cast<uint32_t>(n);
+    return s;
+  };
+
+  FrameHandler on_frame = [&](const uint8_t* data, size_t len) {
+    auto parsed = ParseFrame(data, len);
+    Reject why = Reject::kMalformed;
+    if (parsed.ok()) why = CheckResultFrame(*parsed, filter);
+    if (why == Reject::kNone) {
+      uint64_t k = static_cast<uint32_t>(parsed->inc.msg_id - base);
+      if (k >= next) {
+        why = Reject::kUnknownMessage;
+        // A late result of an earlier operation (a retransmission answered
+        // twice) shows up as a wrapped-around id.
+        if (static_cast<int32_t>(parsed->inc.msg_id - base) < 0) why = Reject::kDuplicate;
+      } else if (k < oldest || window_[k % pool].done) {
+        why = Reject::kDuplicate;
+      } else {
+        why = op->Accept(k, *parsed);
+        if (why == Reject::kNone) {
+          window_[k % pool].done = true;
+          if (parsed->inc.flags & INC_FLAG_OVERFLOW) {
+            if (counters_.overflow_results++ == 0) {
+              LOG_WARN << "tree " << cfg_.tree_id
+                       << ": switch reported OVERFLOW (a sum saturated or wrapped) in message "
+                       << parsed->inc.msg_id;
+            }
+          }
+        }
+      }
+    }
+    if (why != Reject::kNone) {
+      counters_.rejects[static_cast<size_t>(why)]++;
+      LOG_DEBUG << "rejected frame: " << RejectName(why);
+    }
+  };
+
+  auto last_scan = Clock::now();
+  while (oldest < n) {
+    if (aborted_.load(std::memory_order_acquire)) {
+      std::lock_guard<std::mutex> lock(abort_mu_);
+      return fail(Aborted("operation aborted: " + abort_reason_));
+    }
+    // Fill the window.
+    while (next < n && WindowAllows(next, oldest, pool)) {
+      uint8_t* probe = io_->TxBuffer();
+      if (!probe) break;
+      window_[next % pool] = InFlight{Clock::now(), 0, false};
+      Status s = Send(op, next, base + static_cast<uint32_t>(next), false);
+      if (!s.ok()) return fail(s);
+      counters_.messages++;
+      next++;
+    }
+    Status s = io_->Flush();
+    if (!s.ok()) return fail(s);
+    // Wait only when nothing more can be sent.
+    bool can_send = next < n && WindowAllows(next, oldest, pool);
+    auto got = io_->Receive(on_frame, can_send ? 0 : cfg_.poll_ms, 256);
+    if (!got.ok()) return fail(got.status());
+    while (oldest < next && window_[oldest % pool].done) oldest++;
+    // Retransmit late messages; scanning every few hundred microseconds is
+    // plenty for timeouts of milliseconds.
+    auto now = Clock::now();
+    if (now - last_scan >= cfg_.timeout / 8 || (*got == 0 && !can_send)) {
+      last_scan = now;
+      for (uint64_t k = oldest; k < next; k++) {
+        InFlight& f = window_[k % pool];
+        if (f.done || now - f.sent < cfg_.timeout) continue;
+        uint32_t msg_id = base + static_cast<uint32_t>(k);
+        if (++f.timeouts > cfg_.max_retries) {
+          std::string err = "message " + std::to_string(msg_id) + " (slot " +
+                            std::to_string(SlotOf(msg_id, pool)) + ") got no result after " +
+                            std::to_string(f.timeouts) + " timeouts of " +
+                            std::to_string(cfg_.timeout.count()) + " us";
+          LOG_ERROR << "tree " << cfg_.tree_id << ": " << err;
+          if (reporter_) reporter_(msg_id, f.timeouts, err);
+          return fail(DeadlineExceeded(err));
+        }
+        f.sent = now;
+        counters_.retransmissions++;
+        LOG_DEBUG << "retransmit message " << msg_id << " (timeout " << f.timeouts << ")";
+        s = Send(op, k, msg_id, true);
+        if (!s.ok()) return fail(s);
+      }
+      s = io_->Flush();
+      if (!s.ok()) return fail(s);
+    }
+  }
+  next_msg_id_ = base + static_cast<uint32_t>(n);
+  return Status::Ok();
+}
+
+}  // namespace inc::client

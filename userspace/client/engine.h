@@ -1,0 +1,108 @@
+// The message engine: runs one collective operation as a sequence of
+// messages (one packet each) over a PacketIo, keeping at most pool_size
+// messages in flight (the slot pool is the credit window), retransmitting a
+// message whose result is late (flag RETRANSMIT) and failing after
+// max_retries timeouts of one message. Results are validated (protocol.h)
+// and handed to the operation, which places them in the user's buffer.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "client/packet_io.h"
+#include "client/protocol.h"
+#include "common/frame.h"
+#include "common/status.h"
+
+namespace inc::client {
+
+// Addresses and tree parameters the engine stamps on every frame.
+struct EngineConfig {
+  Mac member_mac;
+  Ipv4 member_ip;
+  uint32_t member_qpn = 0;
+  Mac switch_mac;
+  Ipv4 switch_ip;
+  uint32_t switch_qpn = 0;
+  uint64_t va = 0;  // RETH VA/R_Key toward the switch (ignored there)
+  uint32_t rkey = 0;
+  uint8_t tos = INC_IP_TOS_DEFAULT;
+  uint8_t ttl = INC_IP_TTL_DEFAULT;
+  uint16_t tree_id = 0;
+  uint32_t key = 0;
+  uint32_t pool_size = 1;
+  uint32_t elems_per_packet = INC_DEFAULT_ELEMS_PER_PACKET;  // four-byte elements
+  uint16_t rank_at_switch = 0;
+  uint32_t first_msg_id = 0;
+  std::chrono::microseconds timeout{std::chrono::milliseconds(50)};
+  uint32_t max_retries = 10;
+  int poll_ms = 1;  // longest sleep in poll() while waiting for results
+};
+
+// One collective call cut into messages.
+class Operation {
+ public:
+  virtual ~Operation() = default;
+  virtual uint64_t NumMessages() const = 0;
+  // Fills collective/dtype/op/count/exponent/root of message i and writes
+  // its payload; returns the payload bytes.
+  virtual size_t Build(uint64_t i, IncHeader* header, uint8_t* payload) = 0;
+  // Uses the (already validated) result of message i. Returns kNone, or
+  // kMismatch when it does not answer the request (then it is not consumed).
+  virtual Reject Accept(uint64_t i, const ParsedFrame& result) = 0;
+};
+
+struct EngineCounters {
+  uint64_t messages = 0;
+  uint64_t retransmissions = 0;
+  uint64_t overflow_results = 0;  // results with the OVERFLOW flag
+  uint64_t operations = 0;
+  uint64_t failed_operations = 0;
+  std::array<uint64_t, static_cast<size_t>(Reject::kCount)> rejects{};
+};
+
+// Called when a message exhausted its retries: (msg id, timeouts, error).
+using TimeoutReporter = std::function<void(uint32_t, uint32_t, const std::string&)>;
+
+class Engine {
+ public:
+  Engine(PacketIo* io, const EngineConfig& config);
+
+  Status Run(Operation* op);
+  void SetTimeoutReporter(TimeoutReporter r) { reporter_ = std::move(r); }
+  // Makes Run fail fast (the AM said the tree is gone).
+  void Abort(const std::string& why);
+
+  const EngineConfig& config() const { return cfg_; }
+  EngineCounters counters() const { return counters_; }
+  uint32_t next_msg_id() const { return next_msg_id_; }
+
+ private:
+  struct InFlight {
+    std::chrono::steady_clock::time_point sent;
+    uint32_t timeouts = 0;
+    bool done = false;
+  };
+  Status Send(Operation* op, uint64_t i, uint32_t msg_id, bool retransmit);
+
+  PacketIo* io_;
+  EngineConfig cfg_;
+  uint32_t next_msg_id_;
+  uint32_t psn_ = 0;
+  uint16_t ip_id_ = 0;
+  std::vector<uint8_t> scratch_;
+  std::vector<InFlight> window_;
+  EngineCounters counters_;
+  TimeoutReporter reporter_;
+  std::atomic<bool> aborted_{false};
+  std::mutex abort_mu_;
+  std::string abort_reason_;
+};
+
+}  // namespace inc::client

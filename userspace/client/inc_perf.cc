@@ -1,0 +1,330 @@
+// inc-perf: nccl-tests style benchmark of incin collectives through the
+// switches. Every rank runs one instance; rank 0 prints the table. Results
+// are checked against a host-computed reference on every rank (values are
+// chosen so the expected result is exact in every data type); the exit
+// status is non-zero when any rank saw a wrong element.
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "client/communicator.h"
+#include "client/numerics.h"
+#include "common/log.h"
+
+using inc::client::Communicator;
+using inc::client::CommunicatorOptions;
+using inc::client::DataType;
+using inc::client::ReduceOp;
+
+namespace {
+
+enum Exit { kExitOk = 0, kExitWrong = 1, kExitUsage = 2, kExitSetup = 3, kExitFailed = 4 };
+
+// Element value of rank r at index i: multiples of 1/4 in [-1.75, 1.75],
+// so sums over up to 64 ranks are exact even in bfloat16 and every
+// block-fixed-point quantisation is exact.
+double Gen(uint32_t r, uint64_t i) {
+  return static_cast<double>(static_cast<int64_t>((i * 3 + r * 5) % 15) - 7) * 0.25;
+}
+// Integer types get a wider range.
+int64_t GenInt(uint32_t r, uint64_t i) {
+  return static_cast<int64_t>((i * 31 + r * 17) % 2001) - 1000 + static_cast<int64_t>(r) * 3;
+}
+
+void Store(DataType t, void* buf, uint64_t i, double v, int64_t iv) {
+  switch (t) {
+    case DataType::kInt32: static_cast<int32_t*>(buf)[i] = static_cast<int32_t>(iv); break;
+    case DataType::kInt64: static_cast<int64_t*>(buf)[i] = iv * 1000003; break;
+    case DataType::kFloat32: static_cast<float*>(buf)[i] = static_cast<float>(v); break;
+    case DataType::kFloat64: static_cast<double*>(buf)[i] = v; break;
+    case DataType::kFloat16:
+      static_cast<uint16_t*>(buf)[i] = inc::client::F32ToF16(static_cast<float>(v));
+      break;
+    case DataType::kBFloat16:
+      static_cast<uint16_t*>(buf)[i] = inc::client::F32ToBf16(static_cast<float>(v));
+      break;
+  }
+}
+
+// Reference value of element i for a reduction over `world` ranks.
+void Expected(DataType t, ReduceOp op, uint32_t world, uint64_t i, void* out) {
+  double v = 0;
+  int64_t iv = 0;
+  for (uint32_t r = 0; r < world; r++) {
+    double x = Gen(r, i);
+    int64_t y = GenInt(r, i);
+    if (r == 0) {
+      v = x;
+      iv = y;
+    } else if (op == ReduceOp::kSum) {
+      v += x;
+      iv += y;
+    } else if (op == ReduceOp::kMin) {
+      v = std::min(v, x);
+      iv = std::min(iv, y);
+    } else {
+      v = std::max(v, x);
+      iv = std::max(iv, y);
+    }
+  }
+  Store(t, out, 0, v, iv);
+}
+
+size_t ParseSize(const std::string& text) {
+  char* end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  std::string suf = end ? end : "";
+  double mul = 1;
+  if (suf == "K" || suf == "k")
+    mul = 1024;
+  else if (suf == "M" || suf == "m")
+    mul = 1024.0 * 1024;
+  else if (suf == "G" || suf == "g")
+    mul = 1024.0 * 1024 * 1024;
+  else if (!suf.empty())
+    throw CLI::ValidationError("size", "bad size '" + text + "' (use N, NK, NM or NG)");
+  if (v < 0) throw CLI::ValidationError("size", "negative size");
+  return static_cast<size_t>(v * mul);
+}
+
+struct Row {
+  size_t bytes = 0;
+  size_t count = 0;
+  double time_us = 0;
+  double algbw = 0;
+  double busbw = 0;
+  int64_t wrong = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "inc-perf: benchmark incin in-network collectives (nccl-tests style).\n"
+      "Run one instance per rank (see inc-launch.sh). Rank 0 prints, per message size: size (B), count\n"
+      "(elements), type, redop, root, time (us, mean per iteration), algbw = size/time (GB/s), busbw and\n"
+      "#wrong (elements differing from the host-computed reference, summed over ranks).\n"
+      "busbw: with in-network aggregation every worker sends its data once and receives the result once\n"
+      "(no ring relay), so busbw = algbw for allreduce, reduce and broadcast (nccl-tests' ring factor\n"
+      "2(n-1)/n does not apply). Exit status: 0 ok, 1 wrong results, 2 usage, 3 setup/join failed,\n"
+      "4 a collective failed (timeouts, tree dismantled)."};
+  std::string coll = "allreduce";
+  std::string min_s = "8", max_s = "64M", dtype_s = "float32", op_s = "sum", log_s = "warn";
+  double factor = 2;
+  int iters = 20, warmup = 5;
+  uint32_t root = 0;
+  bool json = false, check = true;
+  CommunicatorOptions o;
+  app.add_option("collective", coll, "allreduce | reduce | broadcast | barrier")
+      ->check(CLI::IsMember({"allreduce", "reduce", "broadcast", "barrier"}));
+  app.add_option("-b,--minbytes", min_s, "smallest size in bytes (K/M/G suffixes)")->capture_default_str();
+  app.add_option("-e,--maxbytes", max_s, "largest size in bytes")->capture_default_str();
+  app.add_option("-f,--stepfactor", factor, "size multiplier between steps")
+      ->capture_default_str()
+      ->check(CLI::Range(1.01, 1e6));
+  app.add_option("-d,--datatype", dtype_s, "int32 float32 int64 float16 bfloat16 float64")
+      ->capture_default_str();
+  app.add_option("-o,--op", op_s, "sum min max")->capture_default_str();
+  app.add_option("-n,--iters", iters, "timed iterations per size")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
+  app.add_option("-w,--warmup_iters", warmup, "untimed iterations per size")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000000));
+  app.add_option("-r,--root", root, "root rank for reduce/broadcast")->capture_default_str();
+  app.add_option("-c,--check", check, "check results (1) or not (0)")->capture_default_str();
+  app.add_flag("--json", json, "print one JSON document (rank 0) instead of the table");
+  app.add_option("--am", o.am_address, "aggregation manager host:port")->required();
+  app.add_option("--job", o.job_id, "job id (same on every rank)")->required();
+  app.add_option("--rank", o.rank, "this rank")->required();
+  app.add_option("--world", o.world_size, "number of ranks")->required();
+  app.add_option("--iface", o.iface, "interface toward the attachment switch")->required();
+  app.add_option("--qpn", o.qpn, "member QPN (default: derived from the pid)");
+  app.add_option("--timeout-us", o.message_timeout_us, "per-message timeout before a retransmission")
+      ->capture_default_str();
+  app.add_option("--retries", o.max_retries, "timeouts of one message before failing")->capture_default_str();
+  app.add_option("--join-timeout-ms", o.join_timeout_ms, "how long to wait for the group")
+      ->capture_default_str();
+  app.add_option("--pool", o.pool_size, "slot pool size to request (0 = AM default)");
+  app.add_option("--elems", o.elems_per_packet, "elements per packet to request (0 = AM default)");
+  app.add_flag("--xdp-generic", o.xdp_generic, "attach the worker XDP program in generic (SKB) mode");
+  app.add_option("--log-level", log_s, "debug info warn error")->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? kExitOk : kExitUsage;
+  }
+  DataType dtype;
+  ReduceOp op;
+  inc::LogLevel level;
+  if (!inc::client::ParseDataType(dtype_s, &dtype)) {
+    std::fprintf(stderr, "inc-perf: unknown data type '%s'\n", dtype_s.c_str());
+    return kExitUsage;
+  }
+  if (!inc::client::ParseReduceOp(op_s, &op)) {
+    std::fprintf(stderr, "inc-perf: unknown op '%s'\n", op_s.c_str());
+    return kExitUsage;
+  }
+  if (!inc::ParseLogLevel(log_s, &level)) {
+    std::fprintf(stderr, "inc-perf: unknown log level '%s'\n", log_s.c_str());
+    return kExitUsage;
+  }
+  if (root >= o.world_size) {
+    std::fprintf(stderr, "inc-perf: root %u >= world %u\n", root, o.world_size);
+    return kExitUsage;
+  }
+  size_t min_bytes, max_bytes;
+  try {
+    min_bytes = ParseSize(min_s);
+    max_bytes = ParseSize(max_s);
+  } catch (const CLI::Error& e) {
+    std::fprintf(stderr, "inc-perf: %s\n", e.what());
+    return kExitUsage;
+  }
+  if (min_bytes > max_bytes) {
+    std::fprintf(stderr, "inc-perf: -b is larger than -e\n");
+    return kExitUsage;
+  }
+  inc::SetLogLevel(level);
+  inc::SetLogComponent("inc-perf[" + std::to_string(o.rank) + "]");
+  std::signal(SIGPIPE, SIG_IGN);
+
+  auto comm_or = Communicator::Create(o);
+  if (!comm_or.ok()) {
+    std::fprintf(stderr, "inc-perf rank %u: %s\n", o.rank, comm_or.status().ToString().c_str());
+    return kExitSetup;
+  }
+  std::unique_ptr<Communicator> comm = std::move(*comm_or);
+  const size_t esize = inc::client::DataTypeSize(dtype);
+  const uint32_t world = o.world_size;
+  const bool print = o.rank == 0;
+  const bool is_barrier = coll == "barrier";
+  std::vector<Row> rows;
+  int64_t my_wrong_total = 0;
+  int rc = kExitOk;
+
+  std::vector<size_t> sizes;
+  if (is_barrier) {
+    sizes.push_back(0);
+  } else {
+    for (double s = static_cast<double>(min_bytes); s <= static_cast<double>(max_bytes) * 1.0000001;
+         s *= factor) {
+      sizes.push_back(static_cast<size_t>(s));
+      if (s == 0) break;
+    }
+  }
+  if (print && !json) {
+    std::printf("# inc-perf %s  dtype %s  op %s  root %u  world %u  iters %d  warmup %d  (busbw = algbw)\n",
+                coll.c_str(), inc::client::DataTypeName(dtype), inc::client::ReduceOpName(op), root, world,
+                iters, warmup);
+    std::printf("#%11s %12s %9s %6s %5s %11s %9s %9s %8s\n", "size", "count", "type", "redop", "root", "time",
+                "algbw", "busbw", "#wrong");
+    std::printf("#%11s %12s %9s %6s %5s %11s %9s %9s %8s\n", "(B)", "(elements)", "", "", "", "(us)",
+                "(GB/s)", "(GB/s)", "");
+    std::fflush(stdout);
+  }
+  for (size_t bytes : sizes) {
+    size_t count = esize ? bytes / esize : 0;
+    if (!is_barrier && count == 0) continue;
+    std::vector<uint8_t> send(count * esize), recv(count * esize), want(count * esize);
+    for (size_t i = 0; i < count; i++) Store(dtype, send.data(), i, Gen(o.rank, i), GenInt(o.rank, i));
+    bool expect_data = coll == "allreduce" || coll == "broadcast" || (coll == "reduce" && o.rank == root);
+    if (coll == "broadcast") {
+      for (size_t i = 0; i < count; i++) Store(dtype, want.data(), i, Gen(root, i), GenInt(root, i));
+    } else if (expect_data) {
+      for (size_t i = 0; i < count; i++) Expected(dtype, op, world, i, want.data() + i * esize);
+    }
+    int64_t wrong = 0;
+    double total_us = 0;
+    inc::Status st;
+    for (int it = 0; it < warmup + iters && st.ok(); it++) {
+      std::memset(recv.data(), 0xA5, recv.size());
+      if (coll == "broadcast" && o.rank == root) std::memcpy(recv.data(), send.data(), send.size());
+      auto t0 = std::chrono::steady_clock::now();
+      if (coll == "allreduce")
+        st = comm->AllReduce(send.data(), recv.data(), count, dtype, op);
+      else if (coll == "reduce")
+        st = comm->Reduce(send.data(), recv.data(), count, dtype, op, root);
+      else if (coll == "broadcast")
+        st = comm->Broadcast(recv.data(), count, dtype, root);
+      else
+        st = comm->Barrier();
+      auto t1 = std::chrono::steady_clock::now();
+      if (it >= warmup) total_us += std::chrono::duration<double, std::micro>(t1 - t0).count();
+      if (st.ok() && check && expect_data) {
+        for (size_t i = 0; i < count; i++)
+          if (std::memcmp(recv.data() + i * esize, want.data() + i * esize, esize) != 0) {
+            if (wrong == 0) {
+              LOG_ERROR << coll << " size " << bytes << " iteration " << it << ": first wrong element " << i;
+            }
+            wrong++;
+          }
+      }
+    }
+    if (!st.ok()) {
+      std::fprintf(stderr, "inc-perf rank %u: %s at size %zu: %s\n", o.rank, coll.c_str(), bytes,
+                   st.ToString().c_str());
+      rc = kExitFailed;
+      break;
+    }
+    my_wrong_total += wrong;
+    // #wrong over all ranks, summed through the switch as well.
+    int64_t global_wrong = 0;
+    st = comm->AllReduce(&wrong, &global_wrong, 1, DataType::kInt64, ReduceOp::kSum);
+    if (!st.ok()) {
+      std::fprintf(stderr, "inc-perf rank %u: #wrong allreduce: %s\n", o.rank, st.ToString().c_str());
+      rc = kExitFailed;
+      break;
+    }
+    Row row;
+    row.bytes = bytes;
+    row.count = count;
+    row.time_us = total_us / iters;
+    row.algbw = row.time_us > 0 ? static_cast<double>(bytes) / row.time_us / 1e3 : 0;
+    row.busbw = row.algbw;
+    row.wrong = std::max(global_wrong, wrong);
+    rows.push_back(row);
+    if (print && !json) {
+      std::printf("%12zu %12zu %9s %6s %5d %11.2f %9.4f %9.4f %8" PRId64 "\n", bytes, count,
+                  inc::client::DataTypeName(dtype),
+                  coll == "broadcast" || is_barrier ? "-" : inc::client::ReduceOpName(op),
+                  coll == "reduce" || coll == "broadcast" ? static_cast<int>(root) : -1, row.time_us,
+                  row.algbw, row.busbw, row.wrong);
+      std::fflush(stdout);
+    }
+    if (row.wrong > 0 && rc == kExitOk) rc = kExitWrong;
+  }
+  if (my_wrong_total > 0) rc = rc == kExitOk ? kExitWrong : rc;
+  auto status = comm->GetStatus();
+  if (print) {
+    if (json) {
+      std::printf(
+          "{\"collective\":\"%s\",\"dtype\":\"%s\",\"op\":\"%s\",\"root\":%u,\"world\":%u,\"iters\":%d,"
+          "\"warmup\":%d,\"busbw_definition\":\"algbw\",\"exit_code\":%d,\"results\":[",
+          coll.c_str(), inc::client::DataTypeName(dtype), inc::client::ReduceOpName(op), root, world, iters,
+          warmup, rc);
+      for (size_t i = 0; i < rows.size(); i++)
+        std::printf(
+            "%s{\"size\":%zu,\"count\":%zu,\"time_us\":%.3f,\"algbw\":%.6f,\"busbw\":%.6f,\"wrong\":%" PRId64
+            "}",
+            i ? "," : "", rows[i].bytes, rows[i].count, rows[i].time_us, rows[i].algbw, rows[i].busbw,
+            rows[i].wrong);
+      std::printf("],\"status\":%s}\n", status.ToJson().c_str());
+    } else {
+      std::printf("# messages %" PRIu64 "  retransmissions %" PRIu64 "  tx %" PRIu64 " pkts  rx %" PRIu64
+                  " pkts  rejects %zu reasons  overflow %" PRIu64 "\n",
+                  status.messages, status.retransmissions, status.tx_packets, status.rx_packets,
+                  status.rejects.size(), status.overflow_results);
+      std::printf("# exit %d\n", rc);
+    }
+  }
+  LOG_INFO << "status " << status.ToJson();
+  return rc;
+}

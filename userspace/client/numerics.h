@@ -1,0 +1,52 @@
+// Host-side number mapping for in-network reduction (DESIGN.md section 2,
+// "Numbers"): the switch adds only integers, so
+// - FP32 SUM is block fixed point: every member quantises a block with the
+//   agreed block exponent (the MAX over members of each member's block
+//   exponent) into int32 lanes with ceil(log2(world)) bits of headroom; the
+//   integer sum is exact and order-free, so every rank gets the same bits.
+// - FP64 SUM is the same on int64 lanes.
+// - FP32/FP64 MIN/MAX travel as order-preserving integers (FP32: raw bits,
+//   the switch applies the transform; FP64: transformed here onto INT64).
+// - FP16/BF16 widen to FP32 exactly and narrow back with round-to-nearest-even.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace inc::client {
+
+// Exponent value of a block that holds only zeros (below every real one).
+constexpr int32_t kZeroBlockExponent = -128;
+
+// Bits of headroom for summing world values without overflow.
+int HeadroomBits(uint32_t world);
+
+// b such that every |x| in the block is < 2^(b+1), clamped to [-127, 127]
+// (ilogb of the largest magnitude), or kZeroBlockExponent for an all-zero
+// block. NaN and infinity count as the largest finite exponent.
+int32_t BlockExponentF32(const float* x, size_t n);
+int32_t BlockExponentF64(const double* x, size_t n);
+
+// Quantise n values with the agreed block exponent b and headroom h:
+// q = round_half_even(x * 2^(30 - h - b)) saturated to +-(2^(31-h) - 1).
+// Returns true if any value saturated (only NaN/inf, or a b below the
+// block's own exponent, can do that).
+bool QuantiseF32(const float* x, size_t n, int32_t b, int h, int32_t* q);
+void DequantiseF32(const int32_t* q, size_t n, int32_t b, int h, float* x);
+// int64 lanes: q = round(x * 2^(62 - h - b)), saturated to +-(2^(63-h) - 1).
+bool QuantiseF64(const double* x, size_t n, int32_t b, int h, int64_t* q);
+void DequantiseF64(const int64_t* q, size_t n, int32_t b, int h, double* x);
+
+// FP64 <-> int64 whose signed order equals the doubles' order (-0 < +0);
+// the mapping is its own inverse.
+int64_t OrderedFromF64(double x);
+double F64FromOrdered(int64_t v);
+
+// IEEE binary16 and bfloat16 <-> binary32 (widening is exact; narrowing
+// rounds to nearest even and keeps NaN a NaN).
+float F16ToF32(uint16_t h);
+uint16_t F32ToF16(float f);
+float Bf16ToF32(uint16_t b);
+uint16_t F32ToBf16(float f);
+
+}  // namespace inc::client

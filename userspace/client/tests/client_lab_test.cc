@@ -1,0 +1,334 @@
+// Lab test of libinc's AF_XDP transport (label lab): two network namespaces
+// joined by a veth pair, prepared by afxdp_loopback.sh, which passes their
+// names in CLI_NS_A/CLI_NS_B and the interfaces in CLI_IF_A/CLI_IF_B.
+// - raw RoCEv2 frames built with common/frame.h go from an AF_XDP socket in A
+//   to one in B byte for byte, with a valid ICRC, while ARP/ICMP still reach
+//   the kernel (the worker XDP program passes them);
+// - a full Communicator in A runs collectives against a one-member
+//   "reflector" in B that answers each contribution with a RESULT frame and
+//   ignores the first transmission of some messages, so the window,
+//   retransmission and validation paths run over real sockets.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+#include <set>
+#include <thread>
+
+#include "client/communicator.h"
+#include "client/xsk_socket.h"
+#include "common/frame.h"
+#include "common/net.h"
+
+namespace inc::client {
+namespace {
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+// Runs fn inside the named network namespace, then returns to the original.
+template <typename Fn>
+auto InNetns(const std::string& ns, Fn fn) {
+  int orig = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+  int target = open(("/var/run/netns/" + ns).c_str(), O_RDONLY | O_CLOEXEC);
+  EXPECT_GE(target, 0) << ns;
+  EXPECT_EQ(setns(target, CLONE_NEWNET), 0);
+  auto result = fn();
+  EXPECT_EQ(setns(orig, CLONE_NEWNET), 0);
+  close(target);
+  close(orig);
+  return result;
+}
+
+class AfXdpLab : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ns_a_ = Env("CLI_NS_A");
+    ns_b_ = Env("CLI_NS_B");
+    if_a_ = Env("CLI_IF_A");
+    if_b_ = Env("CLI_IF_B");
+    if (ns_a_.empty() || ns_b_.empty())
+      GTEST_SKIP() << "run through afxdp_loopback.sh (needs CLI_NS_A/CLI_NS_B)";
+    info_a_ = InNetns(ns_a_, [&] { return GetInterfaceInfo(if_a_); }).value();
+    info_b_ = InNetns(ns_b_, [&] { return GetInterfaceInfo(if_b_); }).value();
+  }
+
+  std::unique_ptr<XskSocket> OpenIn(const std::string& ns, const XskOptions& o) {
+    auto s = InNetns(ns, [&] { return XskSocket::Open(o); });
+    if (!s.ok()) {
+      ADD_FAILURE() << s.status().ToString();
+      return nullptr;
+    }
+    return std::move(*s);
+  }
+
+  std::string ns_a_, ns_b_, if_a_, if_b_;
+  InterfaceInfo info_a_, info_b_;
+};
+
+TEST_F(AfXdpLab, RawRoceFramesCrossTheVethByteForByteWithValidIcrc) {
+  XskOptions oa;
+  oa.ifname = if_a_;
+  oa.filter_ip = info_a_.ip;
+  XskOptions ob;
+  ob.ifname = if_b_;
+  ob.filter_ip = info_b_.ip;
+  ob.filter_qpn = 0x800042;
+  auto a = OpenIn(ns_a_, oa);
+  auto b = OpenIn(ns_b_, ob);
+  ASSERT_TRUE(a && b);
+
+  std::vector<std::vector<uint8_t>> sent;
+  const int kFrames = 300;  // more than one TX kick batch of 32, odd sizes
+  for (int i = 0; i < kFrames; i++) {
+    std::vector<int32_t> payload(1 + (i * 37) % 240);
+    std::iota(payload.begin(), payload.end(), i);
+    FrameSpec s;
+    s.src_mac = info_a_.mac;
+    s.dst_mac = info_b_.mac;
+    s.src_ip = info_a_.ip;
+    s.dst_ip = info_b_.ip;
+    s.src_qpn = 0x800041;
+    s.dest_qpn = 0x800042;
+    s.psn = static_cast<uint32_t>(i);
+    s.inc.msg_id = static_cast<uint32_t>(i);
+    s.inc.slot = static_cast<uint16_t>(i % 256);
+    s.inc.count = static_cast<uint16_t>(payload.size());
+    s.payload = reinterpret_cast<const uint8_t*>(payload.data());
+    s.payload_len = payload.size() * 4;
+    auto f = BuildFrame(s);
+    ASSERT_TRUE(f.ok());
+    sent.push_back(*f);
+  }
+  // A frame for another QPN must not reach B's socket.
+  {
+    FrameSpec s;
+    s.src_mac = info_a_.mac;
+    s.dst_mac = info_b_.mac;
+    s.src_ip = info_a_.ip;
+    s.dst_ip = info_b_.ip;
+    s.dest_qpn = 0x800099;
+    sent.push_back(*BuildFrame(s));
+  }
+  for (const auto& f : sent) {
+    uint8_t* buf = a->TxBuffer();
+    ASSERT_NE(buf, nullptr);
+    std::memcpy(buf, f.data(), f.size());
+    a->TxCommit(f.size());
+  }
+  ASSERT_TRUE(a->Flush().ok());
+
+  std::vector<std::vector<uint8_t>> got;
+  int idle = 0;
+  while (got.size() < static_cast<size_t>(kFrames) && idle < 200) {
+    auto n = b->Receive([&](const uint8_t* d, size_t len) { got.emplace_back(d, d + len); }, 10, 64);
+    ASSERT_TRUE(n.ok()) << n.status().ToString();
+    idle = *n ? 0 : idle + 1;
+  }
+  ASSERT_EQ(got.size(), static_cast<size_t>(kFrames)) << "frames lost between the AF_XDP sockets";
+  for (int i = 0; i < kFrames; i++) {
+    EXPECT_EQ(got[i], sent[i]) << "frame " << i;
+    auto p = ParseFrame(got[i].data(), got[i].size());
+    ASSERT_TRUE(p.ok());
+    EXPECT_TRUE(p->icrc_ok) << "frame " << i;
+  }
+  // Nothing else (in particular not the other-QPN frame) arrives.
+  auto extra = b->Receive([&](const uint8_t*, size_t) { ADD_FAILURE() << "unexpected frame"; }, 50, 64);
+  EXPECT_TRUE(extra.ok());
+  PacketIoStats st = a->Stats();
+  EXPECT_EQ(st.tx_packets, sent.size());
+  EXPECT_EQ(st.tx_invalid, 0u);
+
+  // The XDP programs pass everything else: ARP and a TCP connection from A
+  // to B still work while both sockets are attached.
+  int listener = InNetns(ns_b_, [] { return socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0); });
+  ASSERT_GE(listener, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(47910);
+  addr.sin_addr.s_addr = htonl(info_b_.ip.host);
+  int one = 1;
+  setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0) << strerror(errno);
+  ASSERT_EQ(listen(listener, 1), 0);
+  int client = InNetns(ns_a_, [] { return socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0); });
+  ASSERT_GE(client, 0);
+  timeval tv{5, 0};
+  setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  EXPECT_EQ(connect(client, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0)
+      << "TCP through the XDP programs: " << strerror(errno);
+  close(client);
+  close(listener);
+}
+
+// A one-member switch stand-in: answers every contribution with a RESULT
+// carrying the contribution's payload (the sum over one member). It ignores
+// the first transmission of every 37th message to force retransmissions.
+class Reflector {
+ public:
+  Reflector(XskSocket* io, InterfaceInfo self, uint32_t switch_qpn, uint32_t member_qpn)
+      : io_(io), self_(self), switch_qpn_(switch_qpn), member_qpn_(member_qpn) {}
+  void Start() {
+    thread_ = std::thread([this] { Loop(); });
+  }
+  void Stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  uint64_t dropped() const { return dropped_; }
+  uint64_t retransmits_seen() const { return retransmits_; }
+  uint64_t bad() const { return bad_; }
+
+ private:
+  void Loop() {
+    while (!stop_) {
+      auto n = io_->Receive([&](const uint8_t* d, size_t len) { Handle(d, len); }, 5, 64);
+      if (!n.ok()) break;
+      io_->Flush().ok();
+    }
+  }
+  void Handle(const uint8_t* d, size_t len) {
+    auto p = ParseFrame(d, len);
+    if (!p.ok() || !p->icrc_ok || p->dest_qpn != switch_qpn_ || (p->inc.flags & INC_FLAG_RESULT)) {
+      bad_++;
+      return;
+    }
+    if (p->inc.flags & INC_FLAG_RETRANSMIT) retransmits_++;
+    if (p->inc.msg_id % 37 == 5 && !(p->inc.flags & INC_FLAG_RETRANSMIT)) {
+      dropped_++;
+      return;
+    }
+    FrameSpec s;
+    s.src_mac = self_.mac;
+    s.dst_mac = p->src_mac;
+    s.src_ip = self_.ip;
+    s.dst_ip = p->src_ip;
+    s.src_qpn = switch_qpn_;
+    s.dest_qpn = member_qpn_;
+    s.psn = psn_++;
+    s.inc = p->inc;
+    s.inc.flags = INC_FLAG_RESULT;
+    s.inc.rank = INC_RANK_RESULT;
+    s.payload = p->payload;
+    s.payload_len = p->payload_len;
+    uint8_t* out = io_->TxBuffer();
+    if (!out) return;
+    auto built = BuildFrame(s, out, io_->MaxFrame());
+    if (built.ok()) io_->TxCommit(*built);
+  }
+
+  XskSocket* io_;
+  InterfaceInfo self_;
+  uint32_t switch_qpn_, member_qpn_;
+  uint32_t psn_ = 0;
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> dropped_{0}, retransmits_{0}, bad_{0};
+};
+
+TEST_F(AfXdpLab, CommunicatorCollectivesOverAfXdpWithRetransmissions) {
+  const uint32_t kSwitchQpn = 0x000200, kMemberQpn = 0x800777;
+  XskOptions ob;
+  ob.ifname = if_b_;
+  ob.filter_ip = info_b_.ip;
+  auto b = OpenIn(ns_b_, ob);
+  ASSERT_TRUE(b);
+  Reflector reflector(b.get(), info_b_, kSwitchQpn, kMemberQpn);
+  reflector.Start();
+
+  CommunicatorOptions o;
+  o.iface = if_a_;
+  o.qpn = kMemberQpn;
+  o.message_timeout_us = 5000;
+  Assignment asg;
+  asg.tree_id = 9;
+  asg.key = 0x5EC2E7;
+  asg.pool_size = 64;
+  asg.elems_per_packet = 240;
+  asg.switch_name = "reflector";
+  asg.switch_ip = info_b_.ip.ToString();
+  asg.switch_mac = info_b_.mac.ToString();
+  asg.switch_qpn = kSwitchQpn;
+  auto comm_or = InNetns(ns_a_, [&] { return Communicator::CreateWithAssignment(o, asg); });
+  ASSERT_TRUE(comm_or.ok()) << comm_or.status().ToString();
+  auto comm = std::move(*comm_or);
+
+  // float32 SUM: block fixed point with the exponent pre-pass (world 1:
+  // the result equals the input after quantisation with 30 bits).
+  const size_t n = 100003;  // 417 packets, window of 64, odd tail
+  std::vector<float> in(n), out(n, -1.0f);
+  for (size_t i = 0; i < n; i++) in[i] = static_cast<float>((static_cast<int>(i % 29) - 14)) * 0.125f;
+  ASSERT_TRUE(comm->AllReduce(in.data(), out.data(), n, DataType::kFloat32, ReduceOp::kSum).ok());
+  EXPECT_EQ(out, in);
+
+  std::vector<int64_t> i64(777), o64(777);
+  std::iota(i64.begin(), i64.end(), -300);
+  ASSERT_TRUE(comm->AllReduce(i64.data(), o64.data(), i64.size(), DataType::kInt64, ReduceOp::kMax).ok());
+  EXPECT_EQ(o64, i64);
+
+  std::vector<double> d = {1.5, -2.25, 1e-3, 12345.5}, dout(4);
+  ASSERT_TRUE(comm->AllReduce(d.data(), dout.data(), d.size(), DataType::kFloat64, ReduceOp::kMin).ok());
+  EXPECT_EQ(dout, d);
+
+  std::vector<uint16_t> h = {0x3C00, 0xC000, 0x3555}, hout(3);  // 1, -2, ~0.333 in fp16
+  ASSERT_TRUE(comm->AllReduce(h.data(), hout.data(), h.size(), DataType::kFloat16, ReduceOp::kSum).ok());
+  EXPECT_EQ(hout, h);
+
+  std::vector<uint8_t> bytes(1001);  // not a multiple of 4: padded lanes
+  std::iota(bytes.begin(), bytes.end(), 0);
+  std::vector<uint8_t> copy = bytes;
+  ASSERT_TRUE(comm->Broadcast(bytes.data(), 500, DataType::kFloat16, 0).ok());
+  EXPECT_EQ(bytes, copy);
+  ASSERT_TRUE(comm->Barrier().ok());
+
+  CommunicatorStatus st = comm->GetStatus();
+  reflector.Stop();
+  EXPECT_GT(reflector.dropped(), 0u);
+  EXPECT_EQ(st.retransmissions, reflector.dropped()) << st.ToJson();
+  EXPECT_EQ(reflector.retransmits_seen(), reflector.dropped());
+  EXPECT_EQ(reflector.bad(), 0u);
+  EXPECT_EQ(st.failed_operations, 0u);
+  EXPECT_EQ(st.assignment.tree_id, 9u);
+}
+
+TEST_F(AfXdpLab, MissingResultsFailWithDeadlineExceededAfterRetries) {
+  CommunicatorOptions o;
+  o.iface = if_a_;
+  o.qpn = 0x800778;
+  o.message_timeout_us = 2000;
+  o.max_retries = 3;
+  Assignment asg;
+  asg.tree_id = 10;
+  asg.pool_size = 8;
+  asg.elems_per_packet = 240;
+  asg.switch_ip = info_b_.ip.ToString();  // nobody answers in B
+  asg.switch_mac = info_b_.mac.ToString();
+  asg.switch_qpn = 0x300;
+  auto comm_or = InNetns(ns_a_, [&] { return Communicator::CreateWithAssignment(o, asg); });
+  ASSERT_TRUE(comm_or.ok()) << comm_or.status().ToString();
+  int32_t x = 1, y = 0;
+  Status s = (*comm_or)->AllReduce(&x, &y, 1, DataType::kInt32, ReduceOp::kSum);
+  EXPECT_EQ(s.code(), Code::kDeadlineExceeded) << s.ToString();
+  CommunicatorStatus st = (*comm_or)->GetStatus();
+  EXPECT_EQ(st.retransmissions, 3u);
+  EXPECT_EQ(st.failed_operations, 1u);
+}
+
+}  // namespace
+}  // namespace inc::client
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
