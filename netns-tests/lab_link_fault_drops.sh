@@ -13,7 +13,7 @@ L="${P}f"
 send_and_count() {
   local from=$1 to=$2 ip=$3 port=$4
   rm -f "/tmp/inclab-$L/recv.json" "/tmp/inclab-$L/recv.err"
-  "$INCLAB" exec "$L" "$to" python3 "$PROBE" recv "$port" 2 >"/tmp/inclab-$L/recv.json" 2>"/tmp/inclab-$L/recv.err" &
+  "$INCLAB" exec "$L" "$to" python3 "$PROBE" recv "$port" 1 >"/tmp/inclab-$L/recv.json" 2>"/tmp/inclab-$L/recv.err" &
   local rpid=$!
   for _ in $(seq 100); do grep -q ready "/tmp/inclab-$L/recv.err" 2>/dev/null && break; sleep 0.1; done
   "$INCLAB" exec "$L" "$from" python3 "$PROBE" send "$ip" "$port" "$N"
