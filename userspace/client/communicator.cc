@@ -164,6 +164,7 @@ class Communicator::Impl {
   std::unique_ptr<inc::v1::AggregationManager::Stub> am;
   std::shared_ptr<grpc::Channel> channel;
   uint64_t saturated = 0;
+  bool joined = false;  // JoinGroup succeeded: leave on destruction
 
   std::thread hb_thread;
   std::mutex hb_mu;
@@ -180,7 +181,7 @@ class Communicator::Impl {
     }
     hb_cv.notify_all();
     if (hb_thread.joinable()) hb_thread.join();
-    if (am) {
+    if (am && joined) {
       grpc::ClientContext ctx;
       ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(opt.rpc_timeout_ms));
       inc::v1::LeaveGroupRequest req;
@@ -370,7 +371,8 @@ class Communicator::Impl {
         if (resp.tree_state() == inc::v1::TREE_FAILED || resp.tree_state() == inc::v1::TREE_DESTROYED) {
           LOG_ERROR << "AM reports tree " << asg.tree_id << " " << TreeStateName(resp.tree_state());
           engine->Abort(std::string("the AM reports tree ") + std::to_string(asg.tree_id) + " " +
-                        TreeStateName(resp.tree_state()));
+                        TreeStateName(resp.tree_state()) +
+                        (resp.reason().empty() ? "" : ": " + resp.reason()));
         }
       }
       lock.lock();
@@ -502,11 +504,13 @@ Expected<std::unique_ptr<Communicator>> Communicator::Create(const CommunicatorO
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() +
                    std::chrono::milliseconds(options.join_timeout_ms + 5000));
+  ctx.set_wait_for_ready(true);  // ranks may start before the AM listens
   inc::v1::JoinGroupResponse resp;
   LOG_INFO << "rank " << options.rank << " joining job " << options.job_id << " (world " << options.world_size
            << ") at " << options.am_address;
   grpc::Status gs = impl->am->JoinGroup(&ctx, req, &resp);
   if (!gs.ok()) return FromGrpcStatus(gs, "JoinGroup at " + options.am_address);
+  impl->joined = true;
   impl->asg = FromProto(resp.assignment());
   if (impl->asg.world_size && impl->asg.world_size != options.world_size)
     return FailedPrecondition("AM assigned world size " + std::to_string(impl->asg.world_size) +
@@ -527,6 +531,10 @@ Expected<std::unique_ptr<Communicator>> Communicator::CreateWithAssignment(const
   Status st = impl->Start();
   if (!st.ok()) return st;
   return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
+}
+
+void Communicator::Abort(const std::string& why) {
+  impl_->engine->Abort(why);
 }
 
 uint32_t Communicator::rank() const {

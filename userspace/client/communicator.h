@@ -120,6 +120,10 @@ class Communicator {
   // every rank's send block lands at block `rank` of root's recv.
   Status Gather(const void* send, void* recv, size_t count, DataType type, uint32_t root);
 
+  // Makes the running (and every later) collective fail with ABORTED; safe
+  // to call from another thread (e.g. a signal-handling thread).
+  void Abort(const std::string& why);
+
   uint32_t rank() const;
   uint32_t world_size() const;
   CommunicatorStatus GetStatus() const;

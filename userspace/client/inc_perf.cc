@@ -3,14 +3,19 @@
 // are checked against a host-computed reference on every rank (values are
 // chosen so the expected result is exact in every data type); the exit
 // status is non-zero when any rank saw a wrong element.
+#include <pthread.h>
+
 #include <CLI/CLI.hpp>
+#include <atomic>
 #include <chrono>
 #include <cinttypes>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "client/communicator.h"
@@ -24,7 +29,22 @@ using inc::client::ReduceOp;
 
 namespace {
 
-enum Exit { kExitOk = 0, kExitWrong = 1, kExitUsage = 2, kExitSetup = 3, kExitFailed = 4 };
+enum Exit { kExitOk = 0, kExitWrong = 1, kExitUsage = 2, kExitSetup = 3, kExitFailed = 4, kExitSignal = 143 };
+
+std::mutex g_comm_mu;  // guards g_comm against the signal thread
+Communicator* g_comm = nullptr;
+std::atomic<bool> g_stop{false};
+
+// SIGTERM/SIGINT: abort the running collective so main leaves the group and
+// exits; before the group exists there is nothing to leave.
+void SignalThread(sigset_t set) {
+  int sig = 0;
+  if (sigwait(&set, &sig) != 0) return;
+  g_stop = true;
+  std::lock_guard<std::mutex> lock(g_comm_mu);
+  if (!g_comm) std::_Exit(kExitSignal);
+  g_comm->Abort(std::string("signal ") + strsignal(sig));
+}
 
 // Element value of rank r at index i: multiples of 1/4 in [-1.75, 1.75],
 // so sums over up to 64 ranks are exact even in bfloat16 and every
@@ -113,7 +133,7 @@ int main(int argc, char** argv) {
       "busbw: with in-network aggregation every worker sends its data once and receives the result once\n"
       "(no ring relay), so busbw = algbw for allreduce, reduce and broadcast (nccl-tests' ring factor\n"
       "2(n-1)/n does not apply). Exit status: 0 ok, 1 wrong results, 2 usage, 3 setup/join failed,\n"
-      "4 a collective failed (timeouts, tree dismantled)."};
+      "4 a collective failed (timeouts, tree dismantled), 143 stopped by SIGTERM/SIGINT."};
   std::string coll = "allreduce";
   std::string min_s = "8", max_s = "64M", dtype_s = "float32", op_s = "sum", log_s = "warn";
   double factor = 2;
@@ -195,6 +215,12 @@ int main(int argc, char** argv) {
   inc::SetLogLevel(level);
   inc::SetLogComponent("inc-perf[" + std::to_string(o.rank) + "]");
   std::signal(SIGPIPE, SIG_IGN);
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGTERM);
+  sigaddset(&sigs, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);  // before any thread starts
+  std::thread(SignalThread, sigs).detach();
 
   auto comm_or = Communicator::Create(o);
   if (!comm_or.ok()) {
@@ -202,6 +228,10 @@ int main(int argc, char** argv) {
     return kExitSetup;
   }
   std::unique_ptr<Communicator> comm = std::move(*comm_or);
+  {
+    std::lock_guard<std::mutex> lock(g_comm_mu);
+    g_comm = comm.get();
+  }
   const size_t esize = inc::client::DataTypeSize(dtype);
   const uint32_t world = o.world_size;
   const bool print = o.rank == 0;
@@ -271,7 +301,7 @@ int main(int argc, char** argv) {
     if (!st.ok()) {
       std::fprintf(stderr, "inc-perf rank %u: %s at size %zu: %s\n", o.rank, coll.c_str(), bytes,
                    st.ToString().c_str());
-      rc = kExitFailed;
+      rc = g_stop ? kExitSignal : kExitFailed;
       break;
     }
     my_wrong_total += wrong;
@@ -326,5 +356,10 @@ int main(int argc, char** argv) {
     }
   }
   LOG_INFO << "status " << status.ToJson();
+  {
+    std::lock_guard<std::mutex> lock(g_comm_mu);
+    g_comm = nullptr;
+  }
+  comm.reset();  // LeaveGroup
   return rc;
 }
