@@ -29,28 +29,23 @@ int32_t BlockExponent(const F* x, size_t n) {
 
 template <typename F, typename I>
 bool Quantise(const F* x, size_t n, int32_t b, int h, int total_bits, I* q) {
-  // |x| < 2^(b+1) => |x * 2^(total_bits-2-h-b)| < 2^(total_bits-1-h).
-  const int shift = total_bits - 2 - h - b;
-  const double limit = std::ldexp(1.0, total_bits - 1 - h) - 1;
+  // |x| < 2^(b+1) => |x * 2^(total_bits-2-h-b)| < 2^(total_bits-1-h). Scaling
+  // by a power of two is exact in double; rounding to an integer is exact
+  // too (above 2^52 every double already is one), so 64-bit lanes need no
+  // wider type.
+  const double scale = std::ldexp(1.0, total_bits - 2 - h - b);
+  // Largest integer-valued double below 2^(total_bits-1-h) (2^k - 1 itself
+  // is not a double when k > 53).
+  const double limit = total_bits - 1 - h > 53 ? std::nextafter(std::ldexp(1.0, total_bits - 1 - h), 0.0)
+                                               : std::ldexp(1.0, total_bits - 1 - h) - 1;
   bool saturated = false;
   for (size_t i = 0; i < n; i++) {
-    double v = x[i];
-    if (std::isnan(v)) {
-      q[i] = 0;
+    double s = static_cast<double>(x[i]) * scale;
+    if (!(s <= limit && s >= -limit)) {  // also NaN
       saturated = true;
-      continue;
+      s = std::isnan(s) ? 0 : (s > 0 ? limit : -limit);
     }
-    // nearbyint: round half to even in the default rounding mode. long double
-    // keeps 64-bit lanes exact (x86 extended precision has a 64-bit mantissa).
-    long double s = std::nearbyint(std::ldexp(static_cast<long double>(v), shift));
-    if (s > limit) {
-      s = limit;
-      saturated = true;
-    } else if (s < -limit) {
-      s = -limit;
-      saturated = true;
-    }
-    q[i] = static_cast<I>(s);
+    q[i] = static_cast<I>(std::nearbyint(s));  // round half to even
   }
   return saturated;
 }
@@ -79,9 +74,9 @@ bool QuantiseF32(const float* x, size_t n, int32_t b, int h, int32_t* q) {
 }
 
 void DequantiseF32(const int32_t* q, size_t n, int32_t b, int h, float* x) {
-  const int shift = 30 - h - b;
+  const double unscale = std::ldexp(1.0, -(30 - h - b));
   for (size_t i = 0; i < n; i++)
-    x[i] = b == kZeroBlockExponent ? 0.0f : static_cast<float>(std::ldexp(static_cast<double>(q[i]), -shift));
+    x[i] = b == kZeroBlockExponent ? 0.0f : static_cast<float>(static_cast<double>(q[i]) * unscale);
 }
 
 bool QuantiseF64(const double* x, size_t n, int32_t b, int h, int64_t* q) {
@@ -93,10 +88,8 @@ bool QuantiseF64(const double* x, size_t n, int32_t b, int h, int64_t* q) {
 }
 
 void DequantiseF64(const int64_t* q, size_t n, int32_t b, int h, double* x) {
-  const int shift = 62 - h - b;
-  for (size_t i = 0; i < n; i++)
-    x[i] = b == kZeroBlockExponent ? 0.0
-                                   : static_cast<double>(std::ldexp(static_cast<long double>(q[i]), -shift));
+  const double unscale = std::ldexp(1.0, -(62 - h - b));
+  for (size_t i = 0; i < n; i++) x[i] = b == kZeroBlockExponent ? 0.0 : static_cast<double>(q[i]) * unscale;
 }
 
 int64_t OrderedFromF64(double x) {

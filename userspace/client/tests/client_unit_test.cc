@@ -98,6 +98,16 @@ TEST(FixedPoint, WorstCaseSumOfWorldContributionsDoesNotOverflow) {
   }
 }
 
+TEST(FixedPoint, Int64LanesSaturateWithoutOverflowForAWorldOfOne) {
+  double v = INFINITY;
+  int64_t q;
+  EXPECT_TRUE(QuantiseF64(&v, 1, 0, 0, &q));
+  EXPECT_GT(q, int64_t{1} << 62);
+  v = -INFINITY;
+  EXPECT_TRUE(QuantiseF64(&v, 1, 0, 0, &q));
+  EXPECT_LT(q, -(int64_t{1} << 62));
+}
+
 TEST(FixedPoint, SaturationIsReportedForValuesAboveTheAgreedExponent) {
   float v = 100.0f;
   int32_t q;
