@@ -1,0 +1,209 @@
+// The aggregation manager's state machine: switches (registration,
+// heartbeats), groups and trees (join, build, allocate, program, dismantle),
+// operator queries and events. Thread-safe: one mutex guards the state;
+// switch RPCs run outside it.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "am/model.h"
+#include "am/resources.h"
+#include "am/switch_client.h"
+#include "common/status.h"
+#include "inc/v1/inc.pb.h"
+
+namespace inc::am {
+
+struct AmOptions {
+  std::string listen = "0.0.0.0:50051";
+  uint32_t member_heartbeat_timeout_ms = 5000;
+  uint32_t member_heartbeat_interval_ms = 1000;
+  uint32_t switch_heartbeat_timeout_ms = 5000;
+  uint32_t switch_heartbeat_interval_ms = 1000;
+  uint32_t join_timeout_ms = 30000;
+  uint32_t default_pool_size = 256;
+  uint32_t default_elems_per_packet = 240;
+  uint32_t switch_rpc_timeout_ms = 3000;
+  uint32_t dismantled_retention_ms = 600000;
+  size_t max_dismantled = 256;  // dismantled trees kept for operators
+  size_t max_events = 1000;     // events kept for WatchEvents replay
+};
+
+// Applies the non-zero fields of an AmConfig.
+void ApplyConfig(const v1::AmConfig& config, AmOptions* options);
+
+class Manager {
+ public:
+  using Clock = std::chrono::steady_clock;
+  using Cancelled = std::function<bool()>;
+
+  Manager(AmOptions options, Topology topology);
+  ~Manager();
+  Manager(const Manager&) = delete;
+  Manager& operator=(const Manager&) = delete;
+
+  void Start();  // heartbeat monitor and background worker
+  // Fails waiting members with UNAVAILABLE and ends WatchEvents streams.
+  void Stop();
+
+  // Members.
+  Expected<v1::MemberAssignment> JoinGroup(const v1::JoinGroupRequest& req, const Cancelled& cancelled);
+  Status LeaveGroup(const v1::LeaveGroupRequest& req);
+  Expected<v1::MemberHeartbeatResponse> MemberHeartbeat(const v1::MemberHeartbeatRequest& req);
+  Status ReportError(const v1::ReportErrorRequest& req);
+
+  // Switches.
+  Expected<v1::RegisterSwitchResponse> RegisterSwitch(const v1::RegisterSwitchRequest& req);
+  Expected<v1::SwitchHeartbeatResponse> SwitchHeartbeat(const v1::SwitchHeartbeatRequest& req);
+
+  // Operators.
+  v1::ListSwitchesResponse ListSwitches();
+  Expected<v1::GetSwitchResponse> GetSwitch(const v1::GetSwitchRequest& req);
+  v1::GetTopologyResponse GetTopology();
+  Expected<v1::CreateTreeResponse> CreateTree(const v1::CreateTreeRequest& req);
+  v1::ListTreesResponse ListTrees();
+  Expected<v1::GetTreeResponse> GetTree(const v1::GetTreeRequest& req);
+  Status DestroyTree(const v1::DestroyTreeRequest& req);
+  Expected<v1::AmGetStatsResponse> GetStats(const v1::AmGetStatsRequest& req);
+  // Sends events to `sink` until cancelled, Stop(), or a false return from sink.
+  Status WatchEvents(const v1::WatchEventsRequest& req, const Cancelled& cancelled,
+                     const std::function<bool(const v1::Event&)>& sink);
+
+  // One pass of the heartbeat monitor (the monitor thread calls it too).
+  void CheckHeartbeats();
+
+  const AmOptions& options() const { return opts_; }
+
+  // Resource accounting, for tests: trees holding resources and the number of
+  // tree ids and switch QPNs in use.
+  struct Usage {
+    size_t live_trees = 0;
+    size_t tree_ids = 0;
+    size_t qpns = 0;
+    uint32_t free_slots = 0;
+  };
+  Usage ResourceUsage();
+
+ private:
+  struct MemberSpec {
+    std::string host;
+    Ipv4 ip;
+    Mac mac;
+    uint32_t qpn = 0;
+    uint32_t rkey = 0;
+    uint64_t va_base = 0;
+    uint32_t slot_stride = 0;
+    int transport = 0;
+  };
+  struct MemberRec {
+    bool joined = false;
+    uint64_t join_seq = 0;
+    MemberSpec spec;
+    Clock::time_point last_heartbeat;
+  };
+  struct TreeRec {
+    uint32_t id = 0;
+    uint32_t key = 0;
+    std::string job;
+    uint32_t world = 0;
+    v1::TreeState state = v1::TREE_PENDING;
+    bool programming = false;
+    bool reserved = false;  // made by CreateTree: hosts fixed, resources held
+    std::vector<std::string> reserved_hosts;
+    Requirements req;
+    std::vector<MemberRec> members;  // by rank
+    uint32_t joined = 0;
+    std::optional<TreePlan> plan;
+    std::optional<TreeAlloc> alloc;
+    std::map<std::string, v1::TreeConfig> configs;  // per switch, once programming started
+    Status failure;                                 // what waiting members get when the tree fails
+    std::string reason;
+    uint64_t created_ms = 0, activated_ms = 0, dismantled_ms = 0;
+    uint64_t build_us = 0, program_us = 0;
+    uint32_t error_reports = 0;
+    uint32_t generation = 0;
+  };
+  struct SwitchRec {
+    std::string name;
+    std::string agent_address;
+    Caps caps;
+    std::map<std::string, PortState> ports;
+    bool registered = false;
+    bool alive = false;
+    Clock::time_point last_heartbeat;
+  };
+  struct SwitchOp {
+    bool configure = false;  // else remove
+    std::string switch_name;
+    std::string address;
+    uint32_t tree_id = 0;
+    v1::TreeConfig config;
+  };
+  using Ops = std::vector<SwitchOp>;
+  using TreePtr = std::shared_ptr<TreeRec>;
+
+  // All *Locked functions run with mu_ held.
+  std::map<std::string, SwitchView> ViewsLocked() const;
+  Expected<v1::MemberAssignment> AssignmentLocked(const TreeRec& t, uint32_t rank) const;
+  Expected<std::map<std::string, v1::TreeConfig>> ConfigsLocked(const TreeRec& t) const;
+  void DismantleLocked(TreePtr t, v1::TreeState state, const std::string& reason, Ops* ops);
+  void ReleaseLocked(TreePtr t, Ops* ops);
+  void FailPendingLocked(TreePtr t, const Status& why);
+  void DropMemberLocked(TreePtr t, uint32_t rank);
+  void CheckPortsLocked(const std::string& switch_name, Ops* ops);
+  bool WantedOnLocked(const TreeRec& t, const std::string& switch_name) const;
+  TreePtr FindTreeLocked(uint32_t tree_id, const std::string& job) const;
+  v1::Tree TreeToProtoLocked(const TreeRec& t) const;
+  v1::SwitchSummary SummaryLocked(const std::string& name) const;
+  void EventLocked(const std::string& kind, const std::string& message, uint32_t tree_id = 0,
+                   const std::string& switch_name = "", const std::string& job = "");
+  Expected<Requirements> RequirementsFrom(uint32_t pool_size, uint32_t elems,
+                                          const google::protobuf::RepeatedField<int>& dtypes,
+                                          const google::protobuf::RepeatedField<int>& ops,
+                                          const google::protobuf::RepeatedField<int>& colls) const;
+
+  // Builds, allocates and programs a complete group; wakes its waiters.
+  void BuildAndProgram(const TreePtr& t);
+  void RunOps(Ops ops);       // synchronously, outside mu_
+  void RunOpsAsync(Ops ops);  // on the background worker
+  void MonitorLoop();
+  void WorkerLoop();
+
+  const AmOptions opts_;
+  const Topology topo_;
+  SwitchClients clients_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;  // tree state changes, new events, stop
+  bool stopping_ = false;
+  std::map<std::string, SwitchRec> switches_;
+  ResourcePool pool_;
+  TreeIdAllocator tree_ids_;
+  std::map<uint32_t, TreePtr> live_;
+  std::map<std::string, uint32_t> job_live_;
+  std::deque<TreePtr> dismantled_;
+  std::deque<std::pair<uint64_t, v1::Event>> events_;
+  uint64_t next_event_seq_ = 1;
+  uint64_t next_join_seq_ = 1;
+  std::mt19937 rng_;
+
+  std::mutex work_mu_;
+  std::condition_variable work_cv_;
+  std::deque<Ops> work_;
+  bool work_stop_ = false;
+  std::thread monitor_, worker_;
+};
+
+}  // namespace inc::am

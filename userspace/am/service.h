@@ -1,0 +1,49 @@
+// The AggregationManager gRPC service: a thin edge over Manager that turns
+// inc::Status into grpc::Status.
+#pragma once
+
+#include "am/manager.h"
+#include "inc/v1/inc.grpc.pb.h"
+
+namespace inc::am {
+
+class AmService final : public v1::AggregationManager::Service {
+ public:
+  explicit AmService(Manager* manager) : m_(manager) {}
+
+  grpc::Status JoinGroup(grpc::ServerContext* ctx, const v1::JoinGroupRequest* req,
+                         v1::JoinGroupResponse* resp) override;
+  grpc::Status LeaveGroup(grpc::ServerContext* ctx, const v1::LeaveGroupRequest* req,
+                          v1::LeaveGroupResponse* resp) override;
+  grpc::Status MemberHeartbeat(grpc::ServerContext* ctx, const v1::MemberHeartbeatRequest* req,
+                               v1::MemberHeartbeatResponse* resp) override;
+  grpc::Status ReportError(grpc::ServerContext* ctx, const v1::ReportErrorRequest* req,
+                           v1::ReportErrorResponse* resp) override;
+  grpc::Status RegisterSwitch(grpc::ServerContext* ctx, const v1::RegisterSwitchRequest* req,
+                              v1::RegisterSwitchResponse* resp) override;
+  grpc::Status SwitchHeartbeat(grpc::ServerContext* ctx, const v1::SwitchHeartbeatRequest* req,
+                               v1::SwitchHeartbeatResponse* resp) override;
+  grpc::Status ListSwitches(grpc::ServerContext* ctx, const v1::ListSwitchesRequest* req,
+                            v1::ListSwitchesResponse* resp) override;
+  grpc::Status GetSwitch(grpc::ServerContext* ctx, const v1::GetSwitchRequest* req,
+                         v1::GetSwitchResponse* resp) override;
+  grpc::Status GetTopology(grpc::ServerContext* ctx, const v1::GetTopologyRequest* req,
+                           v1::GetTopologyResponse* resp) override;
+  grpc::Status CreateTree(grpc::ServerContext* ctx, const v1::CreateTreeRequest* req,
+                          v1::CreateTreeResponse* resp) override;
+  grpc::Status ListTrees(grpc::ServerContext* ctx, const v1::ListTreesRequest* req,
+                         v1::ListTreesResponse* resp) override;
+  grpc::Status GetTree(grpc::ServerContext* ctx, const v1::GetTreeRequest* req,
+                       v1::GetTreeResponse* resp) override;
+  grpc::Status DestroyTree(grpc::ServerContext* ctx, const v1::DestroyTreeRequest* req,
+                           v1::DestroyTreeResponse* resp) override;
+  grpc::Status GetStats(grpc::ServerContext* ctx, const v1::AmGetStatsRequest* req,
+                        v1::AmGetStatsResponse* resp) override;
+  grpc::Status WatchEvents(grpc::ServerContext* ctx, const v1::WatchEventsRequest* req,
+                           grpc::ServerWriter<v1::Event>* writer) override;
+
+ private:
+  Manager* m_;
+};
+
+}  // namespace inc::am

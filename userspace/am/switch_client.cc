@@ -1,0 +1,50 @@
+#include "am/switch_client.h"
+
+#include <chrono>
+
+#include "common/rpc_status.h"
+
+namespace inc::am {
+
+std::shared_ptr<v1::SwitchAgent::Stub> SwitchClients::StubFor(const std::string& address) {
+  std::lock_guard<std::mutex> lk(mu_);
+  auto& stub = stubs_[address];
+  if (!stub)
+    stub = v1::SwitchAgent::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  return stub;
+}
+
+void SwitchClients::SetDeadline(grpc::ClientContext* ctx) const {
+  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms_));
+}
+
+Status SwitchClients::Configure(const std::string& address, const v1::TreeConfig& tree) {
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx);
+  v1::ConfigureTreeRequest req;
+  *req.mutable_tree() = tree;
+  v1::ConfigureTreeResponse resp;
+  return FromGrpcStatus(StubFor(address)->ConfigureTree(&ctx, req, &resp), "ConfigureTree at " + address);
+}
+
+Status SwitchClients::Remove(const std::string& address, uint32_t tree_id) {
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx);
+  v1::RemoveTreeRequest req;
+  req.set_tree_id(tree_id);
+  v1::RemoveTreeResponse resp;
+  return FromGrpcStatus(StubFor(address)->RemoveTree(&ctx, req, &resp), "RemoveTree at " + address);
+}
+
+Expected<v1::SwitchStats> SwitchClients::Stats(const std::string& address, uint32_t tree_id) {
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx);
+  v1::GetStatsRequest req;
+  req.set_tree_id(tree_id);
+  v1::GetStatsResponse resp;
+  Status s = FromGrpcStatus(StubFor(address)->GetStats(&ctx, req, &resp), "GetStats at " + address);
+  if (!s.ok()) return s;
+  return resp.stats();
+}
+
+}  // namespace inc::am

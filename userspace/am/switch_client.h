@@ -1,0 +1,32 @@
+// AM -> switch agent calls (SwitchAgent service), one cached channel per agent
+// address, each call bounded by a deadline.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "common/status.h"
+#include "inc/v1/inc.grpc.pb.h"
+
+namespace inc::am {
+
+class SwitchClients {
+ public:
+  explicit SwitchClients(uint32_t timeout_ms) : timeout_ms_(timeout_ms) {}
+  Status Configure(const std::string& address, const v1::TreeConfig& tree);
+  Status Remove(const std::string& address, uint32_t tree_id);
+  Expected<v1::SwitchStats> Stats(const std::string& address, uint32_t tree_id);
+
+ private:
+  std::shared_ptr<v1::SwitchAgent::Stub> StubFor(const std::string& address);
+  void SetDeadline(grpc::ClientContext* ctx) const;
+
+  uint32_t timeout_ms_;
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<v1::SwitchAgent::Stub>> stubs_;
+};
+
+}  // namespace inc::am

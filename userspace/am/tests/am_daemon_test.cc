@@ -1,0 +1,582 @@
+// The AM over real gRPC on loopback: members are gRPC clients in threads, the
+// switch side is an in-process SwitchAgent server per switch that records
+// ConfigureTree/RemoveTree (a test double of incswitchd).
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <set>
+#include <thread>
+
+#include "am/manager.h"
+#include "am/service.h"
+#include "am/tests/recording_agent.h"
+#include "am/topology.h"
+
+namespace inc::am {
+namespace {
+
+using testing::MakeJoin;
+using testing::RecordingAgent;
+
+struct JoinResult {
+  grpc::Status status;
+  v1::MemberAssignment assignment;
+};
+
+// Repeats a call every 20 ms on its own thread until destroyed.
+class Repeater {
+ public:
+  explicit Repeater(std::function<void()> fn)
+      : thread_([this, fn] {
+          while (!stop_) {
+            fn();
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+          }
+        }) {}
+  ~Repeater() {
+    stop_ = true;
+    thread_.join();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+class AmDaemonTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    file_ = testing::MakeFabric(2, 2, 4);
+    for (const auto& s : file_.switches()) {
+      auto a = std::make_unique<RecordingAgent>(s.name());
+      a->Start();
+      agents_[s.name()] = std::move(a);
+    }
+  }
+
+  void Boot(AmOptions opts = {}) {
+    opts.listen = "127.0.0.1:0";
+    if (opts.member_heartbeat_timeout_ms == AmOptions{}.member_heartbeat_timeout_ms)
+      opts.member_heartbeat_timeout_ms = 600000;
+    if (opts.switch_heartbeat_timeout_ms == AmOptions{}.switch_heartbeat_timeout_ms)
+      opts.switch_heartbeat_timeout_ms = 600000;
+    manager_ = std::make_unique<Manager>(opts, *TopologyFromProto(file_));
+    service_ = std::make_unique<AmService>(manager_.get());
+    grpc::ServerBuilder b;
+    int port = 0;
+    b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    b.RegisterService(service_.get());
+    server_ = b.BuildAndStart();
+    ASSERT_GT(port, 0);
+    manager_->Start();
+    stub_ = v1::AggregationManager::NewStub(
+        grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+    for (const auto& [name, agent] : agents_) Register(name);
+  }
+
+  void TearDown() override {
+    if (manager_) manager_->Stop();
+    if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    for (auto& [n, a] : agents_) a->Shutdown();
+  }
+
+  grpc::Status Register(const std::string& name, std::vector<uint32_t> live = {}) {
+    auto r = testing::MakeRegistration(file_, name, agents_.at(name)->address());
+    for (uint32_t id : live) r.add_live_tree_ids(id);
+    grpc::ClientContext ctx;
+    v1::RegisterSwitchResponse resp;
+    return stub_->RegisterSwitch(&ctx, r, &resp);
+  }
+
+  std::vector<JoinResult> JoinAll(const std::vector<v1::JoinGroupRequest>& reqs) {
+    std::vector<JoinResult> out(reqs.size());
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < reqs.size(); ++i)
+      threads.emplace_back([&, i] {
+        grpc::ClientContext ctx;
+        v1::JoinGroupResponse resp;
+        out[i].status = stub_->JoinGroup(&ctx, reqs[i], &resp);
+        out[i].assignment = resp.assignment();
+      });
+    for (auto& t : threads) t.join();
+    return out;
+  }
+
+  std::vector<JoinResult> JoinHosts(const std::string& job, const std::vector<std::string>& hosts) {
+    std::vector<v1::JoinGroupRequest> reqs;
+    for (uint32_t r = 0; r < hosts.size(); ++r)
+      reqs.push_back(MakeJoin(job, r, static_cast<uint32_t>(hosts.size()), hosts[r]));
+    return JoinAll(reqs);
+  }
+
+  v1::Tree GetTree(uint32_t id) {
+    grpc::ClientContext ctx;
+    v1::GetTreeRequest req;
+    req.set_tree_id(id);
+    v1::GetTreeResponse resp;
+    grpc::Status s = stub_->GetTree(&ctx, req, &resp);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return resp.tree();
+  }
+
+  // Waits for a condition that the AM reaches on its own (heartbeat timeouts,
+  // asynchronous reconciliation). Only the outcome is asserted, never the time.
+  static bool Eventually(const std::function<bool()>& cond) {
+    for (int i = 0; i < 3000; ++i) {
+      if (cond()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return cond();
+  }
+
+  const v1::Port& PortOf(const std::string& sw, const std::string& port) {
+    static v1::RegisterSwitchRequest reg;
+    reg = testing::MakeRegistration(file_, sw, "x:1");
+    for (const auto& p : reg.ports())
+      if (p.name() == port) return p;
+    ADD_FAILURE() << "no port " << port << " on " << sw;
+    return reg.ports(0);
+  }
+
+  static std::string HostIp(const v1::TopologyFile& f, const std::string& host) {
+    for (const auto& h : f.hosts())
+      if (h.name() == host) return h.ip();
+    return "";
+  }
+
+  v1::TopologyFile file_;
+  std::map<std::string, std::unique_ptr<RecordingAgent>> agents_;
+  std::unique_ptr<Manager> manager_;
+  std::unique_ptr<AmService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<v1::AggregationManager::Stub> stub_;
+};
+
+TEST_F(AmDaemonTest, MembersUnderOneLeafGetASingleTreeProgrammedOnThatLeaf) {
+  Boot();
+  const std::vector<std::string> hosts = {"h00_1", "h00_3", "h00_0"};
+  auto results = JoinHosts("job", hosts);
+  std::set<uint32_t> qpns, ranks_at_switch;
+  for (uint32_t r = 0; r < results.size(); ++r) {
+    ASSERT_TRUE(results[r].status.ok()) << results[r].status.error_message();
+    const auto& a = results[r].assignment;
+    EXPECT_EQ(a.tree_id(), results[0].assignment.tree_id());
+    EXPECT_EQ(a.key(), results[0].assignment.key());
+    EXPECT_NE(a.key(), 0u);
+    EXPECT_EQ(a.switch_name(), "leaf00");
+    const std::string port = "h" + hosts[r].substr(4);
+    EXPECT_EQ(a.switch_ip(), PortOf("leaf00", port).ip());
+    EXPECT_EQ(a.switch_mac(), PortOf("leaf00", port).mac());
+    EXPECT_GE(a.switch_qpn(), 0x100u);
+    EXPECT_EQ(a.member_index(), r);
+    EXPECT_EQ(a.pool_size(), 256u);
+    EXPECT_EQ(a.elems_per_packet(), 240u);
+    EXPECT_EQ(a.world_size(), 3u);
+    EXPECT_EQ(a.member_index_of_rank_size(), 3);
+    qpns.insert(a.switch_qpn());
+    ranks_at_switch.insert(a.rank_at_switch());
+  }
+  EXPECT_EQ(qpns.size(), 3u);
+  EXPECT_EQ(ranks_at_switch.size(), 3u);
+
+  auto configs = agents_["leaf00"]->configures();
+  ASSERT_EQ(configs.size(), 1u);
+  const v1::TreeConfig& c = configs[0];
+  EXPECT_EQ(c.role(), v1::SINGLE);
+  EXPECT_EQ(c.tree_id(), results[0].assignment.tree_id());
+  EXPECT_EQ(c.key(), results[0].assignment.key());
+  ASSERT_EQ(c.children_size(), 3);
+  for (uint32_t r = 0; r < 3; ++r) {
+    const auto& a = results[r].assignment;
+    const v1::Endpoint& e = c.children(a.rank_at_switch());
+    EXPECT_EQ(e.peer_ip(), HostIp(file_, hosts[r]));
+    EXPECT_EQ(e.peer_qpn(), 0x1000 + r);
+    EXPECT_EQ(e.rkey(), 0xabc0 + r);
+    EXPECT_EQ(e.switch_qpn(), a.switch_qpn());
+    EXPECT_EQ(e.port(), "h" + hosts[r].substr(4));
+    EXPECT_EQ(e.member_lo(), a.member_index());
+    EXPECT_EQ(e.member_hi(), a.member_index() + 1);
+  }
+  for (const char* other : {"leaf01", "spine0", "spine1"}) EXPECT_TRUE(agents_[other]->configures().empty());
+  EXPECT_EQ(GetTree(c.tree_id()).state(), v1::TREE_ACTIVE);
+}
+
+TEST_F(AmDaemonTest, MembersOnTwoLeavesGetASpineRootWithLinkedEndpoints) {
+  Boot();
+  auto results = JoinHosts("job2", {"h01_0", "h00_0", "h01_2", "h00_3"});
+  for (const auto& r : results) ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  const uint32_t id = results[0].assignment.tree_id();
+  ASSERT_EQ(agents_["spine0"]->configures().size(), 1u);
+  EXPECT_TRUE(agents_["spine1"]->configures().empty());
+  const v1::TreeConfig root = agents_["spine0"]->configures()[0];
+  const v1::TreeConfig l0 = agents_["leaf00"]->configures().at(0);
+  const v1::TreeConfig l1 = agents_["leaf01"]->configures().at(0);
+  EXPECT_EQ(root.role(), v1::ROOT);
+  EXPECT_EQ(l0.role(), v1::LEAF);
+  EXPECT_EQ(l1.role(), v1::LEAF);
+  ASSERT_EQ(root.children_size(), 2);
+  // Spine child i <-> leaf i's parent endpoint, addressed as each side sees the other.
+  for (int i = 0; i < 2; ++i) {
+    const v1::TreeConfig& leaf = i == 0 ? l0 : l1;
+    const std::string leaf_name = i == 0 ? "leaf00" : "leaf01";
+    const v1::Endpoint& down = root.children(i);
+    const v1::Endpoint& up = leaf.parent();
+    EXPECT_EQ(leaf.rank_at_parent(), static_cast<uint32_t>(i));
+    EXPECT_EQ(down.port(), i == 0 ? "dn00" : "dn01");
+    EXPECT_EQ(down.peer_ip(), PortOf(leaf_name, "up0").ip());
+    EXPECT_EQ(down.peer_mac(), PortOf(leaf_name, "up0").mac());
+    EXPECT_EQ(up.port(), "up0");
+    EXPECT_EQ(up.peer_ip(), PortOf("spine0", down.port()).ip());
+    EXPECT_EQ(down.peer_qpn(), up.switch_qpn());
+    EXPECT_EQ(up.peer_qpn(), down.switch_qpn());
+    EXPECT_EQ(down.member_lo(), 2u * i);
+    EXPECT_EQ(down.member_hi(), 2u * i + 2);
+    EXPECT_EQ(leaf.tree_id(), id);
+    EXPECT_EQ(leaf.key(), root.key());
+  }
+  // leaf00's members are indices 0,1 (ranks 1,3), leaf01's 2,3 (ranks 0,2).
+  std::vector<uint32_t> expected = {2, 0, 3, 1};
+  for (uint32_t r = 0; r < 4; ++r) {
+    EXPECT_EQ(results[r].assignment.member_index(), expected[r]);
+    EXPECT_EQ(results[r].assignment.member_index_of_rank(static_cast<int>(r)), expected[r]);
+  }
+  // Switch-side QPNs are unique per switch.
+  std::set<uint32_t> leaf0_qpns = {l0.parent().switch_qpn()};
+  for (const auto& e : l0.children()) leaf0_qpns.insert(e.switch_qpn());
+  EXPECT_EQ(leaf0_qpns.size(), 3u);
+  v1::Tree t = GetTree(id);
+  EXPECT_EQ(t.root_switch(), "spine0");
+  EXPECT_EQ(t.switches_size(), 3);
+}
+
+TEST_F(AmDaemonTest, LeaveGroupDismantlesTheTreeEverywhereAndFreesResources) {
+  Boot();
+  const auto before = manager_->ResourceUsage();
+  auto results = JoinHosts("j", {"h00_0", "h01_1"});
+  for (const auto& r : results) ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  const uint32_t id = results[0].assignment.tree_id();
+  grpc::ClientContext ctx;
+  v1::LeaveGroupRequest leave;
+  leave.set_job_id("j");
+  leave.set_rank(1);
+  v1::LeaveGroupResponse lr;
+  ASSERT_TRUE(stub_->LeaveGroup(&ctx, leave, &lr).ok());
+  for (const char* sw : {"spine0", "leaf00", "leaf01"})
+    EXPECT_EQ(agents_[sw]->removes(), std::vector<uint32_t>{id}) << sw;
+  v1::Tree t = GetTree(id);
+  EXPECT_EQ(t.state(), v1::TREE_DESTROYED);
+  EXPECT_NE(t.reason().find("rank 1 of job j (host h01_1) left the group"), std::string::npos) << t.reason();
+  const auto after = manager_->ResourceUsage();
+  EXPECT_EQ(after.tree_ids, before.tree_ids);
+  EXPECT_EQ(after.qpns, before.qpns);
+  EXPECT_EQ(after.free_slots, before.free_slots);
+  // The other member learns it from its heartbeat.
+  grpc::ClientContext hctx;
+  v1::MemberHeartbeatRequest hb;
+  hb.set_job_id("j");
+  hb.set_rank(0);
+  hb.set_tree_id(id);
+  v1::MemberHeartbeatResponse hr;
+  ASSERT_TRUE(stub_->MemberHeartbeat(&hctx, hb, &hr).ok());
+  EXPECT_EQ(hr.tree_state(), v1::TREE_DESTROYED);
+  // The job can form a new tree afterwards.
+  auto again = JoinHosts("j", {"h00_0", "h01_1"});
+  for (const auto& r : again) ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  EXPECT_NE(again[0].assignment.tree_id(), id);
+}
+
+TEST_F(AmDaemonTest, MemberHeartbeatLossFailsTheTree) {
+  AmOptions o;
+  o.member_heartbeat_timeout_ms = 300;
+  Boot(o);
+  auto results = JoinHosts("hb", {"h00_0", "h00_1"});
+  for (const auto& r : results) ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  const uint32_t id = results[0].assignment.tree_id();
+  std::atomic<int> state{v1::TREE_ACTIVE};
+  {
+    // Rank 0 keeps beating; rank 1 is silent.
+    auto stub = stub_.get();
+    Repeater beat([&, stub] {
+      grpc::ClientContext ctx;
+      v1::MemberHeartbeatRequest hb;
+      hb.set_job_id("hb");
+      hb.set_rank(0);
+      hb.set_tree_id(id);
+      v1::MemberHeartbeatResponse hr;
+      if (stub->MemberHeartbeat(&ctx, hb, &hr).ok()) state = hr.tree_state();
+    });
+    ASSERT_TRUE(Eventually([&] { return GetTree(id).state() == v1::TREE_FAILED; }));
+    ASSERT_TRUE(Eventually([&] { return state.load() == v1::TREE_FAILED; }));
+  }
+  v1::Tree t = GetTree(id);
+  EXPECT_NE(t.reason().find("rank 1 (host h00_1) missed heartbeats"), std::string::npos) << t.reason();
+  EXPECT_EQ(agents_["leaf00"]->removes(), std::vector<uint32_t>{id});
+  EXPECT_TRUE(agents_["leaf00"]->trees().empty());
+}
+
+TEST_F(AmDaemonTest, SwitchHeartbeatLossFailsTheTreeAndReregistrationRemovesIt) {
+  AmOptions o;
+  o.switch_heartbeat_timeout_ms = 300;
+  Boot(o);
+  std::atomic<bool> leaf01_silent{false};
+  auto stub = stub_.get();
+  Repeater beats([&, stub] {
+    for (const char* sw : {"leaf00", "leaf01", "spine0", "spine1"}) {
+      if (leaf01_silent && std::string(sw) == "leaf01") continue;
+      grpc::ClientContext ctx;
+      v1::SwitchHeartbeatRequest hb;
+      hb.set_switch_name(sw);
+      v1::SwitchHeartbeatResponse hr;
+      stub->SwitchHeartbeat(&ctx, hb, &hr);
+    }
+  });
+  auto results = JoinHosts("sw", {"h00_0", "h01_0"});
+  for (const auto& r : results) ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  const uint32_t id = results[0].assignment.tree_id();
+  leaf01_silent = true;
+  ASSERT_TRUE(Eventually([&] { return GetTree(id).state() == v1::TREE_FAILED; }));
+  EXPECT_NE(GetTree(id).reason().find("switch leaf01 missed heartbeats"), std::string::npos)
+      << GetTree(id).reason();
+  // The AM now treats leaf01 as unknown: its next heartbeat is told to register.
+  {
+    grpc::ClientContext ctx;
+    v1::SwitchHeartbeatRequest hb;
+    hb.set_switch_name("leaf01");
+    v1::SwitchHeartbeatResponse hr;
+    ASSERT_TRUE(stub_->SwitchHeartbeat(&ctx, hb, &hr).ok());
+    EXPECT_TRUE(hr.reregister());
+  }
+  // It registers with the tree it still holds; the AM removes it there.
+  const size_t removes_before = agents_["leaf01"]->removes().size();
+  ASSERT_TRUE(Register("leaf01", {id}).ok());
+  ASSERT_TRUE(Eventually([&] { return agents_["leaf01"]->removes().size() > removes_before; }));
+  EXPECT_EQ(agents_["leaf01"]->removes().back(), id);
+  leaf01_silent = false;
+}
+
+TEST_F(AmDaemonTest, PortDownOnTheTreeFailsIt) {
+  Boot();
+  auto results = JoinHosts("port", {"h00_0", "h01_2"});
+  for (const auto& r : results) ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  const uint32_t id = results[0].assignment.tree_id();
+  // A port that no tree uses going down changes nothing.
+  auto reg = testing::MakeRegistration(file_, "leaf01", "x:1");
+  v1::SwitchHeartbeatRequest hb;
+  hb.set_switch_name("leaf01");
+  for (const auto& p : reg.ports()) *hb.add_ports() = p;
+  for (auto& p : *hb.mutable_ports())
+    if (p.name() == "h3") p.set_up(false);
+  {
+    grpc::ClientContext ctx;
+    v1::SwitchHeartbeatResponse hr;
+    ASSERT_TRUE(stub_->SwitchHeartbeat(&ctx, hb, &hr).ok());
+  }
+  EXPECT_EQ(GetTree(id).state(), v1::TREE_ACTIVE);
+  for (auto& p : *hb.mutable_ports())
+    if (p.name() == "h2") p.set_up(false);
+  {
+    grpc::ClientContext ctx;
+    v1::SwitchHeartbeatResponse hr;
+    ASSERT_TRUE(stub_->SwitchHeartbeat(&ctx, hb, &hr).ok());
+  }
+  v1::Tree t = GetTree(id);
+  EXPECT_EQ(t.state(), v1::TREE_FAILED);
+  EXPECT_NE(t.reason().find("switch leaf01 port h2 went down"), std::string::npos) << t.reason();
+  EXPECT_EQ(agents_["spine0"]->removes(), std::vector<uint32_t>{id});
+}
+
+TEST_F(AmDaemonTest, ConfigureFailureRollsBackAndFailsEveryMemberWithTheCause) {
+  Boot();
+  const auto before = manager_->ResourceUsage();
+  agents_["leaf01"]->FailConfigure(grpc::Status(grpc::StatusCode::UNAVAILABLE, "maps are full"));
+  auto results = JoinHosts("bad", {"h00_0", "h01_0", "h00_1"});
+  for (const auto& r : results) {
+    ASSERT_FALSE(r.status.ok());
+    EXPECT_EQ(r.status.error_code(), grpc::StatusCode::UNAVAILABLE);
+    EXPECT_NE(r.status.error_message().find("on switch leaf01 failed"), std::string::npos)
+        << r.status.error_message();
+    EXPECT_NE(r.status.error_message().find("maps are full"), std::string::npos);
+  }
+  // The switches that took the tree dropped it again.
+  ASSERT_EQ(agents_["spine0"]->configures().size(), 1u);
+  const uint32_t id = agents_["spine0"]->configures()[0].tree_id();
+  EXPECT_TRUE(agents_["spine0"]->trees().empty());
+  EXPECT_TRUE(agents_["leaf00"]->trees().empty());
+  EXPECT_EQ(agents_["leaf00"]->removes(), std::vector<uint32_t>{id});
+  EXPECT_EQ(GetTree(id).state(), v1::TREE_FAILED);
+  const auto after = manager_->ResourceUsage();
+  EXPECT_EQ(after.qpns, before.qpns);
+  EXPECT_EQ(after.free_slots, before.free_slots);
+  EXPECT_EQ(after.tree_ids, before.tree_ids);
+}
+
+TEST_F(AmDaemonTest, AgentRestartReconcilesWantedAndUnwantedTrees) {
+  Boot();
+  auto results = JoinHosts("re", {"h00_0", "h00_1"});
+  for (const auto& r : results) ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  const uint32_t id = results[0].assignment.tree_id();
+  ASSERT_EQ(agents_["leaf00"]->configures().size(), 1u);
+  ASSERT_TRUE(Register("leaf00", {id, 999}).ok());
+  ASSERT_TRUE(Eventually(
+      [&] { return agents_["leaf00"]->configures().size() == 2 && !agents_["leaf00"]->removes().empty(); }));
+  const auto configs = agents_["leaf00"]->configures();
+  EXPECT_EQ(configs[1].SerializeAsString(), configs[0].SerializeAsString());
+  EXPECT_EQ(agents_["leaf00"]->removes(), std::vector<uint32_t>{999});
+  EXPECT_EQ(GetTree(id).state(), v1::TREE_ACTIVE);
+}
+
+TEST_F(AmDaemonTest, OperatorReservesATreeMembersJoinItAndOperatorDestroysIt) {
+  Boot();
+  v1::CreateTreeRequest c;
+  c.set_job_id("op");
+  c.add_hosts("h00_2");
+  c.add_hosts("h01_3");
+  c.set_pool_size(64);
+  v1::CreateTreeResponse cr;
+  {
+    grpc::ClientContext ctx;
+    ASSERT_TRUE(stub_->CreateTree(&ctx, c, &cr).ok());
+  }
+  EXPECT_EQ(cr.tree().state(), v1::TREE_PENDING);
+  EXPECT_EQ(cr.tree().members_size(), 2);
+  EXPECT_FALSE(cr.tree().members(0).joined());
+  auto results = JoinHosts("op", {"h00_2", "h01_3"});
+  for (const auto& r : results) {
+    ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+    EXPECT_EQ(r.assignment.tree_id(), cr.tree().tree_id());
+    EXPECT_EQ(r.assignment.pool_size(), 64u);
+  }
+  v1::Tree t = GetTree(cr.tree().tree_id());
+  EXPECT_EQ(t.state(), v1::TREE_ACTIVE);
+  EXPECT_EQ(t.joined(), 2u);
+  EXPECT_TRUE(t.members(1).joined());
+  EXPECT_EQ(t.members(1).switch_port(), "h3");
+
+  // Statistics fan out to the tree's switches.
+  {
+    grpc::ClientContext ctx;
+    v1::AmGetStatsRequest sr;
+    sr.set_tree_id(t.tree_id());
+    v1::AmGetStatsResponse resp;
+    ASSERT_TRUE(stub_->GetStats(&ctx, sr, &resp).ok());
+    ASSERT_EQ(resp.switches_size(), 3);
+    EXPECT_EQ(resp.errors_size(), 0);
+    std::set<std::string> names;
+    for (const auto& s : resp.switches()) {
+      names.insert(s.switch_name());
+      ASSERT_EQ(s.trees_size(), 1);
+      EXPECT_EQ(s.trees(0).tree_id(), t.tree_id());
+    }
+    EXPECT_EQ(names, (std::set<std::string>{"spine0", "leaf00", "leaf01"}));
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::DestroyTreeRequest d;
+    d.set_tree_id(t.tree_id());
+    d.set_reason("maintenance");
+    v1::DestroyTreeResponse dr;
+    ASSERT_TRUE(stub_->DestroyTree(&ctx, d, &dr).ok());
+  }
+  t = GetTree(t.tree_id());
+  EXPECT_EQ(t.state(), v1::TREE_DESTROYED);
+  EXPECT_EQ(t.reason(), "destroyed by operator: maintenance");
+  EXPECT_EQ(agents_["spine0"]->removes(), std::vector<uint32_t>{t.tree_id()});
+  grpc::ClientContext ctx;
+  v1::DestroyTreeRequest d;
+  d.set_tree_id(t.tree_id());
+  v1::DestroyTreeResponse dr;
+  EXPECT_EQ(stub_->DestroyTree(&ctx, d, &dr).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+}
+
+TEST_F(AmDaemonTest, IncompleteGroupTimesOutOverGrpc) {
+  Boot();
+  auto results = JoinAll({MakeJoin("late", 0, 2, "h00_0", /*timeout_ms=*/200)});
+  EXPECT_EQ(results[0].status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_NE(results[0].status.error_message().find("missing ranks 1"), std::string::npos);
+}
+
+TEST_F(AmDaemonTest, NoPossibleTreeFailsEveryMemberWithTheReason) {
+  Boot();
+  for (const char* spine : {"spine0", "spine1"}) {
+    auto r = testing::MakeRegistration(file_, spine, agents_[spine]->address());
+    r.mutable_capabilities()->clear_collectives();
+    r.mutable_capabilities()->add_collectives(v1::ALLREDUCE);
+    grpc::ClientContext ctx;
+    v1::RegisterSwitchResponse resp;
+    ASSERT_TRUE(stub_->RegisterSwitch(&ctx, r, &resp).ok());
+  }
+  std::vector<v1::JoinGroupRequest> reqs = {MakeJoin("nb", 0, 2, "h00_0"), MakeJoin("nb", 1, 2, "h01_0")};
+  for (auto& r : reqs) r.add_collectives(v1::BROADCAST);
+  auto results = JoinAll(reqs);
+  for (const auto& r : results) {
+    EXPECT_EQ(r.status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+    EXPECT_NE(r.status.error_message().find("no spine can be their root"), std::string::npos)
+        << r.status.error_message();
+    EXPECT_NE(r.status.error_message().find("lacks collective BROADCAST"), std::string::npos);
+  }
+}
+
+TEST_F(AmDaemonTest, OperatorViewsAndEventReplay) {
+  Boot();
+  auto results = JoinHosts("ev", {"h00_0", "h00_1"});
+  for (const auto& r : results) ASSERT_TRUE(r.status.ok());
+  {
+    grpc::ClientContext ctx;
+    v1::ListSwitchesResponse resp;
+    ASSERT_TRUE(stub_->ListSwitches(&ctx, v1::ListSwitchesRequest(), &resp).ok());
+    ASSERT_EQ(resp.switches_size(), 4);
+    for (const auto& s : resp.switches()) {
+      EXPECT_TRUE(s.alive());
+      EXPECT_EQ(s.agent_address(), agents_[s.name()]->address());
+      if (s.name() == "leaf00") {
+        EXPECT_EQ(s.tree_ids_size(), 1);
+        EXPECT_EQ(s.capabilities().free_slots(), 4096u - 256u);
+      }
+    }
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::GetTopologyResponse resp;
+    ASSERT_TRUE(stub_->GetTopology(&ctx, v1::GetTopologyRequest(), &resp).ok());
+    EXPECT_EQ(resp.nodes_size(), 4 + 8);
+    EXPECT_EQ(resp.links_size(), 8 + 4);
+    for (const auto& l : resp.links()) EXPECT_TRUE(l.up()) << l.a_node() << "-" << l.b_node();
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::WatchEventsRequest w;
+    w.set_replay(true);
+    w.set_stop_after_replay(true);
+    auto reader = stub_->WatchEvents(&ctx, w);
+    v1::Event e;
+    std::vector<std::string> kinds;
+    while (reader->Read(&e)) kinds.push_back(e.kind());
+    ASSERT_TRUE(reader->Finish().ok());
+    EXPECT_EQ(std::count(kinds.begin(), kinds.end(), "switch_registered"), 4);
+    EXPECT_EQ(std::count(kinds.begin(), kinds.end(), "tree_active"), 1);
+  }
+  {
+    // A live watcher sees a new event.
+    grpc::ClientContext ctx;
+    v1::WatchEventsRequest w;
+    auto reader = stub_->WatchEvents(&ctx, w);
+    v1::DestroyTreeRequest d;
+    d.set_tree_id(results[0].assignment.tree_id());
+    std::thread destroyer([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      grpc::ClientContext dctx;
+      v1::DestroyTreeResponse dr;
+      stub_->DestroyTree(&dctx, d, &dr);
+    });
+    v1::Event e;
+    bool seen = false;
+    while (!seen && reader->Read(&e)) seen = e.kind() == "tree_destroyed";
+    destroyer.join();
+    EXPECT_TRUE(seen);
+    ctx.TryCancel();
+  }
+}
+
+}  // namespace
+}  // namespace inc::am

@@ -1,0 +1,338 @@
+// Request and file validation: each bad input gets its specific code and a
+// message that names the problem.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+#include <thread>
+
+#include "am/manager.h"
+#include "am/tests/recording_agent.h"
+#include "am/topology.h"
+
+namespace inc::am {
+namespace {
+
+// ------------------------------------------------------------ topology file
+
+v1::TopologyFile Small() {
+  return testing::MakeFabric(2, 1, 2);
+}
+
+void ExpectTopologyError(const v1::TopologyFile& f, const std::string& needle) {
+  auto t = TopologyFromProto(f);
+  ASSERT_FALSE(t.ok()) << "expected an error containing: " << needle;
+  EXPECT_EQ(t.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(t.status().message().find(needle), std::string::npos) << t.status().message();
+}
+
+TEST(TopologyValidationTest, GeneratedFabricIsValid) {
+  EXPECT_TRUE(TopologyFromProto(Small()).ok());
+}
+
+TEST(TopologyValidationTest, LinkToUnknownSwitchIsRejected) {
+  auto f = Small();
+  f.mutable_links(0)->set_b("spine9");
+  ExpectTopologyError(f, "unknown switch \"spine9\"");
+}
+
+TEST(TopologyValidationTest, DuplicateNamesAreRejected) {
+  auto f = Small();
+  f.add_switches()->CopyFrom(f.switches(0));
+  ExpectTopologyError(f, "duplicate switch name \"leaf00\"");
+  f = Small();
+  f.add_hosts()->CopyFrom(f.hosts(0));
+  ExpectTopologyError(f, "duplicate host name \"h00_0\"");
+  f = Small();
+  f.mutable_hosts(0)->set_name("spine0");
+  ExpectTopologyError(f, "already a switch name");
+}
+
+TEST(TopologyValidationTest, HostWithoutSwitchIsRejected) {
+  auto f = Small();
+  f.mutable_hosts(1)->clear_switch_name();
+  ExpectTopologyError(f, "hosts[1] (\"h00_1\"): switch_name is empty");
+  f = Small();
+  f.mutable_hosts(1)->set_switch_name("leaf77");
+  ExpectTopologyError(f, "switch_name \"leaf77\" is not a switch");
+  f = Small();
+  f.mutable_hosts(1)->clear_switch_port();
+  ExpectTopologyError(f, "switch_port is empty");
+}
+
+TEST(TopologyValidationTest, BadKindsAddressesAndPortReuseAreRejected) {
+  auto f = Small();
+  f.mutable_switches(0)->set_kind("core");
+  ExpectTopologyError(f, "kind \"core\" is not \"leaf\" or \"spine\"");
+  f = Small();
+  f.mutable_hosts(0)->set_ip("10.0.0.300");
+  ExpectTopologyError(f, "hosts[0] (\"h00_0\"): ip");
+  f = Small();
+  f.mutable_hosts(0)->set_mac("02:00:00");
+  ExpectTopologyError(f, "mac");
+  f = Small();
+  f.mutable_hosts(1)->set_ip(f.hosts(0).ip());
+  ExpectTopologyError(f, "is also host \"h00_0\"'s");
+  f = Small();
+  f.mutable_hosts(1)->set_switch_port("h0");
+  ExpectTopologyError(f, "port \"h0\" is used by both host \"h00_0\" and host \"h00_1\"");
+  f = Small();
+  f.mutable_links(0)->set_a_port("h0");
+  ExpectTopologyError(f, "port \"h0\" is used by both");
+  f = Small();
+  f.mutable_links(0)->set_b("leaf00");
+  ExpectTopologyError(f, "links a switch to itself");
+}
+
+TEST(TopologyValidationTest, FileErrorsNameTheFile) {
+  auto missing = LoadTopologyFile("/nonexistent/topo.json");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("/nonexistent/topo.json"), std::string::npos);
+  char path[] = "/tmp/am_topo_XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  const std::string bad = "{\"switches\": [{\"name\": \"a\", \"kind\": \"leaf\", \"colour\": 1}]}";
+  ASSERT_EQ(write(fd, bad.data(), bad.size()), static_cast<ssize_t>(bad.size()));
+  close(fd);
+  auto t = LoadTopologyFile(path);
+  unlink(path);
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(t.status().message().find("not a valid inc.v1.TopologyFile JSON"), std::string::npos)
+      << t.status().message();
+}
+
+// ------------------------------------------------------------------ requests
+
+class RequestValidationTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    file_ = testing::MakeFabric(2, 1, 4);
+    AmOptions opts;
+    m_ = std::make_unique<Manager>(opts, *TopologyFromProto(file_));
+    for (const auto& s : file_.switches())
+      ASSERT_TRUE(m_->RegisterSwitch(testing::MakeRegistration(file_, s.name(), "127.0.0.1:9", 1024)).ok());
+  }
+  Status Join(const v1::JoinGroupRequest& r) {
+    auto a = m_->JoinGroup(r, [] { return true; });  // caller "gone": never blocks
+    return a.ok() ? Status::Ok() : a.status();
+  }
+  // A member that waits in the group until `stop` is set.
+  std::future<Status> JoinInBackground(const v1::JoinGroupRequest& r) {
+    return std::async(std::launch::async, [this, r] {
+      auto a = m_->JoinGroup(r, [this] { return stop_.load(); });
+      return a.ok() ? Status::Ok() : a.status();
+    });
+  }
+  void WaitJoined(const std::string& job, uint32_t n) {
+    for (int i = 0; i < 2000; ++i) {
+      v1::GetTreeRequest g;
+      g.set_job_id(job);
+      auto t = m_->GetTree(g);
+      if (t.ok() && t->tree().joined() >= n) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    FAIL() << "members did not join";
+  }
+  v1::TopologyFile file_;
+  std::unique_ptr<Manager> m_;
+  std::atomic<bool> stop_{false};
+};
+
+TEST_F(RequestValidationTest, MalformedJoinRequestsAreInvalidArguments) {
+  auto base = testing::MakeJoin("j", 0, 2, "h00_0");
+  auto r = base;
+  r.clear_job_id();
+  EXPECT_EQ(Join(r).code(), Code::kInvalidArgument);
+  r = base;
+  r.set_world_size(0);
+  EXPECT_EQ(Join(r).code(), Code::kInvalidArgument);
+  r = base;
+  r.set_rank(2);
+  Status s = Join(r);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("rank 2 is not below world_size 2"), std::string::npos);
+  r = base;
+  r.mutable_member()->set_qpn(0);
+  EXPECT_EQ(Join(r).code(), Code::kInvalidArgument);
+  r = base;
+  r.mutable_member()->set_qpn(0x1000000);
+  EXPECT_EQ(Join(r).code(), Code::kInvalidArgument);
+  r = base;
+  r.mutable_member()->set_ip("10.1.0.256");
+  s = Join(r);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("member.ip"), std::string::npos);
+  r = base;
+  r.mutable_member()->set_mac("zz:00:00:00:00:01");
+  EXPECT_EQ(Join(r).code(), Code::kInvalidArgument);
+  r = base;
+  r.add_dtypes(static_cast<v1::DataType>(42));
+  EXPECT_EQ(Join(r).code(), Code::kInvalidArgument);
+  r = base;
+  r.set_pool_size(70000);
+  EXPECT_EQ(Join(r).code(), Code::kInvalidArgument);
+  r = base;
+  r.mutable_member()->clear_host();
+  EXPECT_EQ(Join(r).code(), Code::kInvalidArgument);  // neither host nor ip
+}
+
+TEST_F(RequestValidationTest, UnknownHostsAreNotFound) {
+  auto r = testing::MakeJoin("j", 0, 2, "nohost");
+  Status s = Join(r);
+  EXPECT_EQ(s.code(), Code::kNotFound);
+  EXPECT_NE(s.message().find("\"nohost\" is not in the topology"), std::string::npos);
+  r.mutable_member()->clear_host();
+  r.mutable_member()->set_ip("192.168.7.7");
+  s = Join(r);
+  EXPECT_EQ(s.code(), Code::kNotFound);
+  EXPECT_NE(s.message().find("no topology host has ip 192.168.7.7"), std::string::npos);
+}
+
+TEST_F(RequestValidationTest, HostIsFoundByIp) {
+  auto r = testing::MakeJoin("j", 0, 2, "");
+  r.mutable_member()->set_ip(file_.hosts(1).ip());
+  auto waiting = JoinInBackground(r);
+  WaitJoined("j", 1);
+  v1::GetTreeRequest g;
+  g.set_job_id("j");
+  auto t = m_->GetTree(g);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->tree().members(0).info().host(), "h00_1");
+  EXPECT_EQ(t->tree().members(0).info().mac(), file_.hosts(1).mac());
+  stop_ = true;
+  EXPECT_EQ(waiting.get().code(), Code::kCancelled);
+}
+
+TEST_F(RequestValidationTest, ConflictsWithAPendingGroupHaveSpecificCodes) {
+  auto first = JoinInBackground(testing::MakeJoin("j", 0, 3, "h00_0"));
+  WaitJoined("j", 1);
+  Status dup = Join(testing::MakeJoin("j", 0, 3, "h00_1"));
+  EXPECT_EQ(dup.code(), Code::kAlreadyExists);
+  EXPECT_NE(dup.message().find("rank 0 of job j already joined"), std::string::npos);
+  Status world = Join(testing::MakeJoin("j", 1, 4, "h00_1"));
+  EXPECT_EQ(world.code(), Code::kFailedPrecondition);
+  EXPECT_NE(world.message().find("job j has world_size 3"), std::string::npos) << world.message();
+  Status same_host = Join(testing::MakeJoin("j", 1, 3, "h00_0"));
+  EXPECT_EQ(same_host.code(), Code::kFailedPrecondition);
+  auto pool = testing::MakeJoin("j", 1, 3, "h00_1");
+  pool.set_pool_size(64);
+  EXPECT_EQ(Join(pool).code(), Code::kFailedPrecondition);
+  stop_ = true;
+  EXPECT_EQ(first.get().code(), Code::kCancelled);
+  // The abandoned group is gone: the job can start again.
+  v1::GetTreeRequest g;
+  g.set_job_id("j");
+  EXPECT_EQ(m_->GetTree(g).status().code(), Code::kNotFound);
+}
+
+TEST_F(RequestValidationTest, IncompleteGroupTimesOutWithDeadlineExceeded) {
+  auto r = testing::MakeJoin("j", 1, 3, "h00_1", /*timeout_ms=*/100);
+  auto a = m_->JoinGroup(r, nullptr);
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.status().code(), Code::kDeadlineExceeded);
+  EXPECT_NE(a.status().message().find("1 of 3 ranks joined"), std::string::npos) << a.status().message();
+  EXPECT_NE(a.status().message().find("missing ranks 0,2"), std::string::npos);
+}
+
+TEST_F(RequestValidationTest, SwitchRegistrationErrors) {
+  auto good = testing::MakeRegistration(file_, "leaf00", "127.0.0.1:9");
+  auto r = good;
+  r.clear_switch_name();
+  EXPECT_EQ(m_->RegisterSwitch(r).status().code(), Code::kInvalidArgument);
+  r = good;
+  r.set_switch_name("leaf99");
+  EXPECT_EQ(m_->RegisterSwitch(r).status().code(), Code::kFailedPrecondition);
+  for (const char* bad : {"", "nohostport", ":50051", "h:0", "h:99999", "h:12x"}) {
+    r = good;
+    r.set_agent_address(bad);
+    EXPECT_EQ(m_->RegisterSwitch(r).status().code(), Code::kInvalidArgument) << bad;
+  }
+  r = good;
+  r.mutable_capabilities()->set_slot_capacity(0);
+  EXPECT_EQ(m_->RegisterSwitch(r).status().code(), Code::kInvalidArgument);
+  r = good;
+  r.mutable_ports(0)->set_mac("02:00");
+  EXPECT_EQ(m_->RegisterSwitch(r).status().code(), Code::kInvalidArgument);
+  r = good;
+  r.add_ports()->CopyFrom(r.ports(0));
+  auto dup = m_->RegisterSwitch(r);
+  EXPECT_EQ(dup.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(dup.status().message().find("twice"), std::string::npos);
+  r = good;
+  r.mutable_capabilities()->add_collectives(static_cast<v1::Collective>(17));
+  EXPECT_EQ(m_->RegisterSwitch(r).status().code(), Code::kInvalidArgument);
+
+  v1::SwitchHeartbeatRequest hb;
+  hb.set_switch_name("spine0");
+  EXPECT_FALSE(m_->SwitchHeartbeat(hb)->reregister());
+  hb.set_switch_name("stranger");
+  EXPECT_TRUE(m_->SwitchHeartbeat(hb)->reregister());
+}
+
+TEST_F(RequestValidationTest, UnknownIdsAreNotFound) {
+  v1::MemberHeartbeatRequest mh;
+  mh.set_job_id("nojob");
+  mh.set_tree_id(5);
+  EXPECT_EQ(m_->MemberHeartbeat(mh).status().code(), Code::kNotFound);
+  v1::GetTreeRequest gt;
+  EXPECT_EQ(m_->GetTree(gt).status().code(), Code::kInvalidArgument);
+  gt.set_tree_id(44);
+  EXPECT_EQ(m_->GetTree(gt).status().code(), Code::kNotFound);
+  v1::DestroyTreeRequest dt;
+  EXPECT_EQ(m_->DestroyTree(dt).code(), Code::kInvalidArgument);
+  dt.set_tree_id(44);
+  EXPECT_EQ(m_->DestroyTree(dt).code(), Code::kNotFound);
+  v1::GetSwitchRequest gs;
+  gs.set_name("leaf42");
+  EXPECT_EQ(m_->GetSwitch(gs).status().code(), Code::kNotFound);
+  v1::LeaveGroupRequest lg;
+  lg.set_job_id("nojob");
+  EXPECT_EQ(m_->LeaveGroup(lg).code(), Code::kNotFound);
+  v1::AmGetStatsRequest st;
+  st.set_tree_id(44);
+  EXPECT_EQ(m_->GetStats(st).status().code(), Code::kNotFound);
+  v1::ReportErrorRequest re;
+  re.set_tree_id(44);
+  EXPECT_EQ(m_->ReportError(re).code(), Code::kNotFound);
+}
+
+TEST_F(RequestValidationTest, CreateTreeChecks) {
+  v1::CreateTreeRequest c;
+  c.set_job_id("c");
+  EXPECT_EQ(m_->CreateTree(c).status().code(), Code::kInvalidArgument);  // no hosts
+  c.add_hosts("h00_0");
+  c.add_hosts("h01_0");
+  c.set_world_size(3);
+  EXPECT_EQ(m_->CreateTree(c).status().code(), Code::kInvalidArgument);
+  c.set_world_size(2);
+  c.set_hosts(1, "ghost");
+  EXPECT_EQ(m_->CreateTree(c).status().code(), Code::kNotFound);
+  c.set_hosts(1, "h01_0");
+  c.set_pool_size(2000);  // switches have 1024 slots
+  auto over = m_->CreateTree(c);
+  EXPECT_EQ(over.status().code(), Code::kResourceExhausted);
+  c.set_pool_size(512);
+  auto t = m_->CreateTree(c);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->tree().state(), v1::TREE_PENDING);
+  EXPECT_EQ(t->tree().root_switch(), "spine0");
+  EXPECT_EQ(m_->CreateTree(c).status().code(), Code::kAlreadyExists);
+  // The reservation holds 512 of spine0's 1024 slots: a second job cannot have 768.
+  c.set_job_id("d");
+  c.set_pool_size(768);
+  EXPECT_EQ(m_->CreateTree(c).status().code(), Code::kResourceExhausted);
+  // A member on the wrong host is refused.
+  Status wrong = Join(testing::MakeJoin("c", 0, 2, "h00_1"));
+  EXPECT_EQ(wrong.code(), Code::kFailedPrecondition);
+  EXPECT_NE(wrong.message().find("reserved on host h00_0"), std::string::npos);
+  v1::DestroyTreeRequest d;
+  d.set_tree_id(t->tree().tree_id());
+  ASSERT_TRUE(m_->DestroyTree(d).ok());
+  Status again = m_->DestroyTree(d);
+  EXPECT_EQ(again.code(), Code::kFailedPrecondition);
+  EXPECT_NE(again.message().find("already TREE_DESTROYED"), std::string::npos) << again.message();
+}
+
+}  // namespace
+}  // namespace inc::am

@@ -1,0 +1,290 @@
+#include "am/tree_builder.h"
+
+#include <algorithm>
+#include <optional>
+
+namespace inc::am {
+namespace {
+
+constexpr uint32_t kMaxChildren = 64;  // INC_MAX_CHILDREN: one bit each in the arrival bitmap
+
+std::string MaskNames(uint32_t mask, const std::vector<const char*>& names) {
+  std::string out;
+  for (uint32_t v = 0; v < 32; ++v) {
+    if (!(mask & (1u << v))) continue;
+    if (!out.empty()) out += ", ";
+    out += v < names.size() ? names[v] : std::to_string(v);
+  }
+  return out;
+}
+
+struct Rejection {
+  bool capacity = false;  // RESOURCE_EXHAUSTED rather than FAILED_PRECONDITION
+  std::string why;
+};
+
+std::optional<Rejection> CheckUsable(const std::string& name, const SwitchView* v, const Requirements& req,
+                                     uint32_t children) {
+  if (!v || !v->registered) return Rejection{false, "switch " + name + " has not registered"};
+  if (!v->alive) return Rejection{false, "switch " + name + " is not alive (heartbeats lost)"};
+  if (uint32_t m = req.dtype_mask & ~v->caps.dtype_mask)
+    return Rejection{false, "switch " + name + " lacks data type " + DtypeMaskNames(m)};
+  if (uint32_t m = req.op_mask & ~v->caps.op_mask)
+    return Rejection{false, "switch " + name + " lacks operation " + OpMaskNames(m)};
+  if (uint32_t m = req.coll_mask & ~v->caps.coll_mask)
+    return Rejection{false, "switch " + name + " lacks collective " + CollMaskNames(m)};
+  uint32_t max_children = std::min(v->caps.max_children, kMaxChildren);
+  if (children > max_children)
+    return Rejection{true, "switch " + name + " would need " + std::to_string(children) +
+                               " children, it takes at most " + std::to_string(max_children)};
+  if (v->trees >= v->caps.max_trees)
+    return Rejection{
+        true, "switch " + name + " already holds " + std::to_string(v->trees) + " trees (its maximum)"};
+  if (v->largest_free_block < req.pool_size)
+    return Rejection{true, "switch " + name + " has no " + std::to_string(req.pool_size) +
+                               " contiguous free slots (" + std::to_string(v->free_slots) +
+                               " free, largest block " + std::to_string(v->largest_free_block) + ")"};
+  return std::nullopt;
+}
+
+// The port exists in what the switch reported and is up.
+std::optional<std::string> CheckPort(const SwitchView& v, const std::string& port) {
+  auto it = v.ports.find(port);
+  if (it == v.ports.end()) return "switch " + v.name + " did not report port " + port;
+  if (!it->second.up) return "switch " + v.name + " port " + port + " is down";
+  return std::nullopt;
+}
+
+Status Reject(const Rejection& r, const std::string& prefix) {
+  return r.capacity ? ResourceExhausted(prefix + r.why) : FailedPrecondition(prefix + r.why);
+}
+
+}  // namespace
+
+std::string DtypeMaskNames(uint32_t mask) {
+  return MaskNames(mask, {"?", "INT32", "FP32", "INT64", "FP16", "BF16", "FP64"});
+}
+std::string OpMaskNames(uint32_t mask) {
+  return MaskNames(mask, {"?", "SUM", "MIN", "MAX"});
+}
+std::string CollMaskNames(uint32_t mask) {
+  return MaskNames(mask, {"?", "ALLREDUCE", "REDUCE", "BROADCAST", "BARRIER", "REDUCE_SCATTER", "ALLGATHER"});
+}
+
+Expected<TreePlan> BuildTreePlan(const Topology& topo, const std::map<std::string, SwitchView>& views,
+                                 const std::vector<MemberPlacement>& members, const Requirements& req) {
+  if (members.empty()) return InvalidArgument("a tree needs at least one member");
+  if (req.pool_size == 0 || req.pool_size > 0xFFFF)
+    return InvalidArgument("pool_size " + std::to_string(req.pool_size) + " is not in 1..65535");
+  auto view_of = [&](const std::string& name) -> const SwitchView* {
+    auto it = views.find(name);
+    return it == views.end() ? nullptr : &it->second;
+  };
+
+  // Members grouped by attachment switch (sorted by switch name, then rank).
+  std::map<std::string, std::vector<uint32_t>> by_switch;
+  std::map<std::pair<std::string, std::string>, uint32_t> rank_on_port;
+  for (size_t i = 0; i < members.size(); ++i) {
+    const MemberPlacement& m = members[i];
+    if (m.rank != i)
+      return Internal("member list out of order: position " + std::to_string(i) + " holds rank " +
+                      std::to_string(m.rank));
+    auto h = topo.hosts.find(m.host);
+    if (h == topo.hosts.end())
+      return NotFound("rank " + std::to_string(m.rank) + ": host \"" + m.host + "\" is not in the topology");
+    auto [it, inserted] =
+        rank_on_port.emplace(std::make_pair(h->second.switch_name, h->second.switch_port), m.rank);
+    if (!inserted)
+      return FailedPrecondition("ranks " + std::to_string(it->second) + " and " + std::to_string(m.rank) +
+                                " both attach through switch " + h->second.switch_name + " port " +
+                                h->second.switch_port +
+                                "; a tree has one member per switch port (join the ranks of one "
+                                "host as one member)");
+    by_switch[h->second.switch_name].push_back(m.rank);
+  }
+
+  // Every attachment switch must serve its members.
+  for (const auto& [sw, ranks] : by_switch) {
+    const SwitchView* v = view_of(sw);
+    auto describe = [&](const std::string& why) {
+      std::string rs;
+      for (uint32_t r : ranks) rs += (rs.empty() ? "" : ",") + std::to_string(r);
+      return "rank" + std::string(ranks.size() > 1 ? "s " : " ") + rs + " unreachable: " + why;
+    };
+    if (auto rej = CheckUsable(sw, v, req, static_cast<uint32_t>(ranks.size())))
+      return Reject(*rej, describe(""));
+    for (uint32_t r : ranks) {
+      const TopoHost& h = topo.hosts.at(members[r].host);
+      if (auto bad = CheckPort(*v, h.switch_port))
+        return FailedPrecondition("rank " + std::to_string(r) + " (host " + h.name +
+                                  ") unreachable: " + *bad);
+    }
+  }
+
+  TreePlan plan;
+  plan.pool_size = req.pool_size;
+  plan.member_index_of_rank.assign(members.size(), 0);
+  plan.member_slot.assign(members.size(), MemberSlot{});
+
+  auto add_member_children = [&](PlanSwitch* ps, size_t switch_index, const std::vector<uint32_t>& ranks,
+                                 uint32_t* next_index) {
+    for (uint32_t r : ranks) {
+      const TopoHost& h = topo.hosts.at(members[r].host);
+      PlanChild c;
+      c.rank = r;
+      c.peer = h.name;
+      c.port = h.switch_port;
+      c.member_lo = *next_index;
+      c.member_hi = *next_index + 1;
+      plan.member_index_of_rank[r] = *next_index;
+      plan.member_slot[r] = MemberSlot{switch_index, static_cast<uint32_t>(ps->children.size())};
+      ps->children.push_back(c);
+      ++*next_index;
+    }
+  };
+
+  uint32_t next_index = 0;
+  if (by_switch.size() == 1) {
+    PlanSwitch ps;
+    ps.name = by_switch.begin()->first;
+    ps.role = TreeRole::kSingle;
+    add_member_children(&ps, 0, by_switch.begin()->second, &next_index);
+    plan.switches.push_back(std::move(ps));
+  } else {
+    std::vector<std::string> leaves;
+    for (const auto& [sw, ranks] : by_switch) leaves.push_back(sw);
+    std::string leaf_list;
+    for (const auto& l : leaves) leaf_list += (leaf_list.empty() ? "" : ", ") + l;
+
+    struct Candidate {
+      std::string name;
+      uint32_t free_slots;
+      std::vector<std::pair<std::string, std::string>> ports;  // per leaf: (spine port, leaf port)
+    };
+    std::vector<Candidate> candidates;
+    std::vector<Rejection> rejections;
+    for (const auto& [name, ts] : topo.switches) {
+      if (ts.kind != SwitchKind::kSpine || by_switch.count(name)) continue;
+      const SwitchView* v = view_of(name);
+      if (auto rej = CheckUsable(name, v, req, static_cast<uint32_t>(leaves.size()))) {
+        rejections.push_back(*rej);
+        continue;
+      }
+      Candidate c{name, v->free_slots, {}};
+      std::optional<std::string> missing;
+      for (const auto& leaf : leaves) {
+        std::optional<std::pair<std::string, std::string>> chosen;
+        std::string last_problem = "switch " + name + " has no link to " + leaf;
+        for (const auto& [sp_port, leaf_port] : topo.LinksBetween(name, leaf)) {
+          if (auto bad = CheckPort(*v, sp_port)) {
+            last_problem = *bad;
+            continue;
+          }
+          if (auto bad = CheckPort(*view_of(leaf), leaf_port)) {
+            last_problem = *bad;
+            continue;
+          }
+          chosen = std::make_pair(sp_port, leaf_port);
+          break;
+        }
+        if (!chosen) {
+          missing = last_problem;
+          break;
+        }
+        c.ports.push_back(*chosen);
+      }
+      if (missing) {
+        rejections.push_back(Rejection{false, *missing});
+        continue;
+      }
+      candidates.push_back(std::move(c));
+    }
+    if (candidates.empty()) {
+      std::string prefix =
+          "members attach to switches [" + leaf_list + "] and no spine can be " + "their root";
+      if (rejections.empty()) return FailedPrecondition(prefix + ": the topology has no spine");
+      bool all_capacity =
+          std::all_of(rejections.begin(), rejections.end(), [](const Rejection& r) { return r.capacity; });
+      std::string whys;
+      for (const auto& r : rejections) whys += "; " + r.why;
+      return all_capacity ? ResourceExhausted(prefix + whys) : FailedPrecondition(prefix + whys);
+    }
+    std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+      if (a.free_slots != b.free_slots) return a.free_slots > b.free_slots;
+      return a.name < b.name;
+    });
+    const Candidate& root = candidates.front();
+
+    PlanSwitch rs;
+    rs.name = root.name;
+    rs.role = TreeRole::kRoot;
+    plan.switches.push_back(rs);
+    for (size_t li = 0; li < leaves.size(); ++li) {
+      PlanSwitch ls;
+      ls.name = leaves[li];
+      ls.role = TreeRole::kLeaf;
+      ls.parent = root.name;
+      ls.parent_peer_port = root.ports[li].first;
+      ls.parent_port = root.ports[li].second;
+      ls.rank_at_parent = static_cast<uint32_t>(li);
+      uint32_t lo = next_index;
+      add_member_children(&ls, li + 1, by_switch[leaves[li]], &next_index);
+      PlanChild c;
+      c.is_switch = true;
+      c.peer = leaves[li];
+      c.port = root.ports[li].first;
+      c.peer_port = root.ports[li].second;
+      c.member_lo = lo;
+      c.member_hi = next_index;
+      plan.switches[0].children.push_back(c);
+      plan.switches.push_back(std::move(ls));
+    }
+  }
+
+  // Capabilities of the tree: the request's, or what every switch supports.
+  uint32_t dt = ~0u, op = ~0u, co = ~0u;
+  uint32_t max_elems = ~0u;
+  std::string elems_limiter;
+  auto limit_elems = [&](uint32_t value, const std::string& why) {
+    if (value < max_elems) {
+      max_elems = value;
+      elems_limiter = why;
+    }
+  };
+  for (const PlanSwitch& ps : plan.switches) {
+    const SwitchView& v = *view_of(ps.name);
+    dt &= v.caps.dtype_mask;
+    op &= v.caps.op_mask;
+    co &= v.caps.coll_mask;
+    limit_elems(v.caps.max_elems_per_packet, "switch " + ps.name + " max_elems_per_packet");
+    auto port_mtu = [&](const std::string& port) {
+      auto it = v.ports.find(port);
+      if (it != v.ports.end() && it->second.mtu > 0)
+        limit_elems(MaxElemsForMtu(it->second.mtu),
+                    "switch " + ps.name + " port " + port + " MTU " + std::to_string(it->second.mtu));
+    };
+    for (const PlanChild& c : ps.children) port_mtu(c.port);
+    if (!ps.parent_port.empty()) port_mtu(ps.parent_port);
+  }
+  plan.dtype_mask = req.dtype_mask ? req.dtype_mask : dt;
+  plan.op_mask = req.op_mask ? req.op_mask : op;
+  plan.coll_mask = req.coll_mask ? req.coll_mask : co;
+  if (!plan.dtype_mask || !plan.op_mask || !plan.coll_mask)
+    return FailedPrecondition("the switches of the tree share no common " +
+                              std::string(!plan.dtype_mask ? "data type"
+                                          : !plan.op_mask  ? "operation"
+                                                           : "collective"));
+  if (max_elems == 0) return FailedPrecondition("no element fits a packet: " + elems_limiter);
+  if (req.elems_per_packet == 0) {
+    plan.elems_per_packet = std::min(req.default_elems ? req.default_elems : 240u, max_elems);
+  } else if (req.elems_per_packet > max_elems) {
+    return InvalidArgument("elems_per_packet " + std::to_string(req.elems_per_packet) +
+                           " exceeds what the tree allows: " + std::to_string(max_elems) + " (" +
+                           elems_limiter + ")");
+  } else {
+    plan.elems_per_packet = req.elems_per_packet;
+  }
+  return plan;
+}
+
+}  // namespace inc::am
