@@ -311,7 +311,8 @@ TEST_F(AmDaemonTest, MemberHeartbeatLossFailsTheTree) {
   }
   v1::Tree t = GetTree(id);
   EXPECT_NE(t.reason().find("rank 1 (host h00_1) missed heartbeats"), std::string::npos) << t.reason();
-  EXPECT_EQ(agents_["leaf00"]->removes(), std::vector<uint32_t>{id});
+  // The monitor sends RemoveTree right after marking the tree FAILED.
+  EXPECT_TRUE(Eventually([&] { return agents_["leaf00"]->removes() == std::vector<uint32_t>{id}; }));
   EXPECT_TRUE(agents_["leaf00"]->trees().empty());
 }
 
@@ -383,7 +384,9 @@ TEST_F(AmDaemonTest, PortDownOnTheTreeFailsIt) {
   v1::Tree t = GetTree(id);
   EXPECT_EQ(t.state(), v1::TREE_FAILED);
   EXPECT_NE(t.reason().find("switch leaf01 port h2 went down"), std::string::npos) << t.reason();
-  EXPECT_EQ(agents_["spine0"]->removes(), std::vector<uint32_t>{id});
+  // Heartbeat-triggered removals run on the AM's background worker.
+  EXPECT_TRUE(Eventually([&] { return agents_["spine0"]->removes() == std::vector<uint32_t>{id}; }));
+  EXPECT_TRUE(Eventually([&] { return agents_["leaf00"]->trees().empty(); }));
 }
 
 TEST_F(AmDaemonTest, ConfigureFailureRollsBackAndFailsEveryMemberWithTheCause) {
