@@ -130,8 +130,15 @@ Status XskSocket::Init() {
   sxdp.sxdp_ifindex = ifindex_;
   sxdp.sxdp_queue_id = opt_.queue;
   sxdp.sxdp_flags = XDP_COPY | (opt_.need_wakeup ? XDP_USE_NEED_WAKEUP : 0);
-  if (bind(fd_, reinterpret_cast<sockaddr*>(&sxdp), sizeof(sxdp)))
-    return ErrnoStatus("bind AF_XDP (copy mode) to queue " + std::to_string(opt_.queue), errno);
+  // A socket closed just before (this process or a previous one) keeps the
+  // queue busy until the kernel's deferred release ran: retry for a while.
+  int rc = -1;
+  for (int attempt = 0; attempt < 100; attempt++) {
+    rc = bind(fd_, reinterpret_cast<sockaddr*>(&sxdp), sizeof(sxdp));
+    if (rc == 0 || errno != EBUSY) break;
+    usleep(20000);
+  }
+  if (rc) return ErrnoStatus("bind AF_XDP (copy mode) to queue " + std::to_string(opt_.queue), errno);
   if (opt_.attach_xdp) INC_RETURN_IF_ERROR(AttachProgram());
   LOG_DEBUG << "AF_XDP copy mode on " << opt_.ifname << " queue " << opt_.queue << ": " << rx_frames_
             << " RX + " << opt_.tx_frames << " TX buffers of " << frame_size_ << " bytes";
@@ -202,6 +209,11 @@ void XskSocket::DetachProgram() {
 }
 
 XskSocket::~XskSocket() {
+  if (skel_ && attached_) {
+    // Drop the map's reference to the socket now, not when the map is freed.
+    int key = static_cast<int>(opt_.queue);
+    bpf_map_delete_elem(bpf_map__fd(skel_->maps.xsks), &key);
+  }
   DetachProgram();
   if (skel_) xsk_redirect__destroy(skel_);
   for (Ring* r : {&rx_, &tx_, &fill_, &comp_})

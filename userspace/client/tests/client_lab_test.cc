@@ -17,7 +17,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
@@ -177,8 +179,9 @@ TEST_F(AfXdpLab, RawRoceFramesCrossTheVethByteForByteWithValidIcrc) {
 // the first transmission of every 37th message to force retransmissions.
 class Reflector {
  public:
-  Reflector(XskSocket* io, InterfaceInfo self, uint32_t switch_qpn, uint32_t member_qpn)
-      : io_(io), self_(self), switch_qpn_(switch_qpn), member_qpn_(member_qpn) {}
+  Reflector(XskSocket* io, InterfaceInfo self, uint32_t switch_qpn, uint32_t member_qpn,
+            uint32_t drop_every = 37)
+      : io_(io), self_(self), switch_qpn_(switch_qpn), member_qpn_(member_qpn), drop_every_(drop_every) {}
   void Start() {
     thread_ = std::thread([this] { Loop(); });
   }
@@ -205,7 +208,7 @@ class Reflector {
       return;
     }
     if (p->inc.flags & INC_FLAG_RETRANSMIT) retransmits_++;
-    if (p->inc.msg_id % 37 == 5 && !(p->inc.flags & INC_FLAG_RETRANSMIT)) {
+    if (drop_every_ && p->inc.msg_id % drop_every_ == 5 && !(p->inc.flags & INC_FLAG_RETRANSMIT)) {
       dropped_++;
       return;
     }
@@ -230,7 +233,7 @@ class Reflector {
 
   XskSocket* io_;
   InterfaceInfo self_;
-  uint32_t switch_qpn_, member_qpn_;
+  uint32_t switch_qpn_, member_qpn_, drop_every_;
   uint32_t psn_ = 0;
   std::thread thread_;
   std::atomic<bool> stop_{false};
@@ -300,6 +303,52 @@ TEST_F(AfXdpLab, CommunicatorCollectivesOverAfXdpWithRetransmissions) {
   EXPECT_EQ(reflector.bad(), 0u);
   EXPECT_EQ(st.failed_operations, 0u);
   EXPECT_EQ(st.assignment.tree_id, 9u);
+}
+
+// Prints the rate of the whole client stack (build, AF_XDP TX, reflector,
+// AF_XDP RX, validation, placement) on this VM; checks only correctness.
+TEST_F(AfXdpLab, ThroughputAgainstTheReflectorIsPrinted) {
+  const uint32_t kSwitchQpn = 0x000201, kMemberQpn = 0x800779;
+  XskOptions ob;
+  ob.ifname = if_b_;
+  ob.filter_ip = info_b_.ip;
+  auto b = OpenIn(ns_b_, ob);
+  ASSERT_TRUE(b);
+  Reflector reflector(b.get(), info_b_, kSwitchQpn, kMemberQpn, 0);
+  reflector.Start();
+  CommunicatorOptions o;
+  o.iface = if_a_;
+  o.qpn = kMemberQpn;
+  o.message_timeout_us = 50000;
+  Assignment asg;
+  asg.tree_id = 11;
+  asg.pool_size = 256;
+  asg.elems_per_packet = 240;
+  asg.switch_ip = info_b_.ip.ToString();
+  asg.switch_mac = info_b_.mac.ToString();
+  asg.switch_qpn = kSwitchQpn;
+  auto comm = InNetns(ns_a_, [&] { return Communicator::CreateWithAssignment(o, asg); });
+  ASSERT_TRUE(comm.ok()) << comm.status().ToString();
+  for (DataType t : {DataType::kInt32, DataType::kFloat32}) {
+    const size_t n = 1 << 20;  // 4 MiB
+    std::vector<int32_t> in(n), out(n);
+    for (size_t i = 0; i < n; i++) in[i] = static_cast<int32_t>(i % 1000) - 500;
+    if (t == DataType::kFloat32)
+      for (size_t i = 0; i < n; i++) {
+        float f = static_cast<float>(in[i]) * 0.25f;
+        std::memcpy(&in[i], &f, 4);
+      }
+    auto t0 = std::chrono::steady_clock::now();
+    ASSERT_TRUE((*comm)->AllReduce(in.data(), out.data(), n, t, ReduceOp::kSum).ok());
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_EQ(out, in);
+    double pkts = static_cast<double>((n + 239) / 240);
+    std::printf(
+        "[ reflector ] %s sum 4 MiB: %.1f ms, %.3f GB/s, %.0f kpps (one AF_XDP client, one reflector)\n",
+        DataTypeName(t), s * 1e3, 4.0 * n / s / 1e9, pkts / s / 1e3);
+  }
+  std::printf("[ reflector ] client status %s\n", (*comm)->GetStatus().ToJson().c_str());
+  reflector.Stop();
 }
 
 TEST_F(AfXdpLab, MissingResultsFailWithDeadlineExceededAfterRetries) {
