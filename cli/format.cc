@@ -84,6 +84,11 @@ void AppendCounters(const v1::Counters& c, std::vector<std::string>& row) {
     row.push_back(Num(v));
 }
 
+// The AM lists topology switches that never registered: no agent address.
+std::string LastHeartbeat(const v1::SwitchSummary& s) {
+  return s.agent_address().empty() ? "never" : FormatAgo(s.last_heartbeat_ms_ago());
+}
+
 void PrintHidden(size_t hidden, const char* what, const std::string& indent, std::ostream& out) {
   if (hidden > 0)
     out << indent << "(" << hidden << ' ' << what << " all zero, not shown; --all shows them)\n";
@@ -195,13 +200,13 @@ std::string JoinIds(const google::protobuf::RepeatedField<uint32_t>& ids) {
 
 void PrintSwitchList(const v1::ListSwitchesResponse& response, std::ostream& out) {
   if (response.switches().empty()) {
-    out << "no switches registered\n";
+    out << "no switches\n";
     return;
   }
   Table t({"NAME", "AGENT", "ALIVE", "LAST HEARTBEAT", ">FREE SLOTS", ">PORTS", "TREES"});
   for (const v1::SwitchSummary& s : response.switches()) {
     const v1::Capabilities& c = s.capabilities();
-    t.AddRow({s.name(), OrDash(s.agent_address()), YesNo(s.alive()), FormatAgo(s.last_heartbeat_ms_ago()),
+    t.AddRow({s.name(), OrDash(s.agent_address()), YesNo(s.alive()), LastHeartbeat(s),
               Num(c.free_slots()) + "/" + Num(c.slot_capacity()), Num(s.ports_size()),
               JoinIds(s.tree_ids())});
   }
@@ -214,7 +219,7 @@ void PrintSwitch(const v1::SwitchSummary& s, std::ostream& out) {
   KeyValues kv;
   kv.Add("agent address", OrDash(s.agent_address()));
   kv.Add("alive", YesNo(s.alive()));
-  kv.Add("last heartbeat", FormatAgo(s.last_heartbeat_ms_ago()));
+  kv.Add("last heartbeat", LastHeartbeat(s));
   kv.Add("trees", JoinIds(s.tree_ids()));
   kv.Add("slots", Num(c.free_slots()) + " free of " + Num(c.slot_capacity()));
   kv.Add("max trees", Num(c.max_trees()));

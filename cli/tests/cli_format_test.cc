@@ -198,7 +198,15 @@ TEST(CliFormat, SwitchListAndShow) {
   EXPECT_TRUE(Contains(out, "  p1         12  02:00:00:00:01:01  10.0.0.254  1500  yes  native\n")) << out;
   std::ostringstream none;
   PrintSwitchList(v1::ListSwitchesResponse(), none);
-  EXPECT_EQ(none.str(), "no switches registered\n");
+  EXPECT_EQ(none.str(), "no switches\n");
+  // A topology switch that never registered has no agent and no heartbeat.
+  v1::ListSwitchesResponse unregistered;
+  unregistered.add_switches()->set_name("spine1");
+  std::ostringstream never;
+  PrintSwitchList(unregistered, never);
+  EXPECT_EQ(never.str(),
+            "NAME    AGENT  ALIVE  LAST HEARTBEAT  FREE SLOTS  PORTS  TREES\n"
+            "spine1  -      no     never                  0/0      0  -\n");
 }
 
 TEST(CliFormat, TopologyShowsNodesAndLinks) {
