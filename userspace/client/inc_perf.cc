@@ -132,7 +132,9 @@ int main(int argc, char** argv) {
       "#wrong (elements differing from the host-computed reference, summed over ranks).\n"
       "busbw: with in-network aggregation every worker sends its data once and receives the result once\n"
       "(no ring relay), so busbw = algbw for allreduce, reduce and broadcast (nccl-tests' ring factor\n"
-      "2(n-1)/n does not apply). Exit status: 0 ok, 1 wrong results, 2 usage, 3 setup/join failed,\n"
+      "2(n-1)/n does not apply). allgather/reduce_scatter/alltoall/scatter/gather: size = all n blocks,\n"
+      "count = elements per block, busbw = algbw as well. Exit status: 0 ok, 1 wrong results, 2 usage, 3 "
+      "setup/join failed,\n"
       "4 a collective failed (timeouts, tree dismantled), 143 stopped by SIGTERM/SIGINT."};
   std::string coll = "allreduce";
   std::string min_s = "8", max_s = "64M", dtype_s = "float32", op_s = "sum", log_s = "warn";
@@ -141,8 +143,11 @@ int main(int argc, char** argv) {
   uint32_t root = 0;
   bool json = false, check = true;
   CommunicatorOptions o;
-  app.add_option("collective", coll, "allreduce | reduce | broadcast | barrier")
-      ->check(CLI::IsMember({"allreduce", "reduce", "broadcast", "barrier"}));
+  app.add_option("collective", coll,
+                 "allreduce | reduce | broadcast | barrier | allgather | reduce_scatter | alltoall | scatter "
+                 "| gather")
+      ->check(CLI::IsMember({"allreduce", "reduce", "broadcast", "barrier", "allgather", "reduce_scatter",
+                             "alltoall", "scatter", "gather"}));
   app.add_option("-b,--minbytes", min_s, "smallest size in bytes (K/M/G suffixes)")->capture_default_str();
   app.add_option("-e,--maxbytes", max_s, "largest size in bytes")->capture_default_str();
   app.add_option("-f,--stepfactor", factor, "size multiplier between steps")
@@ -236,6 +241,10 @@ int main(int argc, char** argv) {
   const uint32_t world = o.world_size;
   const bool print = o.rank == 0;
   const bool is_barrier = coll == "barrier";
+  const bool uses_op = coll == "allreduce" || coll == "reduce" || coll == "reduce_scatter";
+  const bool rooted = coll == "reduce" || coll == "broadcast" || coll == "scatter" || coll == "gather";
+  const bool blocky = coll == "allgather" || coll == "reduce_scatter" || coll == "alltoall" ||
+                      coll == "scatter" || coll == "gather";
   std::vector<Row> rows;
   int64_t my_wrong_total = 0;
   int rc = kExitOk;
@@ -261,22 +270,43 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   }
   for (size_t bytes : sizes) {
-    size_t count = esize ? bytes / esize : 0;
+    // Block collectives: size = all world blocks, count = elements per block
+    // (nccl-tests' convention for allgather and friends).
+    size_t count = esize ? bytes / esize / (blocky ? world : 1) : 0;
     if (!is_barrier && count == 0) continue;
-    std::vector<uint8_t> send(count * esize), recv(count * esize), want(count * esize);
-    for (size_t i = 0; i < count; i++) Store(dtype, send.data(), i, Gen(o.rank, i), GenInt(o.rank, i));
-    bool expect_data = coll == "allreduce" || coll == "broadcast" || (coll == "reduce" && o.rank == root);
-    if (coll == "broadcast") {
-      for (size_t i = 0; i < count; i++) Store(dtype, want.data(), i, Gen(root, i), GenInt(root, i));
-    } else if (expect_data) {
-      for (size_t i = 0; i < count; i++) Expected(dtype, op, world, i, want.data() + i * esize);
+    const size_t wc = world * count;
+    size_t send_n = count, recv_n = count;
+    if (coll == "allgather" || coll == "gather") recv_n = wc;
+    if (coll == "reduce_scatter" || coll == "scatter") send_n = wc;
+    if (coll == "alltoall") send_n = recv_n = wc;
+    std::vector<uint8_t> send(send_n * esize), recv(recv_n * esize), want(recv_n * esize);
+    for (size_t i = 0; i < send_n; i++) Store(dtype, send.data(), i, Gen(o.rank, i), GenInt(o.rank, i));
+    const bool is_root = o.rank == root;
+    bool expect_data = !is_barrier && !((coll == "reduce" || coll == "gather") && !is_root);
+    auto from = [&](uint32_t r, size_t src_index, size_t dst_index) {
+      Store(dtype, want.data(), dst_index, Gen(r, src_index), GenInt(r, src_index));
+    };
+    for (size_t i = 0; expect_data && i < recv_n; i++) {
+      size_t blk = count ? i / count : 0, k = count ? i % count : 0;
+      if (coll == "allreduce" || coll == "reduce")
+        Expected(dtype, op, world, i, want.data() + i * esize);
+      else if (coll == "reduce_scatter")
+        Expected(dtype, op, world, o.rank * count + i, want.data() + i * esize);
+      else if (coll == "broadcast")
+        from(root, i, i);
+      else if (coll == "allgather" || coll == "gather")
+        from(static_cast<uint32_t>(blk), k, i);
+      else if (coll == "alltoall")
+        from(static_cast<uint32_t>(blk), o.rank * count + k, i);
+      else if (coll == "scatter")
+        from(root, o.rank * count + i, i);
     }
     int64_t wrong = 0;
     double total_us = 0;
     inc::Status st;
     for (int it = 0; it < warmup + iters && st.ok(); it++) {
       std::memset(recv.data(), 0xA5, recv.size());
-      if (coll == "broadcast" && o.rank == root) std::memcpy(recv.data(), send.data(), send.size());
+      if (coll == "broadcast" && is_root) std::memcpy(recv.data(), send.data(), send.size());
       auto t0 = std::chrono::steady_clock::now();
       if (coll == "allreduce")
         st = comm->AllReduce(send.data(), recv.data(), count, dtype, op);
@@ -284,12 +314,22 @@ int main(int argc, char** argv) {
         st = comm->Reduce(send.data(), recv.data(), count, dtype, op, root);
       else if (coll == "broadcast")
         st = comm->Broadcast(recv.data(), count, dtype, root);
+      else if (coll == "allgather")
+        st = comm->AllGather(send.data(), recv.data(), count, dtype);
+      else if (coll == "reduce_scatter")
+        st = comm->ReduceScatter(send.data(), recv.data(), count, dtype, op);
+      else if (coll == "alltoall")
+        st = comm->AllToAll(send.data(), recv.data(), count, dtype);
+      else if (coll == "scatter")
+        st = comm->Scatter(send.data(), recv.data(), count, dtype, root);
+      else if (coll == "gather")
+        st = comm->Gather(send.data(), recv.data(), count, dtype, root);
       else
         st = comm->Barrier();
       auto t1 = std::chrono::steady_clock::now();
       if (it >= warmup) total_us += std::chrono::duration<double, std::micro>(t1 - t0).count();
       if (st.ok() && check && expect_data) {
-        for (size_t i = 0; i < count; i++)
+        for (size_t i = 0; i < recv_n; i++)
           if (std::memcmp(recv.data() + i * esize, want.data() + i * esize, esize) != 0) {
             if (wrong == 0) {
               LOG_ERROR << coll << " size " << bytes << " iteration " << it << ": first wrong element " << i;
@@ -323,10 +363,8 @@ int main(int argc, char** argv) {
     rows.push_back(row);
     if (print && !json) {
       std::printf("%12zu %12zu %9s %6s %5d %11.2f %9.4f %9.4f %8" PRId64 "\n", bytes, count,
-                  inc::client::DataTypeName(dtype),
-                  coll == "broadcast" || is_barrier ? "-" : inc::client::ReduceOpName(op),
-                  coll == "reduce" || coll == "broadcast" ? static_cast<int>(root) : -1, row.time_us,
-                  row.algbw, row.busbw, row.wrong);
+                  inc::client::DataTypeName(dtype), uses_op ? inc::client::ReduceOpName(op) : "-",
+                  rooted ? static_cast<int>(root) : -1, row.time_us, row.algbw, row.busbw, row.wrong);
       std::fflush(stdout);
     }
     if (row.wrong > 0 && rc == kExitOk) rc = kExitWrong;

@@ -295,6 +295,27 @@ TEST_F(AfXdpLab, CommunicatorCollectivesOverAfXdpWithRetransmissions) {
   EXPECT_EQ(bytes, copy);
   ASSERT_TRUE(comm->Barrier().ok());
 
+  // Block collectives with one rank degenerate to one block each, which
+  // still checks their placement and padding paths.
+  std::vector<int32_t> blk(33), blk_out(33);
+  std::iota(blk.begin(), blk.end(), 7);
+  ASSERT_TRUE(comm->AllGather(blk.data(), blk_out.data(), 33, DataType::kInt32).ok());
+  EXPECT_EQ(blk_out, blk);
+  std::fill(blk_out.begin(), blk_out.end(), 0);
+  ASSERT_TRUE(comm->ReduceScatter(blk.data(), blk_out.data(), 33, DataType::kInt32, ReduceOp::kSum).ok());
+  EXPECT_EQ(blk_out, blk);
+  std::vector<uint16_t> odd = {1, 2, 3}, odd_out(3);  // 6 bytes: padded lanes
+  ASSERT_TRUE(comm->AllToAll(odd.data(), odd_out.data(), 3, DataType::kBFloat16).ok());
+  EXPECT_EQ(odd_out, odd);
+  std::fill(odd_out.begin(), odd_out.end(), 0);
+  ASSERT_TRUE(comm->Scatter(odd.data(), odd_out.data(), 3, DataType::kFloat16, 0).ok());
+  EXPECT_EQ(odd_out, odd);
+  std::fill(odd_out.begin(), odd_out.end(), 0);
+  ASSERT_TRUE(comm->Gather(odd.data(), odd_out.data(), 3, DataType::kFloat16, 0).ok());
+  EXPECT_EQ(odd_out, odd);
+  EXPECT_EQ(comm->Reduce(blk.data(), blk_out.data(), 33, DataType::kInt32, ReduceOp::kSum, 1).code(),
+            Code::kInvalidArgument);  // root out of range
+
   CommunicatorStatus st = comm->GetStatus();
   reflector.Stop();
   EXPECT_GT(reflector.dropped(), 0u);
