@@ -112,6 +112,9 @@ Assignment FromProto(const inc::v1::MemberAssignment& a) {
   o.heartbeat_interval_ms = a.heartbeat_interval_ms();
   o.member_index_of_rank.assign(a.member_index_of_rank().begin(), a.member_index_of_rank().end());
   o.world_size = a.world_size();
+  for (int v : a.dtypes()) o.dtypes.push_back(static_cast<uint32_t>(v));
+  for (int v : a.ops()) o.ops.push_back(static_cast<uint32_t>(v));
+  for (int v : a.collectives()) o.collectives.push_back(static_cast<uint32_t>(v));
   return o;
 }
 
@@ -209,7 +212,22 @@ class Communicator::Impl {
     return Status::Ok();
   }
 
+  static bool Allowed(const std::vector<uint32_t>& set, uint32_t v) {
+    return set.empty() || std::find(set.begin(), set.end(), v) != set.end();
+  }
+
   Status Run(const BlockSpec& spec) {
+    // Fail fast instead of timing out on contributions the switch drops.
+    if (!Allowed(asg.collectives, spec.collective))
+      return FailedPrecondition("tree " + std::to_string(asg.tree_id) + " does not offer collective " +
+                                std::to_string(spec.collective));
+    bool reduces = spec.collective == INC_COLL_ALLREDUCE || spec.collective == INC_COLL_REDUCE;
+    if (spec.collective != INC_COLL_BARRIER && !Allowed(asg.dtypes, spec.wire_dtype))
+      return FailedPrecondition("tree " + std::to_string(asg.tree_id) + " does not compute data type " +
+                                std::to_string(spec.wire_dtype));
+    if (reduces && !Allowed(asg.ops, spec.op))
+      return FailedPrecondition("tree " + std::to_string(asg.tree_id) + " does not compute op " +
+                                std::to_string(spec.op));
     BlockOperation op(spec);
     Status s = engine->Run(&op);
     saturated += op.saturated();
@@ -336,7 +354,9 @@ class Communicator::Impl {
       src = padded.data();
       dst = padded.data();
     }
-    BlockSpec s = Base(INC_COLL_BROADCAST, INC_DTYPE_INT32, INC_OP_SUM, lanes);
+    // Nothing is computed: any four-byte type the tree accepts will do.
+    uint8_t wire = Allowed(asg.dtypes, INC_DTYPE_INT32) ? INC_DTYPE_INT32 : INC_DTYPE_FP32;
+    BlockSpec s = Base(INC_COLL_BROADCAST, wire, INC_OP_SUM, lanes);
     s.root_index = MemberIndexOf(root);
     s.send = is_root ? src : nullptr;
     s.send_data = is_root;

@@ -72,6 +72,9 @@ struct Assignment {
   uint32_t heartbeat_interval_ms = 0;
   std::vector<uint32_t> member_index_of_rank;  // empty = identity
   uint32_t world_size = 0;
+  // What the tree's switches compute (wire values of inc_dtype, inc_op,
+  // inc_collective); empty = everything.
+  std::vector<uint32_t> dtypes, ops, collectives;
 };
 
 struct CommunicatorStatus {

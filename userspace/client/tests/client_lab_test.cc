@@ -372,6 +372,32 @@ TEST_F(AfXdpLab, ThroughputAgainstTheReflectorIsPrinted) {
   reflector.Stop();
 }
 
+TEST_F(AfXdpLab, CollectivesTheTreeDoesNotOfferFailFastWithFailedPrecondition) {
+  CommunicatorOptions o;
+  o.iface = if_a_;
+  o.qpn = 0x80077A;
+  Assignment asg;
+  asg.tree_id = 12;
+  asg.pool_size = 8;
+  asg.switch_ip = info_b_.ip.ToString();
+  asg.switch_mac = info_b_.mac.ToString();
+  asg.switch_qpn = 0x301;
+  asg.dtypes = {INC_DTYPE_FP32};
+  asg.ops = {INC_OP_SUM};
+  asg.collectives = {INC_COLL_ALLREDUCE};
+  auto comm = InNetns(ns_a_, [&] { return Communicator::CreateWithAssignment(o, asg); });
+  ASSERT_TRUE(comm.ok()) << comm.status().ToString();
+  float f = 1, g = 0;
+  // float32 SUM needs the INT32 MAX exponent pre-pass.
+  EXPECT_EQ((*comm)->AllReduce(&f, &g, 1, DataType::kFloat32, ReduceOp::kSum).code(),
+            Code::kFailedPrecondition);
+  EXPECT_EQ((*comm)->Barrier().code(), Code::kFailedPrecondition);
+  int32_t i = 1, j = 0;
+  EXPECT_EQ((*comm)->AllReduce(&i, &j, 1, DataType::kInt32, ReduceOp::kSum).code(),
+            Code::kFailedPrecondition);
+  EXPECT_EQ((*comm)->GetStatus().tx_packets, 0u);
+}
+
 TEST_F(AfXdpLab, MissingResultsFailWithDeadlineExceededAfterRetries) {
   CommunicatorOptions o;
   o.iface = if_a_;
