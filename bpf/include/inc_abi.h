@@ -10,6 +10,7 @@
 #define INC_ABI_H
 
 #include <linux/types.h>
+#include <linux/bpf.h> /* struct bpf_spin_lock in struct inc_slot */
 
 /* ---------------------------------------------------------------- wire -- */
 
@@ -223,6 +224,61 @@ struct inc_counters {
 	__u64 retransmissions;
 	__u64 drops;
 	__u64 reserved;
+};
+
+/* ------------------------------------------- data-path map layout (v1) -- */
+
+/* Map sizes. children, psn and member_stats are indexed per (tree, peer). */
+#define INC_PEERS_PER_TREE (INC_MAX_CHILDREN + 1) /* children, then parent */
+#define INC_PEER_PARENT	   INC_MAX_CHILDREN	  /* psn index of the parent */
+#define INC_MAX_PORT_CHILDREN 16384		  /* (tree, port) -> rank entries */
+#define INC_MAX_PORTS	      256		  /* devmap entries */
+#define INC_SLOT_COPIES	      2
+/* xpow map: index |R| / 4 where R = IMMDT + INC header + payload. */
+#define INC_XPOW_ENTRIES ((4 + 24 + INC_MAX_PAYLOAD_BYTES) / 4 + 1)
+
+static inline __u32 inc_child_index(__u32 tree_id, __u32 rank)
+{
+	return tree_id * INC_MAX_CHILDREN + rank;
+}
+
+static inline __u32 inc_psn_index(__u32 tree_id, __u32 peer)
+{
+	return tree_id * INC_PEERS_PER_TREE + peer;
+}
+
+/* Key of the port_child map: which child of a tree sits behind a port. */
+struct inc_port_key {
+	__u32 ifindex;
+	__u16 tree_id;
+	__u16 pad; /* 0 */
+};
+
+enum inc_slot_state {
+	INC_SLOT_EMPTY = 0,
+	INC_SLOT_AGGREGATING = 1,
+	INC_SLOT_WAITING = 2, /* leaf: partial sent upward, waiting for RESULT */
+	INC_SLOT_DONE = 3,    /* result known; kept for retransmissions */
+};
+
+/* Value of the slots map: one copy of one slot of one tree. Index =
+ * (tree.slot_base + slot) * 2 + ((msg_id / pool_size) & 1). */
+struct inc_slot {
+	struct bpf_spin_lock lock;
+	__u32 msg_id;
+	__u64 bitmap; /* children that contributed */
+	__u8 state;   /* enum inc_slot_state */
+	__u8 collective;
+	__u8 dtype;
+	__u8 op;
+	__s8 exponent;
+	__u8 root_rank;
+	__u8 flags;  /* INC_FLAG_OVERFLOW once a sum overflowed */
+	__u8 pad0;
+	__u16 count; /* elements of the (partial) result */
+	__u16 pad1;
+	__u32 pad2;
+	__u64 acc[INC_MAX_PAYLOAD_BYTES / 8]; /* accumulator, little-endian lanes */
 };
 
 #endif /* INC_ABI_H */

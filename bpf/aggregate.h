@@ -1,0 +1,270 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* Slot state machine and arithmetic (DESIGN.md section 3). One bpf_spin_lock
+ * per slot copy serialises both CPUs; the payload is staged in a per-CPU
+ * scratch buffer first because no helper may run under the lock. */
+#ifndef INC_AGGREGATE_H
+#define INC_AGGREGATE_H
+
+#include "replicate.h"
+
+#define INC_MAX_LANES32 (INC_MAX_PAYLOAD_BYTES / 4)
+#define INC_MAX_LANES64 (INC_MAX_PAYLOAD_BYTES / 8)
+
+/* What the locked section decided. */
+enum inc_outcome {
+	INC_OUT_CONSUMED = 0,	 /* aggregated, slot not complete */
+	INC_OUT_COMPLETE,	 /* this contribution completed the slot */
+	INC_OUT_RESEND_RESULT,	 /* retransmission: result known */
+	INC_OUT_RESEND_PARTIAL,	 /* retransmission: partial is with the parent */
+	INC_OUT_REPLICATE,	 /* leaf: result from the parent stored */
+	INC_OUT_DROP_BASE = 100, /* + enum inc_drop_reason */
+};
+
+static __always_inline void inc_copy_lanes(__u64 *dst, const __u64 *src, __u32 bytes)
+{
+	__u32 words = (bytes + 7) / 8;
+
+	for (__u32 i = 0; i < INC_MAX_LANES64; i++) {
+		if (i >= words)
+			break;
+		dst[i] = src[i];
+	}
+}
+
+/* All ones when x < y (signed), else 0. Branch-free on purpose: a branch
+ * per lane would make the verifier walk 2^n paths through the loops below.
+ * The asm barrier keeps clang from turning it back into a compare. */
+static __always_inline __u64 inc_lt_mask(__s64 x, __s64 y)
+{
+	__u64 d = (__u64)x - (__u64)y;
+	__u64 t = d ^ (((__u64)x ^ (__u64)y) & (d ^ (__u64)x));
+
+	asm volatile("" : "+r"(t));
+	return (__u64)((__s64)t >> 63);
+}
+
+/* acc op= src over n lanes; returns nonzero if a sum overflowed. Selection
+ * (MIN vs MAX, FP32 key) is done with masks computed once, so each loop body
+ * is straight-line code. */
+static __always_inline int inc_combine(__u64 *acc, const __u64 *src, __u32 n, __u8 dtype, __u8 op)
+{
+	/* All ones when equal, without a branch: ((a ^ b) - 1) >> 31. */
+	__u32 is_fp = inc_bit_mask((__u32)(dtype ^ INC_DTYPE_FP32) - 1, 31);
+	__u64 min_mask = (__u64)(__s64)(__s32)inc_bit_mask((__u32)(op ^ INC_OP_MIN) - 1, 31);
+
+	if (dtype == INC_DTYPE_INT64) {
+		__s64 *a = (__s64 *)acc;
+		const __s64 *b = (const __s64 *)src;
+		__s64 ovf = 0;
+
+		if (op == INC_OP_SUM) {
+			for (__u32 i = 0; i < INC_MAX_LANES64; i++) {
+				__s64 x, y, r;
+
+				if (i >= n)
+					break;
+				x = a[i];
+				y = b[i];
+				r = (__s64)((__u64)x + (__u64)y);
+				ovf |= (x ^ r) & (y ^ r);
+				a[i] = r;
+			}
+			return ovf < 0;
+		}
+		for (__u32 i = 0; i < INC_MAX_LANES64; i++) {
+			__s64 x, y;
+			__u64 take;
+
+			if (i >= n)
+				break;
+			x = a[i];
+			y = b[i];
+			/* MAX takes y when x < y; MIN when y <= x (equal
+			 * values are interchangeable). */
+			take = inc_lt_mask(x, y) ^ min_mask;
+			a[i] = x ^ ((x ^ y) & take);
+		}
+		return 0;
+	}
+	{
+		__s32 *a = (__s32 *)acc;
+		const __s32 *b = (const __s32 *)src;
+		__s32 key_mask = is_fp & 0x7fffffff;
+		__s32 ovf = 0;
+
+		if (op == INC_OP_SUM) { /* INT32, and FP32 as fixed point */
+			for (__u32 i = 0; i < INC_MAX_LANES32; i++) {
+				__s32 x, y, r;
+
+				if (i >= n)
+					break;
+				x = a[i];
+				y = b[i];
+				r = (__s32)((__u32)x + (__u32)y);
+				ovf |= (x ^ r) & (y ^ r);
+				a[i] = r;
+			}
+			return ovf < 0;
+		}
+		for (__u32 i = 0; i < INC_MAX_LANES32; i++) {
+			__s32 x, y, kx, ky;
+			__u64 take;
+
+			if (i >= n)
+				break;
+			x = a[i];
+			y = b[i];
+			/* FP32 compares on the order-preserving key. */
+			kx = x ^ ((x >> 31) & key_mask);
+			ky = y ^ ((y >> 31) & key_mask);
+			take = inc_lt_mask(kx, ky) ^ min_mask;
+			a[i] = x ^ ((x ^ y) & (__s32)take);
+		}
+		return 0;
+	}
+}
+
+/* Message m is newer than the copy's (serial-number order, 32-bit wrap). */
+static __always_inline int inc_msg_newer(__u32 m, __u32 held)
+{
+	return (__s32)(m - held) > 0;
+}
+
+/* Folds one contribution into the slot copy under its lock. */
+static __always_inline int inc_contribute(struct inc_slot *s, const struct inc_tree_cfg *tree,
+					  const struct inc_hdr *h,
+					  const struct inc_scratch *payload, __u32 msg, __u32 rank,
+					  __u32 count, __u32 payload_len)
+{
+	__u8 coll = h->collective, dtype = h->dtype, op = h->op;
+	__u64 bit = 1ull << (rank & 63);
+	int out;
+
+	bpf_spin_lock(&s->lock);
+	if (s->state == INC_SLOT_EMPTY || (s->msg_id != msg && inc_msg_newer(msg, s->msg_id))) {
+		s->msg_id = msg;
+		s->bitmap = 0;
+		s->state = INC_SLOT_AGGREGATING;
+		s->collective = coll;
+		s->dtype = dtype;
+		s->op = op;
+		s->exponent = h->exponent;
+		s->root_rank = h->root_rank;
+		s->flags = 0;
+		s->count = coll == INC_COLL_BROADCAST ? 0 : count;
+	} else if (s->msg_id != msg) {
+		out = INC_OUT_DROP_BASE + INC_DROP_STALE;
+		goto unlock;
+	}
+	if (s->collective != coll || (coll != INC_COLL_BARRIER && s->dtype != dtype) ||
+	    ((coll == INC_COLL_ALLREDUCE || coll == INC_COLL_REDUCE) && s->op != op) ||
+	    ((coll == INC_COLL_REDUCE || coll == INC_COLL_BROADCAST) &&
+	     s->root_rank != h->root_rank)) {
+		out = INC_OUT_DROP_BASE + INC_DROP_BAD_DTYPE_OP;
+		goto unlock;
+	}
+	if (coll != INC_COLL_BROADCAST && s->count != count) {
+		out = INC_OUT_DROP_BASE + INC_DROP_BAD_COUNT;
+		goto unlock;
+	}
+	if (coll != INC_COLL_BARRIER && coll != INC_COLL_BROADCAST && dtype == INC_DTYPE_FP32 &&
+	    op == INC_OP_SUM && s->exponent != h->exponent) {
+		out = INC_OUT_DROP_BASE + INC_DROP_EXP_MISMATCH;
+		goto unlock;
+	}
+	if (s->bitmap & bit) {
+		if (s->state == INC_SLOT_DONE)
+			out = INC_OUT_RESEND_RESULT;
+		else if (s->state == INC_SLOT_WAITING)
+			out = INC_OUT_RESEND_PARTIAL;
+		else
+			out = INC_OUT_DROP_BASE + INC_DROP_DUPLICATE;
+		goto unlock;
+	}
+	if (coll == INC_COLL_BROADCAST) {
+		if (count) {
+			inc_copy_lanes(s->acc, payload->buf, payload_len);
+			s->count = count;
+		}
+	} else if (coll != INC_COLL_BARRIER) {
+		if (!s->bitmap)
+			inc_copy_lanes(s->acc, payload->buf, payload_len);
+		else if (inc_combine(s->acc, payload->buf, count, dtype, op))
+			s->flags |= INC_FLAG_OVERFLOW;
+	}
+	s->bitmap |= bit;
+	if (s->bitmap == tree->children_mask) {
+		s->state = tree->role == INC_ROLE_LEAF ? INC_SLOT_WAITING : INC_SLOT_DONE;
+		out = INC_OUT_COMPLETE;
+	} else {
+		out = INC_OUT_CONSUMED;
+	}
+unlock:
+	bpf_spin_unlock(&s->lock);
+	return out;
+}
+
+/* Stores a RESULT from the parent in the slot copy (leaf role). */
+static __always_inline int inc_store_result(struct inc_slot *s, const struct inc_tree_cfg *tree,
+					    const struct inc_hdr *h,
+					    const struct inc_scratch *payload, __u32 msg,
+					    __u32 count, __u32 payload_len)
+{
+	int out = INC_OUT_REPLICATE;
+
+	bpf_spin_lock(&s->lock);
+	if (s->state != INC_SLOT_EMPTY && s->msg_id != msg && !inc_msg_newer(msg, s->msg_id)) {
+		out = INC_OUT_DROP_BASE + INC_DROP_STALE;
+		goto unlock;
+	}
+	if (s->state == INC_SLOT_DONE && s->msg_id == msg)
+		goto unlock; /* the parent resent it: replicate again */
+	inc_copy_lanes(s->acc, payload->buf, payload_len);
+	s->msg_id = msg;
+	s->bitmap = tree->children_mask;
+	s->state = INC_SLOT_DONE;
+	s->collective = h->collective;
+	s->dtype = h->dtype;
+	s->op = h->op;
+	s->exponent = h->exponent;
+	s->root_rank = h->root_rank;
+	s->flags = h->ver_flags & INC_FLAG_OVERFLOW;
+	s->count = count;
+unlock:
+	bpf_spin_unlock(&s->lock);
+	return out;
+}
+
+/* Global (verified once, with unknown arguments) so the lane loops under the
+ * lock are not re-verified for every path that reaches them. Applies the
+ * frame (already validated, payload in scratch) to the slot copy: a RESULT
+ * from the parent when rank >= INC_MAX_CHILDREN, else child rank's
+ * contribution. Returns an enum inc_outcome. */
+__attribute__((noinline)) int inc_update_slot(struct xdp_md *ctx, __u32 slot_idx, __u32 tree_id,
+					      __u32 rank)
+{
+	const struct inc_scratch *payload;
+	const struct inc_tree_cfg *tree;
+	struct inc_slot *s;
+	struct inc_pkt p;
+	__u32 zero = 0, udp_len, len, count;
+
+	payload = bpf_map_lookup_elem(&scratch, &zero);
+	tree = bpf_map_lookup_elem(&trees, &tree_id);
+	s = bpf_map_lookup_elem(&slots, &slot_idx);
+	if (!payload || !tree || !s || inc_pkt_load(ctx, &p))
+		return INC_OUT_DROP_BASE + INC_DROP_BAD_SLOT;
+	udp_len = bpf_ntohs(p.udp->len);
+	if (udp_len < 8 + INC_UDP_FIXED)
+		return INC_OUT_DROP_BASE + INC_DROP_TRUNC_INC;
+	len = udp_len - 8 - INC_UDP_FIXED;
+	if (len > INC_MAX_PAYLOAD_BYTES)
+		return INC_OUT_DROP_BASE + INC_DROP_BAD_COUNT;
+	count = bpf_ntohs(p.inc->count);
+	if (rank >= INC_MAX_CHILDREN)
+		return inc_store_result(s, tree, p.inc, payload, bpf_ntohl(p.inc->msg_id), count,
+					len);
+	return inc_contribute(s, tree, p.inc, payload, bpf_ntohl(p.inc->msg_id), rank, count, len);
+}
+
+#endif /* INC_AGGREGATE_H */

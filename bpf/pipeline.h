@@ -1,0 +1,297 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* The two XDP programs' flows: ingress (parse, validate, aggregate, emit)
+ * and the devmap egress rewrite of each broadcast copy. */
+#ifndef INC_PIPELINE_H
+#define INC_PIPELINE_H
+
+#include "aggregate.h"
+
+enum inc_emit_mode {
+	INC_EMIT_BROADCAST = 0, /* result to every child (devmap broadcast) */
+	INC_EMIT_RESEND_RESULT, /* result to one child */
+	INC_EMIT_PARTIAL,	/* partial aggregate to the parent */
+	INC_EMIT_RESEND_PARTIAL,
+};
+
+/* Global (verified once) so the CRC and copy loops are not re-verified at
+ * every call site. Checks the ICRC of the received frame whose payload is
+ * already in scratch. Returns 1 if it matches. */
+__attribute__((noinline)) int inc_verify_icrc_of(struct xdp_md *ctx)
+{
+	struct inc_scratch *payload;
+	__u32 zero = 0, crc, wire, udp_len, len;
+	struct inc_pkt p;
+
+	payload = bpf_map_lookup_elem(&scratch, &zero);
+	if (!payload || inc_pkt_load(ctx, &p))
+		return 0;
+	udp_len = bpf_ntohs(p.udp->len);
+	if (udp_len < 8 + INC_UDP_FIXED)
+		return 0;
+	len = udp_len - 8 - INC_UDP_FIXED;
+	if (len > INC_MAX_PAYLOAD_BYTES)
+		return 0;
+	p.payload_len = len;
+	crc = inc_crc_headers(p.data);
+	crc = inc_crc_r_head(crc, p.data);
+	crc = inc_crc_scratch(crc, len);
+	if (inc_load_icrc_field(ctx, &p, &wire))
+		return 0;
+	return ~crc == wire;
+}
+
+/* Turns the received frame into the slot's result or partial and sends it
+ * (enum inc_emit_mode). Global for the same reason as above. */
+__attribute__((noinline)) int inc_emit(struct xdp_md *ctx, __u32 slot_idx, __u32 tree_id,
+				       __u32 rank, __u32 mode)
+{
+	const struct inc_endpoint *ep;
+	struct inc_tree_cfg *tree;
+	struct inc_slot *s;
+	struct inc_pkt p;
+	__u32 crc_r, udp_len, count, idx, psn_key;
+	__u16 out_rank;
+	__u8 flags;
+
+	s = bpf_map_lookup_elem(&slots, &slot_idx);
+	tree = bpf_map_lookup_elem(&trees, &tree_id);
+	if (!s || !tree || tree_id >= INC_MAX_TREES || inc_pkt_load(ctx, &p))
+		return XDP_ABORTED;
+	udp_len = bpf_ntohs(p.udp->len);
+	if (udp_len < 8 + INC_UDP_FIXED)
+		return XDP_ABORTED;
+	p.payload_len = udp_len - 8 - INC_UDP_FIXED;
+	count = s->count;
+
+	if (mode == INC_EMIT_PARTIAL || mode == INC_EMIT_RESEND_PARTIAL) {
+		ep = &tree->parent;
+		psn_key = inc_psn_index(tree_id, INC_PEER_PARENT);
+		flags = s->flags & INC_FLAG_OVERFLOW;
+		if (mode == INC_EMIT_RESEND_PARTIAL)
+			flags |= INC_FLAG_RETRANSMIT;
+		out_rank = tree->rank_at_parent;
+	} else {
+		flags = INC_FLAG_RESULT | (s->flags & INC_FLAG_OVERFLOW);
+		out_rank = INC_RANK_RESULT;
+		ep = 0;
+		psn_key = 0;
+		if (mode == INC_EMIT_RESEND_RESULT) {
+			if (rank >= INC_MAX_CHILDREN)
+				return XDP_ABORTED;
+			idx = inc_child_index(tree_id, rank);
+			ep = bpf_map_lookup_elem(&children, &idx);
+			if (!ep)
+				return XDP_ABORTED;
+			psn_key = inc_psn_index(tree_id, rank);
+			if (!inc_child_gets_data(ep, s->collective, s->root_rank))
+				count = 0;
+		}
+	}
+	if (inc_build_from_slot(ctx, &p, s, slot_idx, flags, out_rank, count, &crc_r))
+		return XDP_ABORTED;
+	if (!ep) {
+		/* Every copy is addressed by the egress program, which finds
+		 * crc32_le(0, R) in the ICRC field. */
+		if (inc_store_icrc_field(ctx, &p, crc_r))
+			return XDP_ABORTED;
+		return bpf_redirect_map(&ports, 0, BPF_F_BROADCAST);
+	}
+	if (inc_address(ctx, &p, ep, psn_key, crc_r))
+		return XDP_ABORTED;
+	if (mode == INC_EMIT_PARTIAL) {
+		inc_stat_add(INC_STAT_PARTIALS_TX, 1);
+	} else {
+		inc_stat_add(INC_STAT_RESENDS, 1);
+		if (mode == INC_EMIT_RESEND_RESULT)
+			inc_stat_add(INC_STAT_RESULTS_TX, 1);
+	}
+	inc_count_tx(tree_id, ep == &tree->parent ? INC_MAX_CHILDREN : rank, p.frame_len);
+	return inc_forward(ctx, ep);
+}
+
+static __always_inline int inc_ingress(struct xdp_md *ctx)
+{
+	__u32 zero = 0, tree_id, msg, slot_no, count, rank, idx, elem;
+	const struct inc_endpoint *ep;
+	struct inc_tree_cfg *tree;
+	struct inc_scratch *payload;
+	struct inc_counters *tc, *mc;
+	struct inc_pkt p;
+	struct inc_slot *s;
+	struct inc_hdr *h;
+	__u8 coll, dtype, op, flags;
+	int r;
+
+	inc_stat_add(INC_STAT_RX_PACKETS, 1);
+	r = inc_parse(ctx, &p);
+	if (r == INC_PARSE_PASS) {
+		inc_stat_add(INC_STAT_PASS, 1);
+		return XDP_PASS;
+	}
+	if (r)
+		return inc_drop(r, 0, INC_MAX_CHILDREN);
+	inc_stat_add(INC_STAT_RX_INC, 1);
+
+	h = p.inc;
+	tree_id = bpf_ntohs(h->tree_id);
+	if (tree_id == 0 || tree_id >= INC_MAX_TREES)
+		return inc_drop(INC_DROP_UNKNOWN_TREE, 0, INC_MAX_CHILDREN);
+	tree = bpf_map_lookup_elem(&trees, &tree_id);
+	if (!tree || !(tree->flags & INC_TREE_ACTIVE))
+		return inc_drop(INC_DROP_UNKNOWN_TREE, 0, INC_MAX_CHILDREN);
+	tc = inc_tree_counters(tree_id);
+	if (tc) {
+		tc->rx_packets++;
+		tc->rx_bytes += p.frame_len;
+	}
+	if (bpf_ntohl(h->key) != tree->key)
+		return inc_drop(INC_DROP_BAD_KEY, tree_id, INC_MAX_CHILDREN);
+
+	msg = bpf_ntohl(h->msg_id);
+	slot_no = bpf_ntohs(h->slot);
+	if (tree->pool_size == 0 || slot_no >= tree->pool_size || msg % tree->pool_size != slot_no)
+		return inc_drop(INC_DROP_BAD_SLOT, tree_id, INC_MAX_CHILDREN);
+
+	coll = h->collective;
+	dtype = h->dtype;
+	op = h->op;
+	if (coll >= 16 || !(tree->coll_mask & INC_BIT(coll)) ||
+	    (coll != INC_COLL_BARRIER && (dtype >= 16 || !(tree->dtype_mask & INC_BIT(dtype)))) ||
+	    ((coll == INC_COLL_ALLREDUCE || coll == INC_COLL_REDUCE) &&
+	     (op >= 8 || !(tree->op_mask & INC_BIT(op)))))
+		return inc_drop(INC_DROP_BAD_DTYPE_OP, tree_id, INC_MAX_CHILDREN);
+	count = bpf_ntohs(h->count);
+	elem = coll == INC_COLL_BARRIER ? 4 : inc_dtype_size(dtype);
+	if (count > tree->max_elems || count * elem != p.payload_len ||
+	    (coll == INC_COLL_BARRIER && count))
+		return inc_drop(INC_DROP_BAD_COUNT, tree_id, INC_MAX_CHILDREN);
+
+	flags = h->ver_flags & 0xf;
+	if (flags & INC_FLAG_RESULT) {
+		if (tree->role != INC_ROLE_LEAF || p.ip->saddr != tree->parent.peer_ip ||
+		    (bpf_ntohl(p.bth->resv_destqp) & INC_QPN_MASK) != tree->parent.switch_qpn)
+			return inc_drop(INC_DROP_BAD_RESULT, tree_id, INC_MAX_CHILDREN);
+		rank = INC_MAX_CHILDREN;
+		ep = 0;
+	} else {
+		rank = bpf_ntohs(h->rank);
+		if (rank >= INC_MAX_CHILDREN || !(tree->children_mask & (1ull << rank)))
+			return inc_drop(INC_DROP_BAD_RANK, tree_id, INC_MAX_CHILDREN);
+		idx = inc_child_index(tree_id, rank);
+		ep = bpf_map_lookup_elem(&children, &idx);
+		if (!ep)
+			return inc_drop(INC_DROP_BAD_RANK, tree_id, INC_MAX_CHILDREN);
+		mc = inc_member_counters(tree_id, rank);
+		if (mc) {
+			mc->rx_packets++;
+			mc->rx_bytes += p.frame_len;
+		}
+		if (p.ip->saddr != ep->peer_ip ||
+		    (bpf_ntohl(p.bth->resv_destqp) & INC_QPN_MASK) != ep->switch_qpn)
+			return inc_drop(INC_DROP_BAD_SOURCE, tree_id, rank);
+		/* Broadcast data comes only from the side of the root. */
+		if (coll == INC_COLL_BROADCAST && count &&
+		    (h->root_rank < ep->member_lo || h->root_rank >= ep->member_hi))
+			return inc_drop(INC_DROP_BAD_COUNT, tree_id, rank);
+	}
+
+	payload = bpf_map_lookup_elem(&scratch, &zero);
+	if (!payload)
+		return XDP_ABORTED;
+	if (p.payload_len > 0 &&
+	    bpf_xdp_load_bytes(ctx, INC_OFF_PAYLOAD, payload->buf, p.payload_len & 0xfff))
+		return XDP_ABORTED;
+	if (inc_verify_icrc && !inc_verify_icrc_of(ctx))
+		return inc_drop(INC_DROP_BAD_ICRC, tree_id, rank);
+	if (inc_pkt_load(ctx, &p))
+		return XDP_ABORTED;
+	h = p.inc;
+
+	idx = (tree->slot_base + slot_no) * INC_SLOT_COPIES + ((msg / tree->pool_size) & 1);
+	s = bpf_map_lookup_elem(&slots, &idx);
+	if (!s)
+		return inc_drop(INC_DROP_BAD_SLOT, tree_id, rank);
+
+	if (flags & INC_FLAG_RESULT) {
+		r = inc_update_slot(ctx, idx, tree_id, INC_MAX_CHILDREN);
+		if (r >= INC_OUT_DROP_BASE)
+			return inc_drop(r - INC_OUT_DROP_BASE, tree_id, rank);
+		return inc_emit(ctx, idx, tree_id, rank, INC_EMIT_BROADCAST);
+	}
+
+	r = inc_update_slot(ctx, idx, tree_id, rank);
+	switch (r) {
+	case INC_OUT_CONSUMED:
+		inc_stat_add(INC_STAT_CONTRIB, 1);
+		return XDP_DROP;
+	case INC_OUT_COMPLETE:
+		inc_stat_add(INC_STAT_CONTRIB, 1);
+		inc_stat_add(INC_STAT_COMPLETIONS, 1);
+		if (tc)
+			tc->completions++;
+		return inc_emit(ctx, idx, tree_id, rank,
+				tree->role == INC_ROLE_LEAF ? INC_EMIT_PARTIAL
+							    : INC_EMIT_BROADCAST);
+	case INC_OUT_RESEND_RESULT:
+	case INC_OUT_RESEND_PARTIAL:
+		inc_stat_add(INC_STAT_RETRANS_RX, 1);
+		if (tc)
+			tc->retransmissions++;
+		mc = inc_member_counters(tree_id, rank);
+		if (mc)
+			mc->retransmissions++;
+		return inc_emit(ctx, idx, tree_id, rank,
+				r == INC_OUT_RESEND_PARTIAL ? INC_EMIT_RESEND_PARTIAL
+							    : INC_EMIT_RESEND_RESULT);
+	default:
+		if (r == INC_OUT_DROP_BASE + INC_DROP_DUPLICATE) {
+			inc_stat_add(INC_STAT_RETRANS_RX, 1);
+			if (tc)
+				tc->retransmissions++;
+		}
+		if (r >= INC_OUT_DROP_BASE)
+			return inc_drop(r - INC_OUT_DROP_BASE, tree_id, rank);
+		return XDP_ABORTED;
+	}
+}
+
+/* Addresses one broadcast copy to the tree's child behind the egress port;
+ * ports without a child of the tree drop their copy (not an error). */
+static __always_inline int inc_egress(struct xdp_md *ctx)
+{
+	struct inc_port_key key = {};
+	const struct inc_endpoint *ep;
+	struct inc_pkt p;
+	__u32 *rank, idx, crc_r, udp_len;
+
+	if (inc_pkt_load(ctx, &p))
+		return XDP_DROP;
+	udp_len = bpf_ntohs(p.udp->len);
+	if (udp_len < 8 + INC_UDP_FIXED || udp_len - 8 - INC_UDP_FIXED > INC_MAX_PAYLOAD_BYTES)
+		return XDP_DROP;
+	p.payload_len = udp_len - 8 - INC_UDP_FIXED;
+	key.ifindex = ctx->egress_ifindex;
+	key.tree_id = bpf_ntohs(p.inc->tree_id);
+	rank = bpf_map_lookup_elem(&port_child, &key);
+	if (!rank || *rank >= INC_MAX_CHILDREN)
+		return XDP_DROP;
+	idx = inc_child_index(key.tree_id, *rank);
+	ep = bpf_map_lookup_elem(&children, &idx);
+	if (!ep || !(ep->flags & INC_EP_VALID))
+		return XDP_DROP;
+	if (p.payload_len && !inc_child_gets_data(ep, p.inc->collective, p.inc->root_rank)) {
+		if (inc_resize(ctx, &p, 0))
+			return XDP_DROP;
+		p.inc->count = 0;
+		crc_r = inc_crc_r_head(0, p.data);
+	} else if (inc_load_icrc_field(ctx, &p, &crc_r)) {
+		return XDP_DROP;
+	}
+	if (inc_address(ctx, &p, ep, inc_psn_index(key.tree_id, *rank), crc_r))
+		return XDP_DROP;
+	inc_stat_add(INC_STAT_RESULTS_TX, 1);
+	inc_count_tx(key.tree_id, *rank, p.frame_len);
+	return XDP_PASS;
+}
+
+#endif /* INC_PIPELINE_H */

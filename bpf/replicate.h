@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* Turning a received frame into an outgoing result or partial, and addressing
+ * it to one peer (child or parent): MACs, IPs, UDP source port, DestQP, PSN,
+ * RETH VA/rkey and the ICRC patched from crc32_le(0, R). */
+#ifndef INC_REPLICATE_H
+#define INC_REPLICATE_H
+
+#include "csum.h"
+#include "parse.h"
+#include "stats.h"
+
+const volatile __u8 inc_ip_ttl = INC_IP_TTL_DEFAULT;
+const volatile __u8 inc_ip_tos = INC_IP_TOS_DEFAULT;
+
+/* Resizes the frame to carry payload_len bytes of INC payload and sets every
+ * length field. Pointers in p are re-derived. */
+static __always_inline int inc_resize(struct xdp_md *ctx, struct inc_pkt *p, __u32 payload_len)
+{
+	int delta = (int)payload_len - (int)p->payload_len;
+
+	if (payload_len > INC_MAX_PAYLOAD_BYTES)
+		return -1;
+	if (delta && bpf_xdp_adjust_tail(ctx, delta))
+		return -1;
+	if (inc_pkt_load(ctx, p))
+		return -1;
+	p->payload_len = payload_len;
+	p->ip->tot_len = bpf_htons(20 + 8 + INC_UDP_FIXED + payload_len);
+	p->udp->len = bpf_htons(8 + INC_UDP_FIXED + payload_len);
+	p->reth->dma_len = bpf_htonl(sizeof(struct inc_hdr) + payload_len);
+	return 0;
+}
+
+/* Writes the slot's accumulator as the payload of a frame carrying `count`
+ * elements and returns crc32_le(0, R) in *crc_r. The INC header is set to
+ * flags/rank/count; the other fields stay as received (they match the slot).
+ * The slot must be stable (WAITING or DONE). */
+static __always_inline int inc_build_from_slot(struct xdp_md *ctx, struct inc_pkt *p,
+					       struct inc_slot *s, __u32 slot_idx, __u8 flags,
+					       __u16 rank, __u32 count, __u32 *crc_r)
+{
+	__u32 len = count * inc_dtype_size(s->dtype);
+	__u32 crc;
+
+	if (len > INC_MAX_PAYLOAD_BYTES)
+		return -1;
+	if (inc_resize(ctx, p, len))
+		return -1;
+	if (len > 0 && bpf_xdp_store_bytes(ctx, INC_OFF_PAYLOAD, s->acc, len & 0xfff))
+		return -1;
+	if (inc_pkt_load(ctx, p))
+		return -1;
+	p->inc->ver_flags = (INC_VERSION << 4) | flags;
+	p->inc->rank = bpf_htons(rank);
+	p->inc->count = bpf_htons(count);
+	crc = inc_crc_r_head(0, p->data);
+	*crc_r = inc_crc_slot_acc(slot_idx, crc, len);
+	return 0;
+}
+
+static __always_inline int inc_store_icrc_field(struct xdp_md *ctx, struct inc_pkt *p, __u32 value)
+{
+	return bpf_xdp_store_bytes(ctx, INC_OFF_PAYLOAD + (p->payload_len & 0xfff), &value,
+				   sizeof(value));
+}
+
+static __always_inline int inc_load_icrc_field(struct xdp_md *ctx, struct inc_pkt *p, __u32 *value)
+{
+	return bpf_xdp_load_bytes(ctx, INC_OFF_PAYLOAD + (p->payload_len & 0xfff), value,
+				  sizeof(*value));
+}
+
+/* Addresses the frame to ep (PSN from psn[psn_key]) and writes its ICRC. */
+static __always_inline int inc_address(struct xdp_md *ctx, struct inc_pkt *p,
+				       const struct inc_endpoint *ep, __u32 psn_key, __u32 crc_r)
+{
+	__u32 *next_psn = bpf_map_lookup_elem(&psn, &psn_key);
+	__u32 seq = 0, icrc;
+	__u16 slot = bpf_ntohs(p->inc->slot);
+	__u8 *eth = p->data;
+
+	if (next_psn)
+		seq = __sync_fetch_and_add(next_psn, 1);
+	__builtin_memcpy(eth, ep->peer_mac, 6);
+	__builtin_memcpy(eth + 6, ep->port_mac, 6);
+
+	p->ip->version = 4;
+	p->ip->ihl = 5;
+	p->ip->tos = inc_ip_tos;
+	p->ip->id = 0;
+	p->ip->frag_off = bpf_htons(0x4000); /* DF */
+	p->ip->ttl = inc_ip_ttl;
+	p->ip->protocol = IPPROTO_UDP;
+	p->ip->saddr = ep->switch_ip;
+	p->ip->daddr = ep->peer_ip;
+	p->ip->check = 0;
+	p->ip->check = inc_ip_csum((const __u8 *)p->ip);
+
+	p->udp->source = bpf_htons(INC_UDP_SPORT_BASE | (ep->switch_qpn & 0x3fff));
+	p->udp->dest = bpf_htons(INC_ROCEV2_UDP_PORT);
+	p->udp->check = 0;
+
+	p->bth->opcode = INC_BTH_OPCODE_UC_WRITE_ONLY_IMM;
+	p->bth->flags = INC_BTH_SE;
+	p->bth->pkey = bpf_htons(INC_BTH_PKEY_DEFAULT);
+	p->bth->resv_destqp = bpf_htonl(ep->peer_qpn & INC_QPN_MASK);
+	p->bth->ack_psn = bpf_htonl(seq & INC_PSN_MASK);
+
+	p->reth->va = bpf_cpu_to_be64(ep->va_base + (__u64)slot * ep->slot_stride);
+	p->reth->rkey = bpf_htonl(ep->rkey);
+
+	if (inc_icrc_combine(inc_crc_headers(p->data), crc_r,
+			     4 + sizeof(struct inc_hdr) + p->payload_len, &icrc))
+		return -1;
+	return inc_store_icrc_field(ctx, p, icrc);
+}
+
+/* Sends the addressed frame out of ep's port. */
+static __always_inline int inc_forward(struct xdp_md *ctx, const struct inc_endpoint *ep)
+{
+	if (ep->ifindex == ctx->ingress_ifindex)
+		return XDP_TX;
+	return bpf_redirect(ep->ifindex, 0);
+}
+
+/* Reduce: only the child whose members include the root gets the elements. */
+static __always_inline int inc_child_gets_data(const struct inc_endpoint *ep, __u8 collective,
+					       __u8 root_rank)
+{
+	return collective != INC_COLL_REDUCE ||
+	       (root_rank >= ep->member_lo && root_rank < ep->member_hi);
+}
+
+#endif /* INC_REPLICATE_H */
