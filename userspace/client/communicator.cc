@@ -15,6 +15,7 @@
 #include "client/engine.h"
 #include "client/numerics.h"
 #include "client/xsk_socket.h"
+#include "common/frame.h"
 #include "common/log.h"
 #include "common/net.h"
 #include "common/rpc_status.h"
@@ -420,9 +421,11 @@ class Communicator::Impl {
   Status Start() {
     if (asg.pool_size == 0) return InvalidArgument("assignment has pool size 0");
     if (asg.elems_per_packet == 0) asg.elems_per_packet = INC_DEFAULT_ELEMS_PER_PACKET;
-    if (asg.elems_per_packet % 2 || asg.elems_per_packet * 4 > 8192)
+    // A received frame sits after XDP_PACKET_HEADROOM (256) in a 4096-byte
+    // UMEM chunk; bigger frames would need multi-buffer AF_XDP.
+    if (FrameLength(size_t{asg.elems_per_packet} * 4) > 4096 - 256)
       return InvalidArgument("elems_per_packet " + std::to_string(asg.elems_per_packet) +
-                             " must be even and at most 2048");
+                             " makes frames larger than one AF_XDP chunk (at most 934 four-byte elements)");
     auto sw_ip = Ipv4::Parse(asg.switch_ip);
     if (!sw_ip.ok()) return sw_ip.status().WithContext("assignment switch_ip");
     auto sw_mac = Mac::Parse(asg.switch_mac);

@@ -8,9 +8,10 @@ shift
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (namespaces, XDP)"; exit 77; }
 A=cli$$a
 B=cli$$b
+M1=cli$$m1
+M2=cli$$m2
 cleanup() {
-  ip netns del "$A" 2>/dev/null || true
-  ip netns del "$B" 2>/dev/null || true
+  for ns in "$A" "$B" "$M1" "$M2"; do ip netns del "$ns" 2>/dev/null || true; done
 }
 trap cleanup EXIT INT TERM
 ip netns add "$A"
@@ -24,4 +25,17 @@ ip -n "$A" link set lo up
 ip -n "$B" link set lo up
 ip -n "$A" link set ethc up
 ip -n "$B" link set ethc up
-CLI_NS_A=$A CLI_NS_B=$B CLI_IF_A=ethc CLI_IF_B=ethc "$bin" "$@"
+# Two more members for the three-rank software-switch test: Mi/ethc <-> B/ethci.
+for i in 1 2; do
+  m=cli$$m$i
+  ip netns add "$m"
+  ip link add cli$$p$i netns "$m" type veth peer name cli$$q$i netns "$B"
+  ip -n "$m" link set cli$$p$i name ethc
+  ip -n "$B" link set cli$$q$i name ethc$i
+  ip -n "$m" addr add 10.250.$i.1/24 dev ethc
+  ip -n "$B" addr add 10.250.$i.2/24 dev ethc$i
+  ip -n "$m" link set lo up
+  ip -n "$m" link set ethc up
+  ip -n "$B" link set ethc$i up
+done
+CLI_NS_M1=$M1 CLI_NS_M2=$M2 CLI_NS_A=$A CLI_NS_B=$B CLI_IF_A=ethc CLI_IF_B=ethc "$bin" "$@"

@@ -22,9 +22,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <numeric>
 #include <set>
 #include <thread>
+#include <type_traits>
 
 #include "client/communicator.h"
 #include "client/xsk_socket.h"
@@ -370,6 +372,279 @@ TEST_F(AfXdpLab, ThroughputAgainstTheReflectorIsPrinted) {
   }
   std::printf("[ reflector ] client status %s\n", (*comm)->GetStatus().ToJson().c_str());
   reflector.Stop();
+}
+
+// A software stand-in for a single-level switch with N member ports (one
+// AF_XDP socket each): aggregates contributions per message id (int32/FP32
+// lanes added as int32 for SUM, FP32 MIN/MAX on the values, INT64), answers
+// Reduce non-roots with empty notices, Broadcast with the root's data, and a
+// retransmission of a finished message with the stored result. It lets the
+// client's multi-rank logic (exponent agreement, roots, readies) run over
+// real sockets independently of the XDP data path.
+class SoftSwitch {
+ public:
+  struct Port {
+    std::unique_ptr<XskSocket> io;
+    InterfaceInfo self;
+    Mac member_mac;
+    Ipv4 member_ip;
+    uint32_t member_qpn = 0;
+    uint32_t switch_qpn = 0;
+    uint32_t psn = 0;
+  };
+  explicit SoftSwitch(std::vector<Port> ports) : ports_(std::move(ports)) {}
+  void Start() {
+    thread_ = std::thread([this] { Loop(); });
+  }
+  void Stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  uint64_t bad() const { return bad_; }
+
+ private:
+  struct Msg {
+    uint64_t bitmap = 0;
+    IncHeader h;
+    std::vector<uint8_t> acc;
+    bool done = false;
+  };
+  void Loop() {
+    while (!stop_) {
+      size_t got = 0;
+      for (size_t i = 0; i < ports_.size(); i++) {
+        auto n = ports_[i].io->Receive([&](const uint8_t* d, size_t len) { Handle(i, d, len); }, 0, 64);
+        if (n.ok()) got += *n;
+      }
+      for (auto& p : ports_) p.io->Flush().ok();
+      if (!got) usleep(50);
+    }
+  }
+  void Send(size_t i, const IncHeader& h, const uint8_t* payload, size_t len) {
+    Port& p = ports_[i];
+    FrameSpec s;
+    s.src_mac = p.self.mac;
+    s.dst_mac = p.member_mac;
+    s.src_ip = p.self.ip;
+    s.dst_ip = p.member_ip;
+    s.src_qpn = p.switch_qpn;
+    s.dest_qpn = p.member_qpn;
+    s.psn = p.psn++;
+    s.inc = h;
+    s.inc.flags |= INC_FLAG_RESULT;
+    s.inc.rank = INC_RANK_RESULT;
+    s.inc.count = static_cast<uint16_t>(len / inc_dtype_size(h.dtype));
+    s.payload = payload;
+    s.payload_len = len;
+    uint8_t* out = p.io->TxBuffer();
+    if (!out) return;
+    auto built = BuildFrame(s, out, p.io->MaxFrame());
+    if (built.ok()) p.io->TxCommit(*built);
+  }
+  void Reply(size_t i, const Msg& m) {
+    bool data = true;
+    if (m.h.collective == INC_COLL_REDUCE && m.h.root_rank != i) data = false;
+    Send(i, m.h, m.acc.data(), data ? m.acc.size() : 0);
+  }
+  template <typename T>
+  static void Combine(uint8_t* acc, const uint8_t* in, size_t n, uint8_t op) {
+    for (size_t k = 0; k < n; k++) {
+      T a, b;
+      std::memcpy(&a, acc + k * sizeof(T), sizeof(T));
+      std::memcpy(&b, in + k * sizeof(T), sizeof(T));
+      T r = op == INC_OP_MIN ? std::min(a, b) : op == INC_OP_MAX ? std::max(a, b) : a;
+      if constexpr (std::is_integral_v<T>) {
+        if (op == INC_OP_SUM)
+          r = static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) +
+                             static_cast<std::make_unsigned_t<T>>(b));
+      }
+      std::memcpy(acc + k * sizeof(T), &r, sizeof(T));
+    }
+  }
+  void Handle(size_t i, const uint8_t* d, size_t len) {
+    auto p = ParseFrame(d, len);
+    if (!p.ok() || !p->icrc_ok || p->dest_qpn != ports_[i].switch_qpn || p->inc.rank != i) {
+      bad_++;
+      return;
+    }
+    Msg& m = msgs_[p->inc.msg_id];
+    if (m.done) {
+      Reply(i, m);  // a retransmission: resend the stored result
+      return;
+    }
+    if (m.bitmap & (uint64_t{1} << i)) return;
+    if (!m.bitmap) {
+      m.h = p->inc;
+      m.h.flags = 0;
+      m.acc.clear();
+    } else if (p->inc.collective != m.h.collective || p->inc.exponent != m.h.exponent) {
+      bad_++;
+      return;
+    }
+    m.bitmap |= uint64_t{1} << i;
+    const uint8_t coll = p->inc.collective;
+    if (coll == INC_COLL_BROADCAST) {
+      if (p->payload_len) m.acc.assign(p->payload, p->payload + p->payload_len);
+    } else if (coll != INC_COLL_BARRIER) {
+      if (m.acc.empty()) {
+        m.acc.assign(p->payload, p->payload + p->payload_len);
+      } else if (p->inc.dtype == INC_DTYPE_INT64) {
+        Combine<int64_t>(m.acc.data(), p->payload, p->payload_len / 8, p->inc.op);
+      } else if (p->inc.dtype == INC_DTYPE_FP32 && p->inc.op != INC_OP_SUM) {
+        Combine<float>(m.acc.data(), p->payload, p->payload_len / 4, p->inc.op);
+      } else {
+        Combine<int32_t>(m.acc.data(), p->payload, p->payload_len / 4, p->inc.op);
+      }
+    }
+    if (m.bitmap == (uint64_t{1} << ports_.size()) - 1) {
+      m.done = true;
+      for (size_t k = 0; k < ports_.size(); k++) Reply(k, m);
+    }
+  }
+
+  std::vector<Port> ports_;
+  std::map<uint32_t, Msg> msgs_;
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> bad_{0};
+};
+
+TEST_F(AfXdpLab, ThreeRanksThroughASoftwareSwitchGetIdenticalExactResults) {
+  const std::string ns_m1 = Env("CLI_NS_M1"), ns_m2 = Env("CLI_NS_M2");
+  if (ns_m1.empty() || ns_m2.empty()) GTEST_SKIP() << "needs CLI_NS_M1/CLI_NS_M2";
+  const std::vector<std::string> member_ns = {ns_a_, ns_m1, ns_m2};
+  const std::vector<std::string> switch_if = {if_b_, "ethc1", "ethc2"};
+  const uint32_t kWorld = 3;
+  std::vector<SoftSwitch::Port> ports;
+  std::vector<Assignment> asg(kWorld);
+  std::vector<InterfaceInfo> member_info(kWorld);
+  for (uint32_t r = 0; r < kWorld; r++) {
+    member_info[r] = InNetns(member_ns[r], [&] { return GetInterfaceInfo("ethc"); }).value();
+    SoftSwitch::Port p;
+    p.self = InNetns(ns_b_, [&] { return GetInterfaceInfo(switch_if[r]); }).value();
+    XskOptions xo;
+    xo.ifname = switch_if[r];
+    xo.filter_ip = p.self.ip;
+    p.io = OpenIn(ns_b_, xo);
+    ASSERT_TRUE(p.io);
+    p.member_mac = member_info[r].mac;
+    p.member_ip = member_info[r].ip;
+    p.member_qpn = 0x810000 + r;
+    p.switch_qpn = 0x400 + r;
+    asg[r].tree_id = 21;
+    asg[r].key = 0xABCD;
+    asg[r].pool_size = 16;
+    asg[r].elems_per_packet = 60;  // many packets from small buffers
+    asg[r].rank_at_switch = r;
+    asg[r].member_index = r;
+    asg[r].switch_ip = p.self.ip.ToString();
+    asg[r].switch_mac = p.self.mac.ToString();
+    asg[r].switch_qpn = p.switch_qpn;
+    asg[r].world_size = kWorld;
+    ports.push_back(std::move(p));
+  }
+  SoftSwitch sw(std::move(ports));
+  sw.Start();
+  std::vector<std::unique_ptr<Communicator>> comms(kWorld);
+  for (uint32_t r = 0; r < kWorld; r++) {
+    CommunicatorOptions o;
+    o.iface = "ethc";
+    o.rank = r;
+    o.world_size = kWorld;
+    o.qpn = 0x810000 + r;
+    o.message_timeout_us = 20000;
+    auto c = InNetns(member_ns[r], [&] { return Communicator::CreateWithAssignment(o, asg[r]); });
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    comms[r] = std::move(*c);
+  }
+
+  // Rank r's float32 data spans many magnitudes (per-block exponents differ
+  // between ranks, so the MAX pre-pass matters).
+  const size_t n = 1001;
+  auto fval = [](uint32_t r, size_t i) {
+    return std::ldexp(static_cast<float>(static_cast<int>((i * 7 + r * 3) % 23) - 11),
+                      static_cast<int>((i / 60 + r) % 9) - 4);
+  };
+  std::vector<std::vector<float>> f_out(kWorld, std::vector<float>(n));
+  std::vector<std::vector<int32_t>> i_out(kWorld, std::vector<int32_t>(n));
+  std::vector<std::vector<double>> d_out(kWorld, std::vector<double>(n));
+  std::vector<std::vector<int32_t>> red_out(kWorld, std::vector<int32_t>(n, -1)), bc(kWorld);
+  std::vector<std::vector<int32_t>> ag(kWorld, std::vector<int32_t>(kWorld * 5)),
+      rs(kWorld, std::vector<int32_t>(5));
+  std::vector<std::vector<int32_t>> a2a(kWorld, std::vector<int32_t>(kWorld * 5)),
+      gat(kWorld, std::vector<int32_t>(kWorld * 5));
+  std::vector<Status> failures(kWorld);
+  std::vector<std::thread> threads;
+  for (uint32_t r = 0; r < kWorld; r++) {
+    threads.emplace_back([&, r] {
+      Communicator& c = *comms[r];
+      auto run = [&](Status s) {
+        if (!s.ok() && failures[r].ok()) failures[r] = s;
+      };
+      std::vector<float> f(n);
+      std::vector<int32_t> iv(n);
+      std::vector<double> dv(n);
+      for (size_t i = 0; i < n; i++) {
+        f[i] = fval(r, i);
+        iv[i] = static_cast<int32_t>((i * 13 + r * 101) % 1000) - 500;
+        dv[i] = static_cast<double>(f[i]) / 3.0;
+      }
+      run(c.AllReduce(f.data(), f_out[r].data(), n, DataType::kFloat32, ReduceOp::kSum));
+      run(c.AllReduce(iv.data(), i_out[r].data(), n, DataType::kInt32, ReduceOp::kMin));
+      run(c.AllReduce(dv.data(), d_out[r].data(), n, DataType::kFloat64, ReduceOp::kSum));
+      run(c.Reduce(iv.data(), red_out[r].data(), n, DataType::kInt32, ReduceOp::kMax, 1));
+      bc[r].assign(77, r == 2 ? 4242 : 0);
+      run(c.Broadcast(bc[r].data(), 77, DataType::kInt32, 2));
+      run(c.Barrier());
+      std::vector<int32_t> blk(5, static_cast<int32_t>(r * 10)), blocks(kWorld * 5);
+      for (size_t k = 0; k < blocks.size(); k++) blocks[k] = static_cast<int32_t>(r * 100 + k);
+      run(c.AllGather(blk.data(), ag[r].data(), 5, DataType::kInt32));
+      run(c.ReduceScatter(blocks.data(), rs[r].data(), 5, DataType::kInt32, ReduceOp::kSum));
+      run(c.AllToAll(blocks.data(), a2a[r].data(), 5, DataType::kInt32));
+      run(c.Gather(blk.data(), gat[r].data(), 5, DataType::kInt32, 0));
+    });
+  }
+  for (auto& t : threads) t.join();
+  sw.Stop();
+  for (uint32_t r = 0; r < kWorld; r++)
+    ASSERT_TRUE(failures[r].ok()) << "rank " << r << ": " << failures[r].ToString();
+  EXPECT_EQ(sw.bad(), 0u);
+  for (size_t i = 0; i < n; i++) {
+    double exact = 0;
+    int32_t mn = INT32_MAX, mx = INT32_MIN;
+    for (uint32_t r = 0; r < kWorld; r++) {
+      exact += fval(r, i);
+      int32_t v = static_cast<int32_t>((i * 13 + r * 101) % 1000) - 500;
+      mn = std::min(mn, v);
+      mx = std::max(mx, v);
+    }
+    // The values are dyadic with few bits: block fixed point is exact here.
+    EXPECT_EQ(f_out[0][i], static_cast<float>(exact)) << i;
+    EXPECT_EQ(i_out[0][i], mn) << i;
+    EXPECT_EQ(red_out[1][i], mx) << i;
+    EXPECT_NEAR(d_out[0][i], exact / 3.0, 1e-12) << i;
+  }
+  for (uint32_t r = 1; r < kWorld; r++) {
+    EXPECT_EQ(0, std::memcmp(f_out[r].data(), f_out[0].data(), n * 4)) << "float32 sum differs on rank " << r;
+    EXPECT_EQ(0, std::memcmp(d_out[r].data(), d_out[0].data(), n * 8)) << "float64 sum differs on rank " << r;
+    EXPECT_EQ(i_out[r], i_out[0]);
+  }
+  EXPECT_EQ(red_out[0], std::vector<int32_t>(n, -1));  // non-roots untouched
+  for (uint32_t r = 0; r < kWorld; r++) {
+    EXPECT_EQ(bc[r], std::vector<int32_t>(77, 4242)) << r;
+    for (uint32_t b = 0; b < kWorld; b++)
+      for (size_t k = 0; k < 5; k++) {
+        EXPECT_EQ(ag[r][b * 5 + k], static_cast<int32_t>(b * 10));
+        EXPECT_EQ(a2a[r][b * 5 + k], static_cast<int32_t>(b * 100 + r * 5 + k));
+      }
+    for (size_t k = 0; k < 5; k++) {
+      int32_t want = 0;
+      for (uint32_t q = 0; q < kWorld; q++) want += static_cast<int32_t>(q * 100 + r * 5 + k);
+      EXPECT_EQ(rs[r][k], want) << r;
+    }
+  }
+  for (uint32_t b = 0; b < kWorld; b++)
+    for (size_t k = 0; k < 5; k++) EXPECT_EQ(gat[0][b * 5 + k], static_cast<int32_t>(b * 10));
 }
 
 TEST_F(AfXdpLab, CollectivesTheTreeDoesNotOfferFailFastWithFailedPrecondition) {
