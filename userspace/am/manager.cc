@@ -13,6 +13,9 @@ namespace {
 
 constexpr uint32_t kMaxWorld = 64 * 64;  // two levels of 64 children
 constexpr uint32_t kMaxQpn = 0xFFFFFF;
+// Switch calls of one tree go out in parallel (a two-level tree has at most
+// 65 switches).
+constexpr size_t kSwitchRpcWidth = 65;
 
 uint64_t UnixMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -222,6 +225,7 @@ void Manager::DropMemberLocked(TreePtr t, uint32_t rank) {
   m.joined = false;
   m.join_seq = 0;
   --t->joined;
+  t->rank_of_host.erase(m.spec.host);
   if (t->joined == 0 && !t->reserved && t->state == v1::TREE_PENDING) {
     // Nobody is waiting for this group any more: forget it.
     live_.erase(t->id);
@@ -353,7 +357,7 @@ Expected<v1::MemberAssignment> Manager::AssignmentLocked(const TreeRec& t, uint3
 }
 
 void Manager::RunOps(Ops ops) {
-  ParallelFor(ops.size(), 16, [&](size_t i) {
+  ParallelFor(ops.size(), kSwitchRpcWidth, [&](size_t i) {
     const SwitchOp& op = ops[i];
     Status s =
         op.configure ? clients_.Configure(op.address, op.config) : clients_.Remove(op.address, op.tree_id);
@@ -482,11 +486,11 @@ Expected<v1::MemberAssignment> Manager::JoinGroup(const v1::JoinGroupRequest& re
         return FailedPrecondition(rank_name +
                                   " asks for a pool size, packet size or capability "
                                   "set different from the one the job's group was started with");
-      for (uint32_t r = 0; r < t->world; ++r)
-        if (t->members[r].joined && t->members[r].spec.host == spec.host)
-          return FailedPrecondition(rank_name + " is on host " + spec.host + ", as rank " +
-                                    std::to_string(r) + " already is; a tree has one member per " +
-                                    "host port (join the ranks of one host as one member)");
+      auto same = t->rank_of_host.find(spec.host);
+      if (same != t->rank_of_host.end())
+        return FailedPrecondition(rank_name + " is on host " + spec.host + ", as rank " +
+                                  std::to_string(same->second) + " already is; a tree has one member per " +
+                                  "host port (join the ranks of one host as one member)");
     } else {
       auto id = tree_ids_.Allocate();
       if (!id) return id.status();
@@ -511,6 +515,7 @@ Expected<v1::MemberAssignment> Manager::JoinGroup(const v1::JoinGroupRequest& re
     m.spec = spec;
     m.join_seq = seq = next_join_seq_++;
     ++t->joined;
+    t->rank_of_host[spec.host] = rank;
     LOG_DEBUG << rank_name << " joined from host " << spec.host << " (" << t->joined << "/" << t->world
               << ")";
     complete = t->joined == t->world;
@@ -598,7 +603,7 @@ void Manager::BuildAndProgram(const TreePtr& t) {
   std::vector<std::string> names;
   for (const auto& [sw, cfg] : configs) names.push_back(sw);
   std::vector<Status> results(names.size());
-  ParallelFor(names.size(), 16,
+  ParallelFor(names.size(), kSwitchRpcWidth,
               [&](size_t i) { results[i] = clients_.Configure(addresses[names[i]], configs[names[i]]); });
   Status failure;
   for (size_t i = 0; i < names.size() && failure.ok(); ++i)
@@ -777,6 +782,7 @@ Expected<v1::RegisterSwitchResponse> Manager::RegisterSwitch(const v1::RegisterS
                     std::to_string(wanted.size()) + " kept, " + std::to_string(removed) + " removed)",
                 0, name);
   }
+  clients_.Connect(req.agent_address());
   RunOpsAsync(std::move(ops));
   v1::RegisterSwitchResponse resp;
   resp.set_heartbeat_interval_ms(opts_.switch_heartbeat_interval_ms);
@@ -1139,7 +1145,7 @@ Expected<v1::AmGetStatsResponse> Manager::GetStats(const v1::AmGetStatsRequest& 
     }
   }
   std::vector<Expected<v1::SwitchStats>> results(targets.size(), Status(Code::kUnknown, ""));
-  ParallelFor(targets.size(), 16,
+  ParallelFor(targets.size(), kSwitchRpcWidth,
               [&](size_t i) { results[i] = clients_.Stats(targets[i].second, req.tree_id()); });
   v1::AmGetStatsResponse resp;
   for (size_t i = 0; i < targets.size(); ++i) {

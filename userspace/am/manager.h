@@ -125,6 +125,7 @@ class Manager {
     Requirements req;
     std::vector<MemberRec> members;  // by rank
     uint32_t joined = 0;
+    std::map<std::string, uint32_t> rank_of_host;  // joined members
     std::optional<TreePlan> plan;
     std::optional<TreeAlloc> alloc;
     std::map<std::string, v1::TreeConfig> configs;  // per switch, once programming started

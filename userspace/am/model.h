@@ -64,6 +64,8 @@ struct Topology {
   std::map<std::string, TopoSwitch> switches;
   std::map<std::string, TopoHost> hosts;
   std::vector<TopoLink> links;
+  // (x, y) -> links as (x's port, y's port), sorted; both orders are present.
+  std::map<std::pair<std::string, std::string>, std::vector<std::pair<std::string, std::string>>> adjacency;
 
   const TopoHost* HostByIp(const Ipv4& ip) const;
   // Links between switches x and y as (x's port, y's port), sorted by x's port.

@@ -9,9 +9,18 @@ namespace inc::am {
 std::shared_ptr<v1::SwitchAgent::Stub> SwitchClients::StubFor(const std::string& address) {
   std::lock_guard<std::mutex> lk(mu_);
   auto& stub = stubs_[address];
-  if (!stub)
-    stub = v1::SwitchAgent::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  if (!stub) {
+    auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+    channels_[address] = channel;
+    stub = v1::SwitchAgent::NewStub(channel);
+  }
   return stub;
+}
+
+void SwitchClients::Connect(const std::string& address) {
+  StubFor(address);
+  std::lock_guard<std::mutex> lk(mu_);
+  channels_.at(address)->GetState(/*try_to_connect=*/true);
 }
 
 void SwitchClients::SetDeadline(grpc::ClientContext* ctx) const {

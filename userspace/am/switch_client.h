@@ -19,6 +19,8 @@ class SwitchClients {
   Status Configure(const std::string& address, const v1::TreeConfig& tree);
   Status Remove(const std::string& address, uint32_t tree_id);
   Expected<v1::SwitchStats> Stats(const std::string& address, uint32_t tree_id);
+  // Starts connecting to an agent so that the first tree does not pay for it.
+  void Connect(const std::string& address);
 
  private:
   std::shared_ptr<v1::SwitchAgent::Stub> StubFor(const std::string& address);
@@ -26,6 +28,7 @@ class SwitchClients {
 
   uint32_t timeout_ms_;
   std::mutex mu_;
+  std::map<std::string, std::shared_ptr<grpc::Channel>> channels_;
   std::map<std::string, std::shared_ptr<v1::SwitchAgent::Stub>> stubs_;
 };
 

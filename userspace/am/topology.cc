@@ -21,13 +21,8 @@ const TopoHost* Topology::HostByIp(const Ipv4& ip) const {
 
 std::vector<std::pair<std::string, std::string>> Topology::LinksBetween(const std::string& x,
                                                                         const std::string& y) const {
-  std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& l : links) {
-    if (l.a == x && l.b == y) out.emplace_back(l.a_port, l.b_port);
-    if (l.b == x && l.a == y) out.emplace_back(l.b_port, l.a_port);
-  }
-  std::sort(out.begin(), out.end());
-  return out;
+  auto it = adjacency.find({x, y});
+  return it == adjacency.end() ? std::vector<std::pair<std::string, std::string>>{} : it->second;
 }
 
 bool Topology::PortUsed(const std::string& sw, const std::string& port) const {
@@ -135,7 +130,10 @@ Expected<Topology> TopologyFromProto(const v1::TopologyFile& file) {
     INC_RETURN_IF_ERROR(claim_port(l.a(), l.a_port(), "links[" + std::to_string(i) + "]"));
     INC_RETURN_IF_ERROR(claim_port(l.b(), l.b_port(), "links[" + std::to_string(i) + "]"));
     topo.links.push_back(TopoLink{l.a(), l.a_port(), l.b(), l.b_port()});
+    topo.adjacency[{l.a(), l.b()}].emplace_back(l.a_port(), l.b_port());
+    topo.adjacency[{l.b(), l.a()}].emplace_back(l.b_port(), l.a_port());
   }
+  for (auto& [pair, ports] : topo.adjacency) std::sort(ports.begin(), ports.end());
   return topo;
 }
 
