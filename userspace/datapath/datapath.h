@@ -121,6 +121,14 @@ class Datapath {
 
   // Detaches from every port and removes the pinned state (clean shutdown).
   virtual Status Destroy() = 0;
+
+  // For selftests and benchmarks (BPF_PROG_TEST_RUN): the loaded programs
+  // and a map by name ("trees", "slots", ...); -1 if unknown.
+  virtual int ingress_prog_fd() const { return -1; }
+  virtual int egress_prog_fd() const { return -1; }
+  virtual int map_fd(const std::string& /*name*/) const { return -1; }
+  // The directory holding the pinned state: pin_root/switch_name.
+  virtual std::string pin_dir() const { return {}; }
 };
 
 }  // namespace inc::dp
