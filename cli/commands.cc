@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -54,6 +55,40 @@ const CLI::Validator kAtLeastOne(
       return "";
     },
     "N>=1");
+
+// Lower-case enum value names without the type prefix and without the
+// UNSPECIFIED value: the spellings the command line accepts.
+std::vector<std::string> EnumChoices(const google::protobuf::EnumDescriptor* d, const std::string& prefix) {
+  std::vector<std::string> names;
+  for (int i = 0; i < d->value_count(); ++i) {
+    if (d->value(i)->number() == 0) continue;
+    std::string n = d->value(i)->name();
+    if (n.rfind(prefix, 0) == 0) n = n.substr(prefix.size());
+    for (char& c : n) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    names.push_back(n);
+  }
+  return names;
+}
+
+// The enum number of a command-line name (case-insensitive), or 0.
+int EnumFromName(const google::protobuf::EnumDescriptor* d, const std::string& prefix, std::string text) {
+  for (char& c : text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  const google::protobuf::EnumValueDescriptor* v = d->FindValueByName(prefix + text);
+  if (!v) v = d->FindValueByName(text);
+  return v ? v->number() : 0;
+}
+
+CLI::Validator EnumValidator(const google::protobuf::EnumDescriptor* d, const std::string& prefix) {
+  std::vector<std::string> choices = EnumChoices(d, prefix);
+  std::string list;
+  for (const std::string& c : choices) list += (list.empty() ? "" : ",") + c;
+  return CLI::Validator(
+      [d, prefix, list](std::string& value) -> std::string {
+        if (EnumFromName(d, prefix, value) != 0) return "";
+        return "'" + value + "' is not one of " + list;
+      },
+      "{" + list + "}");
+}
 
 // Subcommand help does not list the parent's options; say they exist.
 std::string WithGlobals(const std::string& footer) {
@@ -201,10 +236,13 @@ int Stats(CommandContext& ctx, uint32_t tree_id, bool all) {
   request.set_tree_id(tree_id);
   v1::AmGetStatsResponse response;
   if (int rc = Call(ctx, &AmStub::GetStats, request, &response)) return rc;
-  if (Json(ctx))
+  if (Json(ctx)) {
     ctx.out << ToJson(response, true);
-  else
+    // The table lists them; a script reading stdout should not miss them in a log.
+    for (const std::string& e : response.errors()) ctx.err << "incinctl: warning: " << e << '\n';
+  } else {
     PrintStats(response, all, ctx.out);
+  }
   return kExitOk;
 }
 
@@ -333,10 +371,23 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       ->delimiter(',');
   tree_create->add_option("--pool-size", create_pool, "Aggregation slots (0: the AM's default)");
   tree_create->add_option("--elems", create_elems, "Four-byte elements per packet (0: the AM's default)");
-  tree_create->footer(
-      WithGlobals("Rank i runs on the i-th --host. Examples:\n"
-                  "  incinctl tree create --job train-7 --world 4 --host h1,h2,h3,h4\n"
-                  "  incinctl tree create --job j --world 2 --host h1 --host h2 --pool-size 64 --elems 256"));
+  std::vector<std::string> create_dtypes, create_ops, create_collectives;
+  tree_create
+      ->add_option("--dtype", create_dtypes,
+                   "Data types the tree must support (default: what its switches support)")
+      ->delimiter(',')
+      ->check(EnumValidator(v1::DataType_descriptor(), ""));
+  tree_create->add_option("--op", create_ops, "Reduce operations the tree must support")
+      ->delimiter(',')
+      ->check(EnumValidator(v1::ReduceOp_descriptor(), ""));
+  tree_create->add_option("--collective", create_collectives, "Collectives the tree must support")
+      ->delimiter(',')
+      ->check(EnumValidator(v1::Collective_descriptor(), ""));
+  tree_create->footer(WithGlobals(
+      "Rank i runs on the i-th --host. Examples:\n"
+      "  incinctl tree create --job train-7 --world 4 --host h1,h2,h3,h4\n"
+      "  incinctl tree create --job j --world 2 --host h1 --host h2 --pool-size 64 --elems 256\n"
+      "  incinctl tree create --job j --world 2 --host h1,h2 --dtype fp32 --op sum --collective allreduce"));
   tree_create->callback([&] {
     action = [&](CommandContext& c) {
       v1::CreateTreeRequest request;
@@ -345,6 +396,13 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       for (const std::string& h : create_hosts) request.add_hosts(h);
       request.set_pool_size(create_pool);
       request.set_elems_per_packet(create_elems);
+      for (const std::string& d : create_dtypes)
+        request.add_dtypes(static_cast<v1::DataType>(EnumFromName(v1::DataType_descriptor(), "", d)));
+      for (const std::string& o : create_ops)
+        request.add_ops(static_cast<v1::ReduceOp>(EnumFromName(v1::ReduceOp_descriptor(), "", o)));
+      for (const std::string& c : create_collectives)
+        request.add_collectives(
+            static_cast<v1::Collective>(EnumFromName(v1::Collective_descriptor(), "", c)));
       return TreeCreate(c, request);
     };
   });

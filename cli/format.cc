@@ -50,8 +50,9 @@ class KeyValues {
 };
 
 template <typename Enum, typename NameFn>
-std::string JoinEnums(const google::protobuf::RepeatedField<int>& values, NameFn name) {
-  if (values.empty()) return "-";
+std::string JoinEnums(const google::protobuf::RepeatedField<int>& values, NameFn name,
+                      const char* if_empty = "-") {
+  if (values.empty()) return if_empty;
   std::string s;
   for (int v : values) {
     if (!s.empty()) s += ',';
@@ -157,6 +158,13 @@ std::string FormatAgo(uint64_t ms) {
   return buf;
 }
 
+std::string FormatMicros(uint64_t us) {
+  if (us < 1000) return std::to_string(us) + " us";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f ms", static_cast<double>(us) / 1000.0);
+  return buf;
+}
+
 std::string FormatUnixMs(uint64_t unix_ms) {
   if (unix_ms == 0) return "-";
   std::time_t secs = static_cast<std::time_t>(unix_ms / 1000);
@@ -258,11 +266,12 @@ void PrintTreeList(const v1::ListTreesResponse& response, std::ostream& out) {
     out << "no trees\n";
     return;
   }
-  Table t({">ID", "JOB", "STATE", ">WORLD", ">POOL", ">ELEMS", "ROOT", ">SWITCHES", "CREATED", "REASON"});
+  Table t({">ID", "JOB", "STATE", ">JOINED", ">POOL", ">ELEMS", "ROOT", ">SWITCHES", "CREATED", "REASON"});
   for (const v1::Tree& tr : response.trees())
-    t.AddRow({Num(tr.tree_id()), tr.job_id(), TreeStateName(tr.state()), Num(tr.world_size()),
-              Num(tr.pool_size()), Num(tr.elems_per_packet()), OrDash(tr.root_switch()),
-              Num(tr.switches_size()), FormatUnixMs(tr.created_unix_ms()), OrDash(tr.reason())});
+    t.AddRow({Num(tr.tree_id()), tr.job_id(), TreeStateName(tr.state()),
+              Num(tr.joined()) + "/" + Num(tr.world_size()), Num(tr.pool_size()), Num(tr.elems_per_packet()),
+              OrDash(tr.root_switch()), Num(tr.switches_size()), FormatUnixMs(tr.created_unix_ms()),
+              OrDash(tr.reason())});
   t.Print(out);
 }
 
@@ -273,10 +282,19 @@ void PrintTree(const v1::Tree& tr, std::ostream& out) {
   kv.Add("state", TreeStateName(tr.state()));
   if (!tr.reason().empty()) kv.Add("reason", tr.reason());
   kv.Add("world size", Num(tr.world_size()));
+  kv.Add("joined", Num(tr.joined()) + " of " + Num(tr.world_size()));
   kv.Add("pool size", Num(tr.pool_size()));
   kv.Add("elems/packet", Num(tr.elems_per_packet()));
   kv.Add("root switch", OrDash(tr.root_switch()));
+  kv.Add("dtypes", JoinEnums<v1::DataType>(tr.dtypes(), DataTypeName, "any"));
+  kv.Add("ops", JoinEnums<v1::ReduceOp>(tr.ops(), ReduceOpName, "any"));
+  kv.Add("collectives", JoinEnums<v1::Collective>(tr.collectives(), CollectiveName, "any"));
   kv.Add("created", FormatUnixMs(tr.created_unix_ms()));
+  if (tr.activated_unix_ms() != 0) kv.Add("activated", FormatUnixMs(tr.activated_unix_ms()));
+  if (tr.dismantled_unix_ms() != 0) kv.Add("dismantled", FormatUnixMs(tr.dismantled_unix_ms()));
+  kv.Add("build time", FormatMicros(tr.build_us()));
+  kv.Add("program time", FormatMicros(tr.program_us()));
+  kv.Add("error reports", Num(tr.error_reports()));
   kv.Print(out, "  ");
   out << "switches\n";
   Table sw({"SWITCH", "ROLE", "PARENT", ">SLOT BASE", ">CHILDREN"});
@@ -288,7 +306,7 @@ void PrintTree(const v1::Tree& tr, std::ostream& out) {
   Table m({">RANK", "HOST", "IP", ">QPN", "TRANSPORT", "SWITCH", "PORT", ">RANK@SWITCH", "LAST HEARTBEAT"});
   for (const v1::TreeMember& mb : tr.members()) {
     const v1::MemberInfo& info = mb.info();
-    bool joined = info.qpn() != 0 || !info.ip().empty();
+    bool joined = mb.joined();
     m.AddRow({Num(mb.rank()), OrDash(info.host()), OrDash(info.ip()), joined ? Num(info.qpn()) : "-",
               joined ? TransportName(info.transport()) : "-", OrDash(mb.switch_name()),
               OrDash(mb.switch_port()), Num(mb.rank_at_switch()),
@@ -298,7 +316,7 @@ void PrintTree(const v1::Tree& tr, std::ostream& out) {
 }
 
 void PrintStats(const v1::AmGetStatsResponse& response, bool all, std::ostream& out) {
-  if (response.switches().empty()) {
+  if (response.switches().empty() && response.errors().empty()) {
     out << "no switch statistics\n";
     return;
   }
@@ -369,6 +387,11 @@ void PrintStats(const v1::AmGetStatsResponse& response, bool all, std::ostream& 
     out << "  members\n";
     if (m.rows() > 0) m.Print(out, "    ");
     PrintHidden(hidden, "member QPs", "    ", out);
+  }
+  if (!response.errors().empty()) {
+    if (!first) out << '\n';
+    out << "switches that did not answer\n";
+    for (const std::string& e : response.errors()) out << "  " << e << '\n';
   }
 }
 

@@ -39,6 +39,8 @@ std::string ToJson(const google::protobuf::Message& message, bool pretty);
 
 // "850ms ago", "12.3s ago", "4m05s ago", "2h10m ago".
 std::string FormatAgo(uint64_t ms);
+// "850 us", "12.35 ms".
+std::string FormatMicros(uint64_t us);
 // "2026-11-22 03:10:00.123Z"; "-" for 0.
 std::string FormatUnixMs(uint64_t unix_ms);
 // Lower-case enum names without their type prefix: "active", "single", "fp32".
@@ -57,7 +59,8 @@ void PrintTopology(const v1::GetTopologyResponse& response, std::ostream& out);
 void PrintTreeList(const v1::ListTreesResponse& response, std::ostream& out);
 void PrintTree(const v1::Tree& tree, std::ostream& out);
 // all=false leaves out zero counters and rows whose counters are all zero
-// (and says how many it left out).
+// (and says how many it left out). Switches that did not answer are listed
+// last.
 void PrintStats(const v1::AmGetStatsResponse& response, bool all, std::ostream& out);
 // One line: time, kind, then the non-empty fields.
 void PrintEvent(const v1::Event& event, std::ostream& out);

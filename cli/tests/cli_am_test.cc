@@ -60,6 +60,18 @@ struct Result {
   std::string err;
 };
 
+// The value of a "  key:   value" line of a detail view ("" if absent).
+std::string Field(const std::string& text, const std::string& key) {
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    size_t start = line.find_first_not_of(' ');
+    if (start == std::string::npos || line.compare(start, key.size() + 1, key + ":") != 0) continue;
+    size_t value = line.find_first_not_of(' ', start + key.size() + 1);
+    return value == std::string::npos ? "" : line.substr(value);
+  }
+  return "";
+}
+
 bool Contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
@@ -300,8 +312,8 @@ TEST_F(CliAgainstAm, RegisteredSwitchesListAndShow) {
   Result show = Cli({"switch", "show", "leaf1"});
   ASSERT_EQ(show.code, kExitOk) << show.err;
   EXPECT_TRUE(Contains(show.out, "switch leaf1\n")) << show.out;
-  EXPECT_TRUE(Contains(show.out, "  slots:             4096 free of 4096\n")) << show.out;
-  EXPECT_TRUE(Contains(show.out, "  dtypes:            int32,fp32,int64,fp16,bf16,fp64\n")) << show.out;
+  EXPECT_EQ(Field(show.out, "slots"), "4096 free of 4096") << show.out;
+  EXPECT_EQ(Field(show.out, "dtypes"), "int32,fp32,int64,fp16,bf16,fp64") << show.out;
   for (const char* port : {"  p1 ", "  p2 ", "  up1 "})
     EXPECT_TRUE(Contains(show.out, port)) << port << show.out;
 
@@ -324,17 +336,17 @@ TEST_F(CliAgainstAm, TreeLifecycleCreateJoinShowStatsDelete) {
   Result pending = Cli({"tree", "show", ids});
   ASSERT_EQ(pending.code, kExitOk) << pending.err;
   EXPECT_TRUE(Contains(pending.out, "tree " + ids + "\n")) << pending.out;
-  EXPECT_TRUE(Contains(pending.out, "  state:         pending\n")) << pending.out;
-  EXPECT_TRUE(Contains(pending.out, "  root switch:   spine1\n")) << pending.out;
+  EXPECT_EQ(Field(pending.out, "state"), "pending") << pending.out;
+  EXPECT_EQ(Field(pending.out, "root switch"), "spine1") << pending.out;
 
   JoinAll("train-7", {"h1", "h3"});
 
   Result show = Cli({"tree", "show", "--job", "train-7"});
   ASSERT_EQ(show.code, kExitOk) << show.err;
   const std::string& s = show.out;
-  EXPECT_TRUE(Contains(s, "  job:           train-7\n")) << s;
-  EXPECT_TRUE(Contains(s, "  state:         active\n")) << s;
-  EXPECT_TRUE(Contains(s, "  world size:    2\n")) << s;
+  EXPECT_EQ(Field(s, "job"), "train-7") << s;
+  EXPECT_EQ(Field(s, "state"), "active") << s;
+  EXPECT_EQ(Field(s, "world size"), "2") << s;
   // Switch rows: spine1 root, both leaves leaves under it, one child each.
   bool spine_row = false;
   int leaves = 0;
@@ -385,13 +397,27 @@ TEST_F(CliAgainstAm, TreeLifecycleCreateJoinShowStatsDelete) {
   EXPECT_EQ(del.out, "tree " + ids + " deleted\n");
   Result after = Cli({"tree", "show", ids});
   if (after.code == kExitOk) {  // the AM keeps dismantled trees for a while
-    EXPECT_TRUE(Contains(after.out, "  state:         destroyed\n")) << after.out;
+    EXPECT_EQ(Field(after.out, "state"), "destroyed") << after.out;
     EXPECT_TRUE(Contains(after.out, "job cancelled")) << after.out;
   } else {
     EXPECT_EQ(after.code, kExitNotFound) << after.err;
   }
   Result again = Cli({"tree", "delete", ids});
   EXPECT_NE(again.code, kExitOk) << "deleting twice must not succeed silently: " << again.out;
+}
+
+TEST_F(CliAgainstAm, CreateWithRequirementsSendsThemToTheAm) {
+  RegisterSwitches();
+  Result r = Cli({"tree", "create", "--job", "req", "--world", "2", "--host", "h1,h2", "--dtype",
+                  "FP32,int32", "--op", "sum", "--collective", "allreduce,barrier"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(r.out.rfind("created tree ", 0), 0u) << r.out;
+  EXPECT_EQ(Field(r.out, "dtypes"), "int32,fp32") << r.out;
+  EXPECT_EQ(Field(r.out, "ops"), "sum") << r.out;
+  EXPECT_EQ(Field(r.out, "collectives"), "allreduce,barrier") << r.out;
+  // Both ranks under leaf1: a single-level tree there.
+  EXPECT_EQ(Field(r.out, "root switch"), "leaf1") << r.out;
+  EXPECT_TRUE(Contains(Squeeze(r.out), "\n leaf1 single - ")) << r.out;
 }
 
 TEST_F(CliAgainstAm, EventsReplayPrintsHistoryAndExits) {

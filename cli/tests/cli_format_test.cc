@@ -20,6 +20,18 @@ std::vector<std::string> Lines(const std::string& s) {
   return lines;
 }
 
+// The value of a "  key:   value" line of a detail view ("" if absent).
+std::string Field(const std::string& text, const std::string& key) {
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    size_t start = line.find_first_not_of(' ');
+    if (start == std::string::npos || line.compare(start, key.size() + 1, key + ":") != 0) continue;
+    size_t value = line.find_first_not_of(' ', start + key.size() + 1);
+    return value == std::string::npos ? "" : line.substr(value);
+  }
+  return "";
+}
+
 bool Contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
@@ -41,6 +53,11 @@ v1::Tree SampleTree() {
   t.set_elems_per_packet(256);
   t.set_root_switch("spine1");
   t.set_created_unix_ms(1'700'000'000'123);
+  t.set_activated_unix_ms(1'700'000'001'000);
+  t.set_build_us(850);
+  t.set_program_us(12'345);
+  t.set_joined(1);
+  t.add_dtypes(v1::FP32);
   v1::TreeSwitch* root = t.add_switches();
   root->set_switch_name("spine1");
   root->set_role(v1::ROOT);
@@ -63,6 +80,7 @@ v1::Tree SampleTree() {
   m->set_switch_port("p2");
   m->set_rank_at_switch(0);
   m->set_last_heartbeat_ms_ago(1500);
+  m->set_joined(true);
   v1::TreeMember* pending = t.add_members();  // not joined yet
   pending->set_rank(0);
   pending->mutable_info()->set_host("h1");
@@ -118,12 +136,27 @@ TEST(CliFormat, TreeShowListsHeaderSwitchesAndMembers) {
   std::vector<std::string> lines = Lines(s);
   ASSERT_GE(lines.size(), 15u) << s;
   EXPECT_EQ(lines[0], "tree 7");
-  EXPECT_TRUE(Contains(s, "  job:           train-7\n")) << s;
-  EXPECT_TRUE(Contains(s, "  state:         active\n")) << s;
-  EXPECT_TRUE(Contains(s, "  world size:    2\n")) << s;
-  EXPECT_TRUE(Contains(s, "  pool size:     32\n")) << s;
-  EXPECT_TRUE(Contains(s, "  elems/packet:  256\n")) << s;
-  EXPECT_TRUE(Contains(s, "  root switch:   spine1\n")) << s;
+  EXPECT_EQ(Field(s, "job"), "train-7") << s;
+  EXPECT_EQ(Field(s, "state"), "active") << s;
+  EXPECT_EQ(Field(s, "world size"), "2") << s;
+  EXPECT_EQ(Field(s, "pool size"), "32") << s;
+  EXPECT_EQ(Field(s, "elems/packet"), "256") << s;
+  EXPECT_EQ(Field(s, "root switch"), "spine1") << s;
+  EXPECT_EQ(Field(s, "joined"), "1 of 2") << s;
+  EXPECT_EQ(Field(s, "dtypes"), "fp32") << s;
+  EXPECT_EQ(Field(s, "ops"), "any") << s;
+  EXPECT_EQ(Field(s, "activated"), "2023-11-14 22:13:21.000Z") << s;
+  EXPECT_EQ(Field(s, "build time"), "850 us") << s;
+  EXPECT_EQ(Field(s, "program time"), "12.35 ms") << s;
+  EXPECT_EQ(Field(s, "dismantled"), "") << "a live tree has no dismantled line\n" << s;
+  // Every value of the header block starts in the same column.
+  size_t column = std::string::npos;
+  for (size_t i = 1; i < lines.size() && lines[i].rfind("  ", 0) == 0; ++i) {
+    size_t colon = lines[i].find(':');
+    size_t value = lines[i].find_first_not_of(' ', colon + 1);
+    if (column == std::string::npos) column = value;
+    EXPECT_EQ(value, column) << lines[i];
+  }
   EXPECT_FALSE(Contains(s, "reason")) << "no reason line for a live tree\n" << s;
   EXPECT_TRUE(Contains(s, "  SWITCH  ROLE  PARENT  SLOT BASE  CHILDREN\n")) << s;
   EXPECT_TRUE(Contains(s, "  spine1  root  -              64         2\n")) << s;
@@ -140,8 +173,9 @@ TEST(CliFormat, DismantledTreeShowsItsReason) {
   t.set_reason("member 1 missed heartbeats");
   std::ostringstream out;
   PrintTree(t, out);
-  EXPECT_TRUE(Contains(out.str(), "  state:         failed\n  reason:        member 1 missed heartbeats\n"))
-      << out.str();
+  EXPECT_EQ(Field(out.str(), "state"), "failed") << out.str();
+  EXPECT_EQ(Field(out.str(), "reason"), "member 1 missed heartbeats") << out.str();
+  EXPECT_TRUE(Contains(out.str(), "  state:  ")) << out.str();
 }
 
 TEST(CliFormat, TreeListOneLinePerTreeAndMessageWhenEmpty) {
@@ -152,9 +186,9 @@ TEST(CliFormat, TreeListOneLinePerTreeAndMessageWhenEmpty) {
   std::vector<std::string> lines = Lines(out.str());
   ASSERT_EQ(lines.size(), 2u) << out.str();
   EXPECT_EQ(lines[0],
-            "ID  JOB      STATE   WORLD  POOL  ELEMS  ROOT    SWITCHES  CREATED                   REASON");
+            "ID  JOB      STATE   JOINED  POOL  ELEMS  ROOT    SWITCHES  CREATED                   REASON");
   EXPECT_EQ(lines[1],
-            " 7  train-7  active      2    32    256  spine1         2  2023-11-14 22:13:20.123Z  -");
+            " 7  train-7  active     1/2    32    256  spine1         2  2023-11-14 22:13:20.123Z  -");
   std::ostringstream empty;
   PrintTreeList(v1::ListTreesResponse(), empty);
   EXPECT_EQ(empty.str(), "no trees\n");
@@ -192,9 +226,9 @@ TEST(CliFormat, SwitchListAndShow) {
   PrintSwitch(*s, show);
   std::string out = show.str();
   EXPECT_TRUE(Contains(out, "switch leaf1\n")) << out;
-  EXPECT_TRUE(Contains(out, "  slots:             4000 free of 4096\n")) << out;
-  EXPECT_TRUE(Contains(out, "  dtypes:            int32,fp32\n")) << out;
-  EXPECT_TRUE(Contains(out, "  collectives:       -\n")) << out;
+  EXPECT_EQ(Field(out, "slots"), "4000 free of 4096") << out;
+  EXPECT_EQ(Field(out, "dtypes"), "int32,fp32") << out;
+  EXPECT_EQ(Field(out, "collectives"), "-") << out;
   EXPECT_TRUE(Contains(out, "  p1         12  02:00:00:00:01:01  10.0.0.254  1500  yes  native\n")) << out;
   std::ostringstream none;
   PrintSwitchList(v1::ListSwitchesResponse(), none);

@@ -129,6 +129,8 @@ TEST(CliRun, UsageErrorsExitOne) {
       {"switch", "list", "-o", "yaml"},                    // unknown format
       {"switch", "list", "--timeout", "-1"},               // timeout must be positive
       {"stats", "--bogus"},                                // unknown flag
+      {"tree", "create", "--job", "j", "--world", "1", "--host", "h1", "--dtype", "fp33"},  // unknown dtype
+      {"tree", "create", "--job", "j", "--world", "1", "--host", "h1", "--op", "avg"},      // unknown op
   };
   for (const auto& args : bad) {
     Result r = RunCli(args, [](const std::string&) -> std::unique_ptr<AmStub> {
