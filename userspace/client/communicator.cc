@@ -1,5 +1,6 @@
 #include "client/communicator.h"
 
+#include <google/protobuf/util/json_util.h>
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
@@ -130,6 +131,13 @@ const char* TreeStateName(inc::v1::TreeState s) {
 }
 
 }  // namespace
+
+Expected<Assignment> AssignmentFromJson(const std::string& json) {
+  inc::v1::MemberAssignment a;
+  auto st = google::protobuf::util::JsonStringToMessage(json, &a);
+  if (!st.ok()) return InvalidArgument("MemberAssignment JSON: " + std::string(st.message()));
+  return FromProto(a);
+}
 
 std::string CommunicatorStatus::ToJson() const {
   std::ostringstream o;

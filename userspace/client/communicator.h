@@ -77,6 +77,10 @@ struct Assignment {
   std::vector<uint32_t> dtypes, ops, collectives;
 };
 
+// Parses an inc.v1.MemberAssignment in protobuf JSON (as incinctl prints
+// it) for AM-less runs.
+Expected<Assignment> AssignmentFromJson(const std::string& json);
+
 struct CommunicatorStatus {
   Assignment assignment;
   uint32_t rank = 0;

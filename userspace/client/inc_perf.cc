@@ -13,7 +13,9 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -165,8 +167,11 @@ int main(int argc, char** argv) {
   app.add_option("-r,--root", root, "root rank for reduce/broadcast")->capture_default_str();
   app.add_option("-c,--check", check, "check results (1) or not (0)")->capture_default_str();
   app.add_flag("--json", json, "print one JSON document (rank 0) instead of the table");
-  app.add_option("--am", o.am_address, "aggregation manager host:port")->required();
-  app.add_option("--job", o.job_id, "job id (same on every rank)")->required();
+  std::string assignment_file;
+  app.add_option("--am", o.am_address, "aggregation manager host:port (required unless --assignment)");
+  app.add_option("--job", o.job_id, "job id, the same on every rank (required with --am)");
+  app.add_option("--assignment", assignment_file,
+                 "AM-less run: this rank's inc.v1.MemberAssignment in protobuf JSON (no heartbeats)");
   app.add_option("--rank", o.rank, "this rank")->required();
   app.add_option("--world", o.world_size, "number of ranks")->required();
   app.add_option("--iface", o.iface, "interface toward the attachment switch")->required();
@@ -227,7 +232,29 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);  // before any thread starts
   std::thread(SignalThread, sigs).detach();
 
-  auto comm_or = Communicator::Create(o);
+  if (assignment_file.empty() && (o.am_address.empty() || o.job_id.empty())) {
+    std::fprintf(stderr, "inc-perf: --am and --job are required (or --assignment FILE)\n");
+    return kExitUsage;
+  }
+  inc::Expected<std::unique_ptr<Communicator>> comm_or = inc::Status(inc::Code::kInternal, "not created");
+  if (assignment_file.empty()) {
+    comm_or = Communicator::Create(o);
+  } else {
+    std::ifstream in(assignment_file);
+    std::stringstream text;
+    text << in.rdbuf();
+    if (!in) {
+      std::fprintf(stderr, "inc-perf: cannot read %s\n", assignment_file.c_str());
+      return kExitUsage;
+    }
+    auto asg = inc::client::AssignmentFromJson(text.str());
+    if (!asg.ok()) {
+      std::fprintf(stderr, "inc-perf: %s: %s\n", assignment_file.c_str(), asg.status().ToString().c_str());
+      return kExitUsage;
+    }
+    o.am_address.clear();
+    comm_or = Communicator::CreateWithAssignment(o, *asg);
+  }
   if (!comm_or.ok()) {
     std::fprintf(stderr, "inc-perf rank %u: %s\n", o.rank, comm_or.status().ToString().c_str());
     return kExitSetup;

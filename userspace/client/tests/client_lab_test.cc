@@ -22,9 +22,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <numeric>
 #include <set>
+#include <sstream>
 #include <thread>
 #include <type_traits>
 
@@ -509,42 +511,62 @@ class SoftSwitch {
   std::atomic<uint64_t> bad_{0};
 };
 
-TEST_F(AfXdpLab, ThreeRanksThroughASoftwareSwitchGetIdenticalExactResults) {
+// Three member namespaces (A, M1, M2) behind a SoftSwitch in B; fills the
+// assignment of each rank. Null (with a skip or failure recorded) if the
+// lab lacks the extra members.
+std::unique_ptr<SoftSwitch> ThreeRankSwitch(AfXdpLab* lab, const std::string& ns_b, const std::string& if_b,
+                                            std::vector<std::string>* member_ns,
+                                            std::vector<Assignment>* asg) {
   const std::string ns_m1 = Env("CLI_NS_M1"), ns_m2 = Env("CLI_NS_M2");
-  if (ns_m1.empty() || ns_m2.empty()) GTEST_SKIP() << "needs CLI_NS_M1/CLI_NS_M2";
-  const std::vector<std::string> member_ns = {ns_a_, ns_m1, ns_m2};
-  const std::vector<std::string> switch_if = {if_b_, "ethc1", "ethc2"};
+  if (ns_m1.empty() || ns_m2.empty()) return nullptr;
+  (void)lab;
+  member_ns->insert(member_ns->end(), {ns_m1, ns_m2});
+  const std::vector<std::string> switch_if = {if_b, "ethc1", "ethc2"};
   const uint32_t kWorld = 3;
   std::vector<SoftSwitch::Port> ports;
-  std::vector<Assignment> asg(kWorld);
-  std::vector<InterfaceInfo> member_info(kWorld);
+  asg->assign(kWorld, Assignment{});
   for (uint32_t r = 0; r < kWorld; r++) {
-    member_info[r] = InNetns(member_ns[r], [&] { return GetInterfaceInfo("ethc"); }).value();
+    InterfaceInfo member = InNetns((*member_ns)[r], [&] { return GetInterfaceInfo("ethc"); }).value();
     SoftSwitch::Port p;
-    p.self = InNetns(ns_b_, [&] { return GetInterfaceInfo(switch_if[r]); }).value();
+    p.self = InNetns(ns_b, [&] { return GetInterfaceInfo(switch_if[r]); }).value();
     XskOptions xo;
     xo.ifname = switch_if[r];
     xo.filter_ip = p.self.ip;
-    p.io = OpenIn(ns_b_, xo);
-    ASSERT_TRUE(p.io);
-    p.member_mac = member_info[r].mac;
-    p.member_ip = member_info[r].ip;
+    auto io = InNetns(ns_b, [&] { return XskSocket::Open(xo); });
+    if (!io.ok()) {
+      ADD_FAILURE() << io.status().ToString();
+      return nullptr;
+    }
+    p.io = std::move(*io);
+    p.member_mac = member.mac;
+    p.member_ip = member.ip;
     p.member_qpn = 0x810000 + r;
     p.switch_qpn = 0x400 + r;
-    asg[r].tree_id = 21;
-    asg[r].key = 0xABCD;
-    asg[r].pool_size = 16;
-    asg[r].elems_per_packet = 60;  // many packets from small buffers
-    asg[r].rank_at_switch = r;
-    asg[r].member_index = r;
-    asg[r].switch_ip = p.self.ip.ToString();
-    asg[r].switch_mac = p.self.mac.ToString();
-    asg[r].switch_qpn = p.switch_qpn;
-    asg[r].world_size = kWorld;
+    Assignment& a = (*asg)[r];
+    a.tree_id = 21;
+    a.key = 0xABCD;
+    a.pool_size = 16;
+    a.elems_per_packet = 60;  // many packets from small buffers
+    a.rank_at_switch = r;
+    a.member_index = r;
+    a.switch_ip = p.self.ip.ToString();
+    a.switch_mac = p.self.mac.ToString();
+    a.switch_qpn = p.switch_qpn;
+    a.world_size = kWorld;
     ports.push_back(std::move(p));
   }
-  SoftSwitch sw(std::move(ports));
-  sw.Start();
+  auto sw = std::make_unique<SoftSwitch>(std::move(ports));
+  sw->Start();
+  return sw;
+}
+
+TEST_F(AfXdpLab, ThreeRanksThroughASoftwareSwitchGetIdenticalExactResults) {
+  std::vector<std::string> member_ns = {ns_a_};
+  std::vector<Assignment> asg;
+  auto swp = ThreeRankSwitch(this, ns_b_, if_b_, &member_ns, &asg);
+  if (!swp) GTEST_SKIP() << "needs CLI_NS_M1/CLI_NS_M2";
+  SoftSwitch& sw = *swp;
+  const uint32_t kWorld = 3;
   std::vector<std::unique_ptr<Communicator>> comms(kWorld);
   for (uint32_t r = 0; r < kWorld; r++) {
     CommunicatorOptions o;
@@ -645,6 +667,73 @@ TEST_F(AfXdpLab, ThreeRanksThroughASoftwareSwitchGetIdenticalExactResults) {
   }
   for (uint32_t b = 0; b < kWorld; b++)
     for (size_t k = 0; k < 5; k++) EXPECT_EQ(gat[0][b * 5 + k], static_cast<int32_t>(b * 10));
+}
+
+// inc-perf itself (the tool the lab tests and demo run): three processes,
+// one per member namespace, AM-less via --assignment, against the software
+// switch; exit codes and rank 0's JSON are checked.
+TEST_F(AfXdpLab, IncPerfRanksReportZeroWrongAndExitZero) {
+  const std::string perf = Env("CLI_INC_PERF");
+  if (perf.empty()) GTEST_SKIP() << "CLI_INC_PERF (path of inc-perf) not set";
+  const std::vector<std::string> runs = {
+      "allreduce -d float32 -o sum -b 4 -e 64K -f 8 -n 2 -w 1",
+      "allreduce -d bfloat16 -o max -b 2 -e 6000 -f 50 -n 2 -w 0",
+      "reduce -d int64 -o sum -r 1 -b 8 -e 4K -f 8 -n 2 -w 0",
+      "broadcast -d float16 -r 2 -b 2 -e 3000 -f 40 -n 2 -w 0",
+      "barrier -n 5 -w 1",
+      "allgather -d int32 -b 12 -e 3K -f 16 -n 1 -w 0",
+      "reduce_scatter -d float32 -o sum -b 12 -e 3K -f 16 -n 1 -w 0",
+      "alltoall -d int32 -b 12 -e 1200 -f 10 -n 1 -w 0",
+      "scatter -d int64 -r 1 -b 24 -e 2400 -f 10 -n 1 -w 0",
+      "gather -d float64 -r 2 -b 24 -e 2400 -f 10 -n 1 -w 0",
+  };
+  for (const std::string& args : runs) {
+    std::vector<std::string> member_ns = {ns_a_};
+    std::vector<Assignment> asg;
+    auto sw = ThreeRankSwitch(this, ns_b_, if_b_, &member_ns, &asg);
+    if (!sw) GTEST_SKIP() << "needs CLI_NS_M1/CLI_NS_M2";
+    std::string dir = "/tmp/cli-perf-" + std::to_string(getpid());
+    ASSERT_EQ(std::system(("mkdir -p " + dir).c_str()), 0);
+    std::string script = "set -u; pids=''; ";
+    for (uint32_t r = 0; r < 3; r++) {
+      // The JSON form incinctl prints: lower camel case field names.
+      std::string json =
+          "{\"treeId\":21,\"key\":43981,\"poolSize\":16,\"elemsPerPacket\":60,\"rankAtSwitch\":" +
+          std::to_string(r) + ",\"memberIndex\":" + std::to_string(r) + ",\"switchIp\":\"" +
+          asg[r].switch_ip + "\",\"switchMac\":\"" + asg[r].switch_mac +
+          "\",\"switchQpn\":" + std::to_string(asg[r].switch_qpn) + ",\"worldSize\":3}";
+      std::string file = dir + "/asg" + std::to_string(r) + ".json";
+      FILE* f = std::fopen(file.c_str(), "w");
+      ASSERT_NE(f, nullptr);
+      std::fputs(json.c_str(), f);
+      std::fclose(f);
+      script += "ip netns exec " + member_ns[r] + " " + perf + " " + args + " --json --rank " +
+                std::to_string(r) + " --world 3 --iface ethc --qpn " + std::to_string(0x810000 + r) +
+                " --assignment " + file + " > " + dir + "/out" + std::to_string(r) +
+                " 2>&1 & pids=\"$pids $!\"; ";
+    }
+    script += "rc=0; for p in $pids; do wait $p || rc=$?; done; exit $rc";
+    int rc = std::system(("bash -c '" + script + "'").c_str());
+    sw->Stop();
+    std::string out0;
+    {
+      std::ifstream in(dir + "/out0");
+      std::stringstream ss;
+      ss << in.rdbuf();
+      out0 = ss.str();
+    }
+    EXPECT_EQ(rc, 0) << args << "\n" << out0;
+    EXPECT_NE(out0.find("\"results\":[{"), std::string::npos) << args << "\n" << out0;
+    EXPECT_NE(out0.find("\"exit_code\":0"), std::string::npos) << args << "\n" << out0;
+    EXPECT_EQ(out0.find("\"wrong\":"), out0.find("\"wrong\":0")) << args;
+    size_t pos = 0;
+    while ((pos = out0.find("\"wrong\":", pos)) != std::string::npos) {
+      EXPECT_EQ(out0.compare(pos, 9, "\"wrong\":0"), 0) << args << "\n" << out0;
+      pos += 8;
+    }
+    EXPECT_EQ(sw->bad(), 0u) << args;
+    std::system(("rm -rf " + dir).c_str());
+  }
 }
 
 TEST_F(AfXdpLab, CollectivesTheTreeDoesNotOfferFailFastWithFailedPrecondition) {
