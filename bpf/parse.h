@@ -16,6 +16,7 @@
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 #include "inc_abi.h"
+#include "csum.h"
 
 #define INC_PARSE_PASS (-1) /* not INC: hand to the kernel */
 
@@ -104,6 +105,8 @@ static __always_inline int inc_parse(struct xdp_md *ctx, struct inc_pkt *p)
 		return INC_DROP_TRUNC_INC;
 	if (inc_pkt_load(ctx, p))
 		return INC_DROP_TRUNC_INC;
+	if (inc_ip_csum((const __u8 *)p->ip) != 0)
+		return INC_DROP_BAD_IP; /* header checksum over a valid one is 0 */
 	udp_len = bpf_ntohs(p->udp->len);
 	if (udp_len != tot_len - 20)
 		return INC_DROP_BAD_UDP_LEN;
