@@ -90,9 +90,14 @@ std::string LastHeartbeat(const v1::SwitchSummary& s) {
   return s.agent_address().empty() ? "never" : FormatAgo(s.last_heartbeat_ms_ago());
 }
 
-void PrintHidden(size_t hidden, const char* what, const std::string& indent, std::ostream& out) {
+// A stats section: its table, or why it has no rows.
+void PrintSection(const Table& table, size_t hidden, const char* what, std::ostream& out) {
+  const std::string indent = "    ";
+  if (table.rows() > 0) table.Print(out, indent);
   if (hidden > 0)
     out << indent << "(" << hidden << ' ' << what << " all zero, not shown; --all shows them)\n";
+  else if (table.rows() == 0)
+    out << indent << "(none)\n";
 }
 
 }  // namespace
@@ -338,8 +343,7 @@ void PrintStats(const v1::AmGetStatsResponse& response, bool all, std::ostream& 
       g.AddRow({name, Num(value)});
     }
     out << "  global\n";
-    if (g.rows() > 0) g.Print(out, "    ");
-    PrintHidden(hidden, "counters", "    ", out);
+    PrintSection(g, hidden, "counters", out);
 
     Table d({"REASON", ">PACKETS"});
     hidden = 0;
@@ -351,8 +355,7 @@ void PrintStats(const v1::AmGetStatsResponse& response, bool all, std::ostream& 
       d.AddRow({dc.reason(), Num(dc.packets())});
     }
     out << "  drops\n";
-    if (d.rows() > 0) d.Print(out, "    ");
-    PrintHidden(hidden, "drop reasons", "    ", out);
+    PrintSection(d, hidden, "drop reasons", out);
 
     std::vector<std::string> tree_header = {">TREE"};
     tree_header.insert(tree_header.end(), kCounterHeader.begin(), kCounterHeader.end());
@@ -368,8 +371,7 @@ void PrintStats(const v1::AmGetStatsResponse& response, bool all, std::ostream& 
       t.AddRow(std::move(row));
     }
     out << "  trees\n";
-    if (t.rows() > 0) t.Print(out, "    ");
-    PrintHidden(hidden, "trees", "    ", out);
+    PrintSection(t, hidden, "trees", out);
 
     std::vector<std::string> member_header = {">TREE", ">RANK", ">QPN"};
     member_header.insert(member_header.end(), kCounterHeader.begin(), kCounterHeader.end());
@@ -385,8 +387,7 @@ void PrintStats(const v1::AmGetStatsResponse& response, bool all, std::ostream& 
       m.AddRow(std::move(row));
     }
     out << "  members\n";
-    if (m.rows() > 0) m.Print(out, "    ");
-    PrintHidden(hidden, "member QPs", "    ", out);
+    PrintSection(m, hidden, "member QPs", out);
   }
   if (!response.errors().empty()) {
     if (!first) out << '\n';

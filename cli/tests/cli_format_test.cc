@@ -320,6 +320,27 @@ TEST(CliFormat, StatsHideZeroCountersByDefault) {
             "    (1 member QPs all zero, not shown; --all shows them)\n");
 }
 
+TEST(CliFormat, StatsSaysNoneForEmptySectionsAndListsUnansweredSwitches) {
+  v1::AmGetStatsResponse r;
+  r.add_switches()->set_switch_name("spine1");
+  r.add_errors("switch leaf2: UNAVAILABLE: connection refused");
+  std::ostringstream out;
+  PrintStats(r, /*all=*/false, out);
+  EXPECT_EQ(out.str(),
+            "switch spine1\n"
+            "  global\n"
+            "    (none)\n"
+            "  drops\n"
+            "    (none)\n"
+            "  trees\n"
+            "    (none)\n"
+            "  members\n"
+            "    (none)\n"
+            "\n"
+            "switches that did not answer\n"
+            "  switch leaf2: UNAVAILABLE: connection refused\n");
+}
+
 TEST(CliFormat, StatsAllShowsEveryCounter) {
   std::ostringstream out;
   PrintStats(SampleStats(), /*all=*/true, out);
