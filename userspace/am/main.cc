@@ -29,6 +29,12 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  // A relative topology_file in the config is relative to the config file.
+  if (!config_path.empty() && !config.topology_file().empty() && config.topology_file()[0] != '/') {
+    auto slash = config_path.rfind('/');
+    if (slash != std::string::npos)
+      config.set_topology_file(config_path.substr(0, slash + 1) + config.topology_file());
+  }
   if (!listen.empty()) config.set_listen(listen);
   if (!topology_path.empty()) config.set_topology_file(topology_path);
   if (!log_level.empty()) config.set_log_level(log_level);

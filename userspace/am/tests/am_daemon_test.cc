@@ -12,6 +12,15 @@
 #include "am/service.h"
 #include "am/tests/recording_agent.h"
 #include "am/topology.h"
+// After inc.pb.h: <sys/socket.h> defines an AF_XDP macro that would rename
+// the proto enum value Transport.AF_XDP.
+// clang-format off
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+// clang-format on
 
 namespace inc::am {
 namespace {
@@ -579,6 +588,76 @@ TEST_F(AmDaemonTest, OperatorViewsAndEventReplay) {
     EXPECT_TRUE(seen);
     ctx.TryCancel();
   }
+}
+
+// The real incamd binary: serves the topology over gRPC, exits 0 on SIGTERM.
+TEST(IncamdBinaryTest, ServesAndExitsCleanlyOnSigterm) {
+  int sock = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(sock, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  socklen_t len = sizeof addr;
+  getsockname(sock, reinterpret_cast<sockaddr*>(&addr), &len);
+  const std::string listen = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  close(sock);
+
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    execl(INC_INCAMD_PATH, "incamd", "--config", INC_AM_EXAMPLES "/am.json", "--listen", listen.c_str(),
+          "--log-level", "warn", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  auto stub =
+      v1::AggregationManager::NewStub(grpc::CreateChannel(listen, grpc::InsecureChannelCredentials()));
+  v1::GetTopologyResponse topo;
+  grpc::Status s;
+  for (int i = 0; i < 500; ++i) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    s = stub->GetTopology(&ctx, v1::GetTopologyRequest(), &topo);
+    if (s.ok()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(topo.nodes_size(), 3 + 4);
+  // An unknown switch cannot register.
+  {
+    grpc::ClientContext ctx;
+    v1::RegisterSwitchRequest r;
+    r.set_switch_name("intruder");
+    r.set_agent_address("127.0.0.1:1");
+    v1::RegisterSwitchResponse resp;
+    EXPECT_EQ(stub->RegisterSwitch(&ctx, r, &resp).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  }
+  kill(pid, SIGTERM);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+TEST(IncamdBinaryTest, RejectsABadTopologyFileWithExitCode2) {
+  char path[] = "/tmp/am_badtopo_XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  const std::string bad =
+      R"({"switches":[{"name":"l","kind":"leaf"}],"links":[{"a":"l","aPort":"x","b":"ghost","bPort":"y"}]})";
+  ASSERT_EQ(write(fd, bad.data(), bad.size()), static_cast<ssize_t>(bad.size()));
+  close(fd);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    execl(INC_INCAMD_PATH, "incamd", "--topology", path, "--listen", "127.0.0.1:0",
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  unlink(path);
+  EXPECT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 2);
 }
 
 }  // namespace

@@ -102,6 +102,22 @@ TEST(TopologyValidationTest, FileErrorsNameTheFile) {
       << t.status().message();
 }
 
+TEST(TopologyValidationTest, DocumentedExampleFilesAreValid) {
+  auto topo = LoadTopologyFile(INC_AM_EXAMPLES "/topology.json");
+  ASSERT_TRUE(topo.ok()) << topo.status().ToString();
+  EXPECT_EQ(topo->switches.size(), 3u);
+  EXPECT_EQ(topo->hosts.size(), 4u);
+  EXPECT_EQ(topo->LinksBetween("spine1", "leaf2"),
+            (std::vector<std::pair<std::string, std::string>>{{"d2", "up1"}}));
+  v1::AmConfig config;
+  Status s = ReadJsonFile(INC_AM_EXAMPLES "/am.json", &config);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  AmOptions o;
+  ApplyConfig(config, &o);
+  EXPECT_EQ(o.member_heartbeat_timeout_ms, 5000u);
+  EXPECT_EQ(o.listen, "127.0.0.1:50051");
+}
+
 // ------------------------------------------------------------------ requests
 
 class RequestValidationTest : public ::testing::Test {
