@@ -271,7 +271,12 @@ int Events(CommandContext& ctx, const EventsOptions& options) {
     }
   }
   grpc::Status status = reader->Finish();
-  if (limit_reached || status.ok()) return kExitOk;
+  if (limit_reached) return kExitOk;
+  // A followed stream only ends when the AM goes away (it ends watchers when
+  // it shuts down); a script waiting for an event must not take that as done.
+  if (status.ok() && options.follow)
+    status = grpc::Status(grpc::StatusCode::UNAVAILABLE, "the AM ended the event stream (shutting down?)");
+  if (status.ok()) return kExitOk;
   return ReportError(ctx, status);
 }
 
@@ -458,7 +463,8 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
                   "one JSON object per line. Examples:\n"
                   "  incinctl events\n"
                   "  incinctl events --follow --replay\n"
-                  "  incinctl events --follow --replay --kind tree_active --limit 1 -o json"));
+                  "  incinctl events --follow --replay --kind tree_active --limit 1 -o json\n"
+                  "With --follow, the AM ending the stream (shutdown) exits 3."));
   events->callback([&] { action = [&](CommandContext& c) { return Events(c, events_options); }; });
 
   // ---- version

@@ -483,5 +483,18 @@ TEST_F(CliAgainstAm, EventsFollowPrintsNewEvents) {
   EXPECT_EQ(event.at("job_id").string_value().rfind("follow-", 0), 0u) << lines[0];
 }
 
+TEST_F(CliAgainstAm, EventsFollowExitsThreeWhenTheAmStops) {
+  std::thread stopper([&] {
+    // Whether the watch starts before or after this, the follower must end
+    // with "unreachable", never with success.
+    manager_->Stop();
+  });
+  Result r = Cli({"events", "--follow", "--kind", "tree_active", "--limit", "1"});
+  stopper.join();
+  EXPECT_EQ(r.code, kExitUnreachable) << r.out << r.err;
+  EXPECT_EQ(r.err.rfind("incinctl: UNAVAILABLE: ", 0), 0u) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
 }  // namespace
 }  // namespace inc::cli
