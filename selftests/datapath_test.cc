@@ -4,6 +4,8 @@
 // with frames built independently by common/frame.h, counters by name.
 // Broadcast replication runs live (BPF_F_TEST_XDP_LIVE_FRAMES) into veths of
 // the test's private network namespace and is captured with AF_PACKET.
+#include "datapath/datapath.h"
+
 #include <arpa/inet.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -30,7 +32,6 @@
 #include "common/frame.h"
 #include "common/icrc.h"
 #include "common/log.h"
-#include "datapath/datapath.h"
 
 namespace inc::dp {
 namespace {
@@ -39,10 +40,16 @@ constexpr int kPorts = 72;  // dpt0..dpt71 (switch side) <-> dpt<i>p
 std::string g_skip;         // non-empty: why BPF tests cannot run here
 const std::string kPinRoot = "/sys/fs/bpf/incin-dpt" + std::to_string(getpid());
 
-std::string PortName(int i) { return "dpt" + std::to_string(i); }
-std::string PeerName(int i) { return "dpt" + std::to_string(i) + "p"; }
+std::string PortName(int i) {
+  return "dpt" + std::to_string(i);
+}
+std::string PeerName(int i) {
+  return "dpt" + std::to_string(i) + "p";
+}
 
-int Sh(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()); }
+int Sh(const std::string& cmd) {
+  return std::system((cmd + " >/dev/null 2>&1").c_str());
+}
 
 // A private network namespace for the whole test process (gone when it
 // exits), with kPorts veth pairs; switch-side port i has 10.77.i.1/24.
@@ -130,7 +137,7 @@ struct RunResult {
   std::vector<uint8_t> out;
 };
 
-RunResult Run(int prog_fd, const std::vector<uint8_t>& in, uint32_t ingress_ifindex = 0) {
+RunResult TestRun(int prog_fd, const std::vector<uint8_t>& in, uint32_t ingress_ifindex = 0) {
   RunResult r;
   r.out.resize(4096);
   xdp_md ctx{};
@@ -159,8 +166,10 @@ std::string Hex(const std::vector<uint8_t>& v) {
   for (size_t i = 0; i < v.size(); i++) {
     std::snprintf(b, sizeof(b), "%02x", v[i]);
     s += b;
-    if (i % 32 == 31) s += "\n";
-    else if (i % 4 == 3) s += " ";
+    if (i % 32 == 31)
+      s += "\n";
+    else if (i % 4 == 3)
+      s += " ";
   }
   return s;
 }
@@ -230,8 +239,9 @@ TreeSpec MakeTree(const TreeParams& t, const std::vector<Peer>& children) {
   return s;
 }
 
-IncHeader Header(const TreeParams& t, uint16_t rank, uint32_t msg, uint16_t count, uint8_t coll = INC_COLL_ALLREDUCE,
-                 uint8_t dtype = INC_DTYPE_INT32, uint8_t op = INC_OP_SUM) {
+IncHeader Header(const TreeParams& t, uint16_t rank, uint32_t msg, uint16_t count,
+                 uint8_t coll = INC_COLL_ALLREDUCE, uint8_t dtype = INC_DTYPE_INT32,
+                 uint8_t op = INC_OP_SUM) {
   IncHeader h;
   h.collective = coll;
   h.dtype = dtype;
@@ -325,7 +335,9 @@ struct Reduced {
   bool overflow = false;
 };
 
-int32_t F32Key(int32_t x) { return x ^ ((x >> 31) & 0x7fffffff); }
+int32_t F32Key(int32_t x) {
+  return x ^ ((x >> 31) & 0x7fffffff);
+}
 
 Reduced Reference(uint8_t dtype, uint8_t op, const std::vector<std::vector<uint8_t>>& in) {
   Reduced r;
@@ -402,7 +414,6 @@ std::vector<uint8_t> Payload(uint8_t dtype, uint16_t n, uint32_t seed, bool big 
 }  // namespace
 }  // namespace inc::dp
 
-
 namespace inc::dp {
 namespace {
 
@@ -429,10 +440,10 @@ void RunMessage(Switch& sw, const TreeParams& t, const std::vector<Peer>& kids, 
   uint16_t count = static_cast<uint16_t>(want.size() / esz);
   IncHeader last_hdr;
   for (size_t i = 0; i < kids.size(); i++) {
-    IncHeader h = Header(t, static_cast<uint16_t>(i), msg, static_cast<uint16_t>(contrib[i].size() / esz), coll,
-                         dtype, op);
+    IncHeader h = Header(t, static_cast<uint16_t>(i), msg, static_cast<uint16_t>(contrib[i].size() / esz),
+                         coll, dtype, op);
     h.root_rank = root;
-    auto r = Run(sw.prog(), FromPeer(kids[i], h, contrib[i]), kids[i].ifindex);
+    auto r = TestRun(sw.prog(), FromPeer(kids[i], h, contrib[i]), kids[i].ifindex);
     ASSERT_EQ(r.err, 0);
     if (i + 1 < kids.size()) {
       ASSERT_EQ(r.retval, XDP_DROP) << "contribution " << i << " of msg " << msg << " must be consumed";
@@ -444,11 +455,11 @@ void RunMessage(Switch& sw, const TreeParams& t, const std::vector<Peer>& kids, 
   }
   if (!retransmit_all) return;
   for (size_t i = 0; i < kids.size(); i++) {
-    IncHeader h = Header(t, static_cast<uint16_t>(i), msg, static_cast<uint16_t>(contrib[i].size() / esz), coll,
-                         dtype, op);
+    IncHeader h = Header(t, static_cast<uint16_t>(i), msg, static_cast<uint16_t>(contrib[i].size() / esz),
+                         coll, dtype, op);
     h.root_rank = root;
     h.flags = INC_FLAG_RETRANSMIT;
-    auto r = Run(sw.prog(), FromPeer(kids[i], h, contrib[i]), kids[i].ifindex);
+    auto r = TestRun(sw.prog(), FromPeer(kids[i], h, contrib[i]), kids[i].ifindex);
     ASSERT_EQ(r.err, 0);
     ASSERT_EQ(r.retval, XDP_TX) << "retransmission from child " << i << " must get the result back";
     bool gets_data = coll != INC_COLL_REDUCE || (root >= kids[i].member_lo && root < kids[i].member_hi);
@@ -482,6 +493,816 @@ TEST_F(DatapathTest, AllReduceInt32SumTwoChildrenResultAndRetransmitCopiesAreByt
   EXPECT_EQ(sw.Stat("contributions"), 2u);
   EXPECT_EQ(sw.Stat("resends"), 2u);
   EXPECT_EQ(sw.Stat("drops"), 0u);
+}
+
+// ------------------------------------------- collectives x dtypes x ops --
+
+struct CollCase {
+  const char* name;
+  uint8_t coll, dtype, op;
+  uint16_t count;
+  bool big;  // values large enough to overflow sums
+};
+
+std::string CaseName(const ::testing::TestParamInfo<CollCase>& i) {
+  return i.param.name;
+}
+
+class CollectiveTest : public ::testing::TestWithParam<CollCase> {
+ protected:
+  void SetUp() override {
+    if (!g_skip.empty()) GTEST_SKIP() << g_skip;
+  }
+};
+
+TEST_P(CollectiveTest, ThreeChildrenResultMatchesHostReferenceAndEveryCopyIsByteExact) {
+  const CollCase& c = GetParam();
+  Switch sw(UniqueName("coll"));
+  ASSERT_TRUE(sw.dp);
+  TreeParams t;
+  t.max_elems = 506;
+  auto kids = Kids(3);
+  ASSERT_TRUE(sw.dp->ConfigureTree(MakeTree(t, kids)).ok());
+  std::vector<uint32_t> psn(kids.size(), 0);
+  const uint8_t root = 1;  // member index of the Reduce/Broadcast root
+  for (uint32_t msg = 0; msg < 3; msg++) {
+    std::vector<std::vector<uint8_t>> in;
+    for (int r = 0; r < 3; r++) {
+      if (c.coll == INC_COLL_BARRIER || (c.coll == INC_COLL_BROADCAST && r != root)) {
+        in.push_back({});
+      } else {
+        in.push_back(Payload(c.dtype, c.count, msg * 10 + r, c.big));
+      }
+    }
+    RunMessage(sw, t, kids, msg, c.coll, c.dtype, c.op, in, root, &psn);
+    if (HasFatalFailure()) return;
+  }
+  EXPECT_EQ(sw.Stat("completions"), 3u);
+  EXPECT_EQ(sw.Stat("drops"), 0u) << "no drop expected";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Datapath, CollectiveTest,
+    ::testing::Values(
+        CollCase{"AllReduceInt32Sum", INC_COLL_ALLREDUCE, INC_DTYPE_INT32, INC_OP_SUM, 240, false},
+        CollCase{"AllReduceInt32SumOverflowFlag", INC_COLL_ALLREDUCE, INC_DTYPE_INT32, INC_OP_SUM, 64, true},
+        CollCase{"AllReduceInt32Min", INC_COLL_ALLREDUCE, INC_DTYPE_INT32, INC_OP_MIN, 240, true},
+        CollCase{"AllReduceInt32Max", INC_COLL_ALLREDUCE, INC_DTYPE_INT32, INC_OP_MAX, 240, true},
+        CollCase{"AllReduceFp32FixedPointSum", INC_COLL_ALLREDUCE, INC_DTYPE_FP32, INC_OP_SUM, 240, false},
+        CollCase{"AllReduceFp32Min", INC_COLL_ALLREDUCE, INC_DTYPE_FP32, INC_OP_MIN, 240, false},
+        CollCase{"AllReduceFp32Max", INC_COLL_ALLREDUCE, INC_DTYPE_FP32, INC_OP_MAX, 240, false},
+        CollCase{"AllReduceInt64Sum", INC_COLL_ALLREDUCE, INC_DTYPE_INT64, INC_OP_SUM, 120, false},
+        CollCase{"AllReduceInt64SumOverflowFlag", INC_COLL_ALLREDUCE, INC_DTYPE_INT64, INC_OP_SUM, 32, true},
+        CollCase{"AllReduceInt64Min", INC_COLL_ALLREDUCE, INC_DTYPE_INT64, INC_OP_MIN, 120, true},
+        CollCase{"AllReduceInt64Max", INC_COLL_ALLREDUCE, INC_DTYPE_INT64, INC_OP_MAX, 120, true},
+        CollCase{"AllReduceMaxPayload506", INC_COLL_ALLREDUCE, INC_DTYPE_INT32, INC_OP_SUM, 506, false},
+        CollCase{"AllReduceOneElement", INC_COLL_ALLREDUCE, INC_DTYPE_INT32, INC_OP_SUM, 1, false},
+        CollCase{"ReduceInt32Sum", INC_COLL_REDUCE, INC_DTYPE_INT32, INC_OP_SUM, 240, false},
+        CollCase{"ReduceInt32Min", INC_COLL_REDUCE, INC_DTYPE_INT32, INC_OP_MIN, 100, true},
+        CollCase{"ReduceInt32Max", INC_COLL_REDUCE, INC_DTYPE_INT32, INC_OP_MAX, 100, true},
+        CollCase{"ReduceFp32Sum", INC_COLL_REDUCE, INC_DTYPE_FP32, INC_OP_SUM, 240, false},
+        CollCase{"ReduceFp32Min", INC_COLL_REDUCE, INC_DTYPE_FP32, INC_OP_MIN, 100, false},
+        CollCase{"ReduceFp32Max", INC_COLL_REDUCE, INC_DTYPE_FP32, INC_OP_MAX, 100, false},
+        CollCase{"ReduceInt64Sum", INC_COLL_REDUCE, INC_DTYPE_INT64, INC_OP_SUM, 100, false},
+        CollCase{"ReduceInt64Min", INC_COLL_REDUCE, INC_DTYPE_INT64, INC_OP_MIN, 100, true},
+        CollCase{"ReduceInt64Max", INC_COLL_REDUCE, INC_DTYPE_INT64, INC_OP_MAX, 100, true},
+        CollCase{"BroadcastInt32", INC_COLL_BROADCAST, INC_DTYPE_INT32, INC_OP_SUM, 240, true},
+        CollCase{"BroadcastFp32", INC_COLL_BROADCAST, INC_DTYPE_FP32, INC_OP_SUM, 17, false},
+        CollCase{"BroadcastInt64", INC_COLL_BROADCAST, INC_DTYPE_INT64, INC_OP_SUM, 253, true},
+        CollCase{"Barrier", INC_COLL_BARRIER, INC_DTYPE_INT32, INC_OP_SUM, 0, false}),
+    CaseName);
+
+// ------------------------------------------------------- tree sizes --
+
+class SizeTest : public ::testing::TestWithParam<int> {
+ protected:
+  void SetUp() override {
+    if (!g_skip.empty()) GTEST_SKIP() << g_skip;
+  }
+};
+
+TEST_P(SizeTest, AllReduceCompletesOnlyWhenEveryChildContributed) {
+  int n = GetParam();
+  Switch sw(UniqueName("size"));
+  ASSERT_TRUE(sw.dp);
+  TreeParams t;
+  auto kids = Kids(n);
+  Status st = sw.dp->ConfigureTree(MakeTree(t, kids));
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  std::vector<uint32_t> psn(kids.size(), 0);
+  for (uint32_t msg = 0; msg < 2; msg++) {
+    std::vector<std::vector<uint8_t>> in;
+    for (int r = 0; r < n; r++) in.push_back(Payload(INC_DTYPE_INT32, 64, msg * 100 + r));
+    RunMessage(sw, t, kids, msg, INC_COLL_ALLREDUCE, INC_DTYPE_INT32, INC_OP_SUM, in, 0, &psn);
+    if (HasFatalFailure()) return;
+  }
+  EXPECT_EQ(sw.Stat("completions"), 2u);
+  EXPECT_EQ(sw.Stat("contributions"), 2u * n);
+}
+
+INSTANTIATE_TEST_SUITE_P(Datapath, SizeTest, ::testing::Values(2, 4, 64));
+
+// ------------------------------------------------- slot reuse, wrap-around --
+
+TEST_F(DatapathTest, SlotReuseOverThreePoolsAndMessageIdWrapAround) {
+  Switch sw(UniqueName("wrap"));
+  ASSERT_TRUE(sw.dp);
+  TreeParams t;
+  t.pool = 4;
+  auto kids = Kids(2);
+  ASSERT_TRUE(sw.dp->ConfigureTree(MakeTree(t, kids)).ok());
+  std::vector<uint32_t> psn(kids.size(), 0);
+  uint32_t done = 0;
+  for (uint32_t m = 0; m < 3u * t.pool + 3; m++) {
+    RunMessage(sw, t, kids, m, INC_COLL_ALLREDUCE, INC_DTYPE_INT32, INC_OP_SUM,
+               {Payload(INC_DTYPE_INT32, 8, m), Payload(INC_DTYPE_INT32, 8, m + 7)}, 0, &psn, m % 5 == 0);
+    if (HasFatalFailure()) return;
+    done++;
+  }
+  // A second tree whose message ids run across 2^32 -> 0.
+  TreeParams w = t;
+  w.tree_id = 2;
+  w.slot_base = 100;
+  ASSERT_TRUE(sw.dp->ConfigureTree(MakeTree(w, kids)).ok());
+  std::vector<uint32_t> wpsn(kids.size(), 0);
+  for (uint32_t m = 0xFFFFFFF0u; m != 0x10u; m++) {
+    RunMessage(sw, w, kids, m, INC_COLL_ALLREDUCE, INC_DTYPE_INT32, INC_OP_SUM,
+               {Payload(INC_DTYPE_INT32, 8, m), Payload(INC_DTYPE_INT32, 8, m + 7)}, 0, &wpsn, m % 5 == 0);
+    if (HasFatalFailure()) return;
+    done++;
+  }
+  t = w;
+  EXPECT_EQ(sw.Stat("completions"), done);
+  // Stale: message 0x0F was completed; 0x0F - 2S on the same copy is old.
+  auto r = TestRun(sw.prog(), FromPeer(kids[0], Header(t, 0, 0x0Fu - 8, 8), Payload(INC_DTYPE_INT32, 8, 1)));
+  EXPECT_EQ(r.retval, XDP_DROP);
+  EXPECT_EQ(sw.Drops("stale"), 1u);
+}
+
+// ------------------------------------------------------------- ICRC --
+
+TEST_F(DatapathTest, IcrcVerificationOnDropsBadIcrcAndOffAcceptsIt) {
+  TreeParams t;
+  for (bool verify : {true, false}) {
+    Switch sw(UniqueName("icrc"), verify);
+    ASSERT_TRUE(sw.dp);
+    auto kids = Kids(2);
+    ASSERT_TRUE(sw.dp->ConfigureTree(MakeTree(t, kids)).ok());
+    auto f = FromPeer(kids[0], Header(t, 0, 0, 4), Payload(INC_DTYPE_INT32, 4, 3));
+    f[f.size() - 1] ^= 0x5A;
+    auto r = TestRun(sw.prog(), f);
+    EXPECT_EQ(r.retval, XDP_DROP);
+    EXPECT_EQ(sw.Drops("bad_icrc"), verify ? 1u : 0u) << "verify=" << verify;
+    EXPECT_EQ(sw.Stat("contributions"), verify ? 0u : 1u) << "verify=" << verify;
+  }
+}
+
+// ------------------------------------------------------ non-INC traffic --
+
+TEST_F(DatapathTest, NonIncTrafficPassesUntouched) {
+  Switch sw(UniqueName("pass"));
+  ASSERT_TRUE(sw.dp);
+  TreeParams t;
+  auto kids = Kids(2);
+  ASSERT_TRUE(sw.dp->ConfigureTree(MakeTree(t, kids)).ok());
+  auto inc_frame = FromPeer(kids[0], Header(t, 0, 0, 4), Payload(INC_DTYPE_INT32, 4, 3));
+  std::vector<std::pair<std::string, std::vector<uint8_t>>> cases;
+  std::vector<uint8_t> arp(60, 0);
+  arp[12] = 0x08;
+  arp[13] = 0x06;
+  cases.push_back({"arp", arp});
+  auto dns = inc_frame;
+  dns[INC_OFF_UDP + 2] = 0;
+  dns[INC_OFF_UDP + 3] = 53;
+  cases.push_back({"udp to port 53", dns});
+  auto rc_write = inc_frame;
+  rc_write[INC_OFF_BTH] = 0x0A;  // RC RDMA WRITE ONLY: ordinary RoCE
+  cases.push_back({"RoCE RC write", rc_write});
+  auto tcp = inc_frame;
+  tcp[INC_OFF_IP + 9] = 6;
+  cases.push_back({"tcp", tcp});
+  for (const auto& [name, frame] : cases) {
+    auto r = TestRun(sw.prog(), frame);
+    EXPECT_EQ(r.retval, XDP_PASS) << name;
+    EXPECT_EQ(Hex(r.out), Hex(frame)) << name << " must pass unmodified";
+  }
+  EXPECT_EQ(sw.Stat("pass"), cases.size());
+  EXPECT_EQ(sw.Stat("drops"), 0u);
+}
+
+// --------------------------------------------------------- drop reasons --
+
+// Rewrites IP total length, UDP length and IP checksum after a length edit.
+void FixLengths(std::vector<uint8_t>& f) {
+  uint16_t tot = static_cast<uint16_t>(f.size() - INC_OFF_IP);
+  uint16_t udp = static_cast<uint16_t>(f.size() - INC_OFF_UDP);
+  f[INC_OFF_IP + 2] = tot >> 8;
+  f[INC_OFF_IP + 3] = tot & 0xFF;
+  if (f.size() >= INC_OFF_UDP + 6) {
+    f[INC_OFF_UDP + 4] = udp >> 8;
+    f[INC_OFF_UDP + 5] = udp & 0xFF;
+  }
+  f[INC_OFF_IP + 10] = f[INC_OFF_IP + 11] = 0;
+  uint16_t c = Ipv4HeaderChecksum(f.data() + INC_OFF_IP);
+  f[INC_OFF_IP + 10] = c >> 8;
+  f[INC_OFF_IP + 11] = c & 0xFF;
+}
+
+void FixIpChecksum(std::vector<uint8_t>& f) {
+  f[INC_OFF_IP + 10] = f[INC_OFF_IP + 11] = 0;
+  uint16_t c = Ipv4HeaderChecksum(f.data() + INC_OFF_IP);
+  f[INC_OFF_IP + 10] = c >> 8;
+  f[INC_OFF_IP + 11] = c & 0xFF;
+}
+
+using FrameFn = std::function<std::vector<uint8_t>(const std::vector<Peer>&, const TreeParams&)>;
+using BeforeFn = std::function<void(Switch&, const std::vector<Peer>&, const TreeParams&)>;
+struct DropCase {
+  DropCase(const char* d, const char* r, FrameFn f, BeforeFn b = nullptr)
+      : description(d), reason(r), frame(std::move(f)), before(std::move(b)) {}
+  const char* description;
+  const char* reason;
+  FrameFn frame;
+  BeforeFn before;  // optional: frames sent first
+};
+
+std::vector<uint8_t> Good(const std::vector<Peer>& k, const TreeParams& t, uint16_t rank = 0,
+                          uint32_t msg = 0) {
+  return FromPeer(k[rank], Header(t, rank, msg, 4), Payload(INC_DTYPE_INT32, 4, rank));
+}
+
+std::vector<uint8_t> WithHeader(const std::vector<Peer>& k, const TreeParams& t,
+                                const std::function<void(IncHeader&)>& edit, uint16_t rank = 0,
+                                size_t payload_elems = 4, uint8_t dtype = INC_DTYPE_INT32) {
+  IncHeader h = Header(t, rank, 0, static_cast<uint16_t>(payload_elems), INC_COLL_ALLREDUCE, dtype);
+  edit(h);
+  return FromPeer(k[rank], h, Payload(dtype, static_cast<uint16_t>(payload_elems), rank));
+}
+
+TEST_F(DatapathTest, EveryDropReasonIsCountedOnceAndNothingElse) {
+  TreeParams t;
+  t.max_elems = 16;
+  std::vector<DropCase> cases = {
+      {"IPv4 ethertype, 10 bytes of IP", "truncated_ip",
+       [](auto& k, auto& t) {
+         auto f = Good(k, t);
+         f.resize(24);
+         return f;
+       }},
+      {"IP version 6 in an IPv4 frame", "bad_ip",
+       [](auto& k, auto& t) {
+         auto f = Good(k, t);
+         f[INC_OFF_IP] = 0x65;
+         return f;
+       }},
+      {"IP header with options on RoCE", "bad_ip",
+       [](auto& k, auto& t) {
+         auto f = Good(k, t);
+         f.insert(f.begin() + INC_OFF_UDP, 4, 0);  // one option word
+         f[INC_OFF_IP] = 0x46;
+         FixLengths(f);
+         return f;
+       }},
+      {"IP fragment (MF)", "bad_ip",
+       [](auto& k, auto& t) {
+         auto f = Good(k, t);
+         f[INC_OFF_IP + 6] |= 0x20;
+         FixIpChecksum(f);
+         return f;
+       }},
+      {"IP total length beyond the frame", "bad_ip",
+       [](auto& k, auto& t) {
+         auto f = Good(k, t);
+         f[INC_OFF_IP + 3] += 4;
+         FixIpChecksum(f);
+         return f;
+       }},
+      {"bad IP header checksum", "bad_ip",
+       [](auto& k, auto& t) {
+         auto f = Good(k, t);
+         f[INC_OFF_IP + 10] ^= 0xFF;
+         return f;
+       }},
+      {"UDP header cut", "truncated_udp",
+       [](auto& k, auto& t) {
+         auto f = Good(k, t);
+         f.resize(38);
+         return f;
+       }},
+      {"BTH cut", "truncated_bth",
+       [](auto& k, auto& t) {
+         auto f = Good(k, t);
+         f.resize(50);
+         return f;
+       }},
+      {"UDP length disagrees with IP", "bad_udp_length",
+       [](auto& k, auto& t) {
+         auto f = Good(k, t);
+         f[INC_OFF_UDP + 5] -= 4;
+         return f;
+       }},
+      {"BTH transport version 1", "bad_opcode",
+       [](auto& k, auto& t) {
+         auto f = Good(k, t);
+         f[INC_OFF_BTH + 1] |= 0x01;
+         return f;
+       }},
+      {"RETH cut", "truncated_reth",
+       [](auto& k, auto& t) {
+         auto f = Good(k, t);
+         f.resize(62);
+         FixLengths(f);
+         return f;
+       }},
+      {"INC header cut", "truncated_inc",
+       [](auto& k, auto& t) {
+         auto f = Good(k, t);
+         f.resize(90);
+         FixLengths(f);
+         return f;
+       }},
+      {"INC version 2", "bad_version",
+       [](auto& k, auto& t) { return WithHeader(k, t, [](IncHeader& h) { h.version = 2; }); }},
+      {"tree id not configured", "unknown_tree",
+       [](auto& k, auto& t) { return WithHeader(k, t, [](IncHeader& h) { h.tree_id = 77; }); }},
+      {"tree id 0", "unknown_tree",
+       [](auto& k, auto& t) { return WithHeader(k, t, [](IncHeader& h) { h.tree_id = 0; }); }},
+      {"wrong tree key", "bad_key",
+       [](auto& k, auto& t) { return WithHeader(k, t, [](IncHeader& h) { h.key ^= 1; }); }},
+      {"slot beyond pool", "bad_slot",
+       [](auto& k, auto& t) {
+         return WithHeader(k, t, [](IncHeader& h) {
+           h.slot = 8;
+           h.msg_id = 8;
+         });
+       }},
+      {"slot not msg id mod pool", "bad_slot",
+       [](auto& k, auto& t) { return WithHeader(k, t, [](IncHeader& h) { h.slot = 3; }); }},
+      {"count above the tree's elements per packet", "bad_count",
+       [](auto& k, auto& t) {
+         return WithHeader(
+             k, t, [](IncHeader&) {}, 0, 17);
+       }},
+      {"count disagrees with the payload", "bad_count",
+       [](auto& k, auto& t) { return WithHeader(k, t, [](IncHeader& h) { h.count = 3; }); }},
+      {"RETH DMA length wrong", "bad_count",
+       [](auto& k, auto& t) {
+         auto f = Good(k, t);
+         f[INC_OFF_RETH + 15] += 4;
+         WriteIcrc(f.data(), f.size()).ok();
+         return f;
+       }},
+      {"data type FP16 (host-mapped)", "bad_dtype_op",
+       [](auto& k, auto& t) { return WithHeader(k, t, [](IncHeader& h) { h.dtype = INC_DTYPE_FP16; }); }},
+      {"operation 4", "bad_dtype_op",
+       [](auto& k, auto& t) { return WithHeader(k, t, [](IncHeader& h) { h.op = 4; }); }},
+      {"ReduceScatter is host-level", "bad_dtype_op",
+       [](auto& k, auto& t) {
+         return WithHeader(k, t, [](IncHeader& h) { h.collective = INC_COLL_REDUCE_SCATTER; });
+       }},
+      {"op differs from what the slot holds", "bad_dtype_op",
+       [](auto& k, auto& t) {
+         return WithHeader(
+             k, t, [](IncHeader& h) { h.op = INC_OP_MAX; }, 1);
+       },
+       [](Switch& sw, auto& k, auto& t) { TestRun(sw.prog(), Good(k, t, 0)); }},
+      {"rank not a child", "bad_rank",
+       [](auto& k, auto& t) {
+         auto f = WithHeader(k, t, [](IncHeader& h) { h.rank = 5; });
+         return f;
+       }},
+      {"rank above 63", "bad_rank",
+       [](auto& k, auto& t) { return WithHeader(k, t, [](IncHeader& h) { h.rank = 200; }); }},
+      {"source IP not the child's", "bad_source",
+       [](auto& k, auto& t) {
+         Peer p = k[0];
+         p.peer_ip = k[1].peer_ip;
+         return FromPeer(p, Header(t, 0, 0, 4), Payload(INC_DTYPE_INT32, 4, 0));
+       }},
+      {"DestQP is another child's switch QPN", "bad_source",
+       [](auto& k, auto& t) {
+         Peer p = k[0];
+         p.switch_qpn = k[1].switch_qpn;
+         return FromPeer(p, Header(t, 0, 0, 4), Payload(INC_DTYPE_INT32, 4, 0));
+       }},
+      {"bad ICRC", "bad_icrc",
+       [](auto& k, auto& t) {
+         auto f = Good(k, t);
+         f[INC_OFF_PAYLOAD] ^= 1;
+         return f;
+       }},
+      {"older message on the slot copy", "stale", [](auto& k, auto& t) { return Good(k, t, 1, 0); },
+       [](Switch& sw, auto& k, auto& t) { TestRun(sw.prog(), Good(k, t, 0, 16)); }},
+      {"same contribution twice while aggregating", "duplicate",
+       [](auto& k, auto& t) { return Good(k, t, 0); },
+       [](Switch& sw, auto& k, auto& t) { TestRun(sw.prog(), Good(k, t, 0)); }},
+      {"FP32 sum with another exponent", "exponent_mismatch",
+       [](auto& k, auto& t) {
+         return WithHeader(
+             k, t, [](IncHeader& h) { h.exponent = 5; }, 1, 4, INC_DTYPE_FP32);
+       },
+       [](Switch& sw, auto& k, auto& t) {
+         TestRun(sw.prog(), WithHeader(
+                                k, t, [](IncHeader& h) { h.exponent = 4; }, 0, 4, INC_DTYPE_FP32));
+       }},
+      {"RESULT sent to a single-level tree", "bad_result",
+       [](auto& k, auto& t) { return WithHeader(k, t, [](IncHeader& h) { h.flags = INC_FLAG_RESULT; }); }},
+  };
+  auto kids = Kids(4);
+  std::set<std::string> covered;
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.description);
+    Switch sw(UniqueName("drop"));
+    ASSERT_TRUE(sw.dp);
+    ASSERT_TRUE(sw.dp->ConfigureTree(MakeTree(t, kids)).ok());
+    if (c.before) c.before(sw, kids, t);
+    auto before = sw.AllDrops();
+    auto r = TestRun(sw.prog(), c.frame(kids, t));
+    ASSERT_EQ(r.err, 0);
+    EXPECT_EQ(r.retval, XDP_DROP);
+    auto after = sw.AllDrops();
+    for (const auto& [name, v] : after) {
+      EXPECT_EQ(v - before[name], name == c.reason ? 1u : 0u) << "counter " << name;
+    }
+    covered.insert(c.reason);
+  }
+  for (int i = 1; i < INC_DROP__MAX; i++) {
+    std::string n = DropReasonName(i);
+    // no_port: reserved, redirect failures are not counted by the program;
+    // truncated_eth: BPF_PROG_TEST_RUN refuses frames under 14 bytes (and
+    // no driver hands such runts to XDP).
+    if (n == "no_port" || n == "truncated_eth") continue;
+    EXPECT_TRUE(covered.count(n)) << "no case for drop reason " << n;
+  }
+}
+
+TEST_F(DatapathTest, LeafDropsResultFromAnyoneButItsParent) {
+  Switch sw(UniqueName("badres"));
+  ASSERT_TRUE(sw.dp);
+  TreeParams t;
+  t.role = INC_ROLE_LEAF;
+  auto kids = Kids(2);
+  TreeSpec spec = MakeTree(t, kids);
+  Peer parent = MakePeer(10, 0);
+  spec.parent = parent.ToEndpoint();
+  ASSERT_TRUE(sw.dp->ConfigureTree(spec).ok());
+  IncHeader h = Header(t, INC_RANK_RESULT, 0, 4);
+  h.flags = INC_FLAG_RESULT;
+  auto r = TestRun(sw.prog(), FromPeer(kids[0], h, Payload(INC_DTYPE_INT32, 4, 0)));
+  EXPECT_EQ(r.retval, XDP_DROP);
+  EXPECT_EQ(sw.Drops("bad_result"), 1u);
+}
+
+// -------------------------------------------------- leaf -> root -> leaf --
+
+TEST_F(DatapathTest, TwoLevelLeafRootLeafExchangeWithRetransmissionsInEveryState) {
+  Switch leaf(UniqueName("leaf"));
+  Switch root(UniqueName("root"));
+  ASSERT_TRUE(leaf.dp && root.dp);
+  TreeParams t;
+  t.tree_id = 9;
+  // Leaf: members 0, 1 on ports 0, 1; uplink port 10 to the root's port 11.
+  auto members = Kids(2);
+  Peer up = MakePeer(10, 0);    // the root as seen from the leaf
+  Peer down = MakePeer(11, 0);  // the leaf as seen from the root
+  up.peer_mac = down.port_mac;
+  up.peer_ip = down.switch_ip;
+  down.peer_mac = up.port_mac;
+  down.peer_ip = up.switch_ip;
+  up.peer_qpn = 0x777;  // root's switch QPN for the leaf
+  down.switch_qpn = 0x777;
+  up.switch_qpn = 0x888;  // leaf's QPN that the root's results carry
+  down.peer_qpn = 0x888;
+  up.va = down.va = 0;  // switches ignore VA/rkey toward them
+  up.rkey = down.rkey = 0;
+  up.stride = down.stride = 0;
+  down.member_lo = 0;
+  down.member_hi = 2;
+  Peer m2 = MakePeer(12, 2);  // member 2 directly on the root
+  TreeParams lt = t;
+  lt.role = INC_ROLE_LEAF;
+  TreeSpec ls = MakeTree(lt, members);
+  ls.parent = up.ToEndpoint();
+  ls.rank_at_parent = 0;
+  ASSERT_TRUE(leaf.dp->ConfigureTree(ls).ok());
+  TreeParams rt = t;
+  rt.role = INC_ROLE_ROOT;
+  ASSERT_TRUE(root.dp->ConfigureTree(MakeTree(rt, {down, m2})).ok());
+
+  const uint32_t msg = 3;
+  auto p0 = Payload(INC_DTYPE_INT32, 100, 1), p1 = Payload(INC_DTYPE_INT32, 100, 2),
+       p2 = Payload(INC_DTYPE_INT32, 100, 3);
+  IncHeader h0 = Header(t, 0, msg, 100), h1 = Header(t, 1, msg, 100);
+  ASSERT_EQ(TestRun(leaf.prog(), FromPeer(members[0], h0, p0), members[0].ifindex).retval, XDP_DROP);
+  // Retransmission while aggregating: duplicate.
+  ASSERT_EQ(TestRun(leaf.prog(), FromPeer(members[0], h0, p0), members[0].ifindex).retval, XDP_DROP);
+  EXPECT_EQ(leaf.Drops("duplicate"), 1u);
+  auto partial = TestRun(leaf.prog(), FromPeer(members[1], h1, p1), members[1].ifindex);
+  ASSERT_EQ(partial.retval, XDP_REDIRECT) << "partial goes out of the uplink port";
+  auto sum01 = Reference(INC_DTYPE_INT32, INC_OP_SUM, {p0, p1}).bytes;
+  IncHeader ph = h1;
+  ph.rank = 0;  // rank at parent
+  EXPECT_EQ(Hex(partial.out), Hex(ToPeer(up, ph, sum01, 0))) << "partial to the root";
+  // Retransmission while waiting for the parent: the partial again, flagged.
+  auto again = TestRun(leaf.prog(), FromPeer(members[0], h0, p0), members[0].ifindex);
+  ASSERT_EQ(again.retval, XDP_REDIRECT);
+  IncHeader rph = ph;
+  rph.flags = INC_FLAG_RETRANSMIT;
+  EXPECT_EQ(Hex(again.out), Hex(ToPeer(up, rph, sum01, 1)));
+
+  // Root: the leaf's partial (first copy) then member 2.
+  ASSERT_EQ(TestRun(root.prog(), partial.out, down.ifindex).retval, XDP_DROP);
+  IncHeader h2 = Header(t, 1, msg, 100);
+  auto done = TestRun(root.prog(), FromPeer(m2, h2, p2), m2.ifindex);
+  ASSERT_EQ(done.retval, XDP_REDIRECT);
+  auto total = Reference(INC_DTYPE_INT32, INC_OP_SUM, {p0, p1, p2}).bytes;
+  ExpectBroadcastFrame(done.out, ResultHeader(h2, 100), total);
+  // The leaf's retransmitted partial makes the root resend the result to it.
+  auto to_leaf = TestRun(root.prog(), again.out, down.ifindex);
+  ASSERT_EQ(to_leaf.retval, XDP_TX);
+  IncHeader rh = ResultHeader(h2, 100);
+  EXPECT_EQ(Hex(to_leaf.out), Hex(ToPeer(down, rh, total, 0)));
+  // The leaf stores the result and replicates it to its members.
+  auto bcast = TestRun(leaf.prog(), to_leaf.out, up.ifindex);
+  ASSERT_EQ(bcast.retval, XDP_REDIRECT);
+  ExpectBroadcastFrame(bcast.out, rh, total);
+  // A member that lost it retransmits and gets its own copy.
+  auto mine = TestRun(leaf.prog(), FromPeer(members[1], h1, p1), members[1].ifindex);
+  ASSERT_EQ(mine.retval, XDP_TX);
+  EXPECT_EQ(Hex(mine.out), Hex(ToPeer(members[1], rh, total, 0)));
+  EXPECT_TRUE(CheckIcrc(mine.out.data(), mine.out.size()));
+  EXPECT_EQ(leaf.Stat("partials_tx"), 1u);
+  EXPECT_EQ(leaf.Stat("drops"), 1u);
+  EXPECT_EQ(root.Stat("drops"), 0u);
+}
+
+// ----------------------------------------------- live broadcast on veths --
+
+struct Capture {
+  int fd = -1;
+  explicit Capture(const std::string& ifname) {
+    fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, htons(ETH_P_ALL));
+    sockaddr_ll sll{};
+    sll.sll_family = AF_PACKET;
+    sll.sll_protocol = htons(ETH_P_ALL);
+    sll.sll_ifindex = static_cast<int>(if_nametoindex(ifname.c_str()));
+    if (fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&sll), sizeof(sll)) != 0) {
+      close(fd);
+      fd = -1;
+    }
+  }
+  ~Capture() {
+    if (fd >= 0) close(fd);
+  }
+  // Next RoCEv2 frame (UDP 4791), waiting up to 5 s; empty if none.
+  std::vector<uint8_t> NextRoce() {
+    for (;;) {
+      pollfd p{fd, POLLIN, 0};
+      if (poll(&p, 1, 5000) <= 0) return {};
+      std::vector<uint8_t> b(4096);
+      ssize_t n = recv(fd, b.data(), b.size(), 0);
+      if (n <= 0) return {};
+      b.resize(static_cast<size_t>(n));
+      if (b.size() > INC_OFF_BTH && b[12] == 0x08 && b[13] == 0x00 && b[INC_OFF_IP + 9] == 17 &&
+          b[INC_OFF_UDP + 2] == 0x12 && b[INC_OFF_UDP + 3] == 0xB7)
+        return b;
+    }
+  }
+};
+
+TEST_F(DatapathTest, LiveBroadcastAddressesEveryChildCopyByteExactAndSkipsPortsWithoutChild) {
+  Switch sw(UniqueName("live"));
+  ASSERT_TRUE(sw.dp);
+  // Children on ports 20 (member 0), 21 (member 1, the Reduce root), 22; port 23 attached, no child.
+  std::vector<Peer> kids = {MakePeer(20, 0), MakePeer(21, 1), MakePeer(22, 2)};
+  for (int i = 20; i <= 23; i++) {
+    Status st = sw.dp->AttachPort(PortName(i));
+    if (!st.ok()) GTEST_SKIP() << "cannot attach XDP to a veth: " << st.ToString();
+    // A veth peer takes redirected XDP frames only with GRO (or XDP) on.
+    Sh("ethtool -K " + PeerName(i) + " gro on");
+  }
+  TreeParams t;
+  ASSERT_TRUE(sw.dp->ConfigureTree(MakeTree(t, kids)).ok());
+  std::vector<std::unique_ptr<Capture>> caps;
+  for (int i = 20; i <= 23; i++) {
+    caps.push_back(std::make_unique<Capture>(PeerName(i)));
+    ASSERT_GE(caps.back()->fd, 0) << "AF_PACKET socket";
+  }
+  for (uint8_t coll : {INC_COLL_ALLREDUCE, INC_COLL_REDUCE}) {
+    SCOPED_TRACE(coll == INC_COLL_REDUCE ? "reduce" : "allreduce");
+    uint32_t msg = coll == INC_COLL_REDUCE ? 1 : 0;
+    std::vector<std::vector<uint8_t>> in;
+    for (int r = 0; r < 3; r++) in.push_back(Payload(INC_DTYPE_INT32, 240, msg * 10 + r));
+    IncHeader last;
+    for (int r = 0; r < 3; r++) {
+      IncHeader h = Header(t, static_cast<uint16_t>(r), msg, 240, coll);
+      h.root_rank = 1;
+      auto f = FromPeer(kids[r], h, in[r]);
+      if (r < 2) {
+        ASSERT_EQ(TestRun(sw.prog(), f, kids[r].ifindex).retval, XDP_DROP);
+        continue;
+      }
+      last = h;
+      xdp_md ctx{};
+      ctx.data_end = static_cast<uint32_t>(f.size());
+      ctx.ingress_ifindex = kids[r].ifindex;
+      LIBBPF_OPTS(bpf_test_run_opts, opts);
+      opts.data_in = f.data();
+      opts.data_size_in = static_cast<uint32_t>(f.size());
+      opts.ctx_in = &ctx;
+      opts.ctx_size_in = sizeof(ctx);
+      opts.repeat = 1;
+      opts.flags = BPF_F_TEST_XDP_LIVE_FRAMES;
+      int err = bpf_prog_test_run_opts(sw.prog(), &opts);
+      if (err) GTEST_SKIP() << "BPF_F_TEST_XDP_LIVE_FRAMES unavailable: " << std::strerror(errno);
+    }
+    auto sum = Reference(INC_DTYPE_INT32, INC_OP_SUM, in).bytes;
+    for (int r = 0; r < 3; r++) {
+      auto got = caps[r]->NextRoce();
+      ASSERT_FALSE(got.empty()) << "no copy reached child " << r;
+      bool data = coll == INC_COLL_ALLREDUCE || r == 1;
+      auto want = ToPeer(kids[r], ResultHeader(last, data ? 240 : 0), data ? sum : std::vector<uint8_t>{},
+                         coll == INC_COLL_REDUCE ? 1 : 0);
+      EXPECT_EQ(Hex(got), Hex(want)) << "copy to child " << r;
+      EXPECT_TRUE(CheckIcrc(got.data(), got.size())) << "ICRC of the copy to child " << r;
+    }
+  }
+  EXPECT_EQ(sw.Stat("results_tx"), 6u) << "3 copies per message, none for the port without a child";
+  pollfd p{caps[3]->fd, POLLIN, 0};
+  // Drain anything non-RoCE; a RoCE frame on port 23 would be a bug.
+  while (poll(&p, 1, 0) > 0) {
+    std::vector<uint8_t> b(4096);
+    ssize_t n = recv(caps[3]->fd, b.data(), b.size(), 0);
+    ASSERT_GT(n, 0);
+    EXPECT_FALSE(n > INC_OFF_BTH && b[INC_OFF_UDP + 2] == 0x12 && b[INC_OFF_UDP + 3] == 0xB7)
+        << "port without a child got a result copy";
+  }
+}
+
+// ------------------------------------------------------ control plane --
+
+TEST_F(DatapathTest, ConfigureTreeValidatesWithPreciseCodes) {
+  Switch sw(UniqueName("cfg"), true, 64);
+  ASSERT_TRUE(sw.dp);
+  TreeParams t;
+  auto kids = Kids(2);
+  auto spec = MakeTree(t, kids);
+  auto expect = [&](TreeSpec s, Code code, const std::string& what) {
+    Status st = sw.dp->ConfigureTree(s);
+    EXPECT_EQ(st.code(), code) << what << ": " << st.ToString();
+  };
+  {
+    auto s = spec;
+    s.tree_id = 0;
+    expect(s, Code::kInvalidArgument, "tree id 0");
+  }
+  {
+    auto s = spec;
+    s.children[1].port = "nosuchport0";
+    expect(s, Code::kNotFound, "unknown port");
+  }
+  {
+    auto s = spec;
+    s.children[1].port = s.children[0].port;
+    expect(s, Code::kInvalidArgument, "two children on one port");
+  }
+  {
+    auto s = spec;
+    s.pool_size = 65;
+    expect(s, Code::kResourceExhausted, "beyond slot capacity");
+  }
+  {
+    auto s = spec;
+    s.role = INC_ROLE_LEAF;
+    expect(s, Code::kInvalidArgument, "leaf without parent");
+  }
+  {
+    auto s = spec;
+    s.coll_mask = INC_BIT(INC_COLL_ALLGATHER);
+    expect(s, Code::kInvalidArgument, "host-level collective");
+  }
+  {
+    auto s = spec;
+    s.max_elems = 507;
+    expect(s, Code::kInvalidArgument, "elements per packet");
+  }
+  ASSERT_TRUE(sw.dp->ConfigureTree(spec).ok());
+  EXPECT_TRUE(sw.dp->ConfigureTree(spec).ok()) << "idempotent";
+  EXPECT_EQ(sw.dp->FreeSlots(), 64u - t.pool);
+  {
+    auto s = spec;
+    s.tree_id = 2;
+    s.slot_base = 4;
+    expect(s, Code::kFailedPrecondition, "overlapping slots");
+  }
+  auto trees = sw.dp->ListTrees();
+  ASSERT_TRUE(trees.ok());
+  ASSERT_EQ(trees->size(), 1u);
+  TreeSpec want = spec;
+  want.dtype_mask = INC_BIT(INC_DTYPE_INT32) | INC_BIT(INC_DTYPE_FP32) | INC_BIT(INC_DTYPE_INT64);
+  want.op_mask = INC_BIT(INC_OP_SUM) | INC_BIT(INC_OP_MIN) | INC_BIT(INC_OP_MAX);
+  want.coll_mask = INC_BIT(INC_COLL_ALLREDUCE) | INC_BIT(INC_COLL_REDUCE) | INC_BIT(INC_COLL_BROADCAST) |
+                   INC_BIT(INC_COLL_BARRIER);
+  EXPECT_TRUE((*trees)[0] == want) << "ListTrees reads back what was configured";
+  EXPECT_EQ(sw.dp->RemoveTree(1).code(), Code::kOk);
+  EXPECT_EQ(sw.dp->RemoveTree(1).code(), Code::kNotFound);
+  EXPECT_EQ(sw.dp->FreeSlots(), 64u);
+  auto r = TestRun(sw.prog(), FromPeer(kids[0], Header(t, 0, 0, 4), Payload(INC_DTYPE_INT32, 4, 0)));
+  EXPECT_EQ(r.retval, XDP_DROP);
+  EXPECT_EQ(sw.Drops("unknown_tree"), 1u) << "a removed tree no longer aggregates";
+}
+
+TEST_F(DatapathTest, ReconfigureKeepsSlotsUnlessTheLayoutChanges) {
+  Switch sw(UniqueName("recfg"));
+  ASSERT_TRUE(sw.dp);
+  TreeParams t;
+  auto kids = Kids(2);
+  auto spec = MakeTree(t, kids);
+  ASSERT_TRUE(sw.dp->ConfigureTree(spec).ok());
+  auto p0 = Payload(INC_DTYPE_INT32, 4, 0), p1 = Payload(INC_DTYPE_INT32, 4, 1);
+  ASSERT_EQ(TestRun(sw.prog(), FromPeer(kids[0], Header(t, 0, 0, 4), p0)).retval, XDP_DROP);
+  spec.key = t.key;  // same layout, new rkey for child 1
+  spec.children[1].rkey = 0x4242;
+  ASSERT_TRUE(sw.dp->ConfigureTree(spec).ok());
+  EXPECT_EQ(TestRun(sw.prog(), FromPeer(kids[1], Header(t, 1, 0, 4), p1)).retval, XDP_REDIRECT)
+      << "the contribution made before the update still counts";
+  spec.pool_size = 16;
+  ASSERT_TRUE(sw.dp->ConfigureTree(spec).ok());
+  EXPECT_EQ(TestRun(sw.prog(), FromPeer(kids[1], Header(t, 1, 0, 4), p1)).retval, XDP_DROP)
+      << "new pool: the slot starts empty";
+  EXPECT_EQ(sw.Stat("completions"), 1u);
+}
+
+TEST_F(DatapathTest, RestartedAgentReadoptsPinnedStateAndKeepsAggregating) {
+  std::string name = UniqueName("adopt");
+  TreeParams t;
+  auto kids = Kids(2);
+  auto spec = MakeTree(t, kids);
+  auto p0 = Payload(INC_DTYPE_INT32, 8, 0), p1 = Payload(INC_DTYPE_INT32, 8, 1);
+  Options o;
+  o.switch_name = name;
+  o.pin_root = kPinRoot;
+  o.slot_capacity = 128;
+  {
+    auto d = Datapath::Open(o);
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    EXPECT_FALSE((*d)->adopted());
+    ASSERT_TRUE((*d)->AttachPort(PortName(30)).ok());
+    ASSERT_TRUE((*d)->ConfigureTree(spec).ok());
+    ASSERT_EQ(TestRun((*d)->ingress_prog_fd(), FromPeer(kids[0], Header(t, 0, 0, 8), p0)).retval, XDP_DROP);
+  }  // agent exits without Destroy
+  auto d = Datapath::Open(o);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_TRUE((*d)->adopted());
+  auto ports = (*d)->Ports();
+  ASSERT_EQ(ports.size(), 1u);
+  EXPECT_EQ(ports[0].name, PortName(30));
+  __u32 prog_id = 0;
+  ASSERT_EQ(bpf_xdp_query_id(static_cast<int>(if_nametoindex(PortName(30).c_str())), 0, &prog_id), 0);
+  bpf_prog_info info{};
+  uint32_t len = sizeof(info);
+  ASSERT_EQ(bpf_obj_get_info_by_fd((*d)->ingress_prog_fd(), &info, &len), 0);
+  EXPECT_EQ(prog_id, info.id) << "the port runs the new agent's program";
+  auto trees = (*d)->ListTrees();
+  ASSERT_TRUE(trees.ok());
+  ASSERT_EQ(trees->size(), 1u);
+  EXPECT_EQ((*trees)[0].children.size(), 2u);
+  auto r = TestRun((*d)->ingress_prog_fd(), FromPeer(kids[1], Header(t, 1, 0, 8), p1));
+  EXPECT_EQ(r.retval, XDP_REDIRECT) << "the contribution made before the restart completes the slot";
+  ExpectBroadcastFrame(r.out, ResultHeader(Header(t, 1, 0, 8), 8),
+                       Reference(INC_DTYPE_INT32, INC_OP_SUM, {p0, p1}).bytes);
+  ASSERT_TRUE((*d)->Destroy().ok());
+  struct stat st;
+  EXPECT_NE(stat((kPinRoot + "/" + name).c_str(), &st), 0) << "Destroy removes the pins";
+  EXPECT_EQ(bpf_xdp_query_id(static_cast<int>(if_nametoindex(PortName(30).c_str())), 0, &prog_id), 0);
+  EXPECT_EQ(prog_id, 0u) << "Destroy detaches";
+}
+
+TEST_F(DatapathTest, StatsCountPerTreeAndPerMember) {
+  Switch sw(UniqueName("stats"));
+  ASSERT_TRUE(sw.dp);
+  TreeParams t;
+  auto kids = Kids(2);
+  ASSERT_TRUE(sw.dp->ConfigureTree(MakeTree(t, kids)).ok());
+  std::vector<uint32_t> psn(2, 0);
+  RunMessage(sw, t, kids, 0, INC_COLL_ALLREDUCE, INC_DTYPE_INT32, INC_OP_SUM,
+             {Payload(INC_DTYPE_INT32, 4, 0), Payload(INC_DTYPE_INT32, 4, 1)}, 0, &psn);
+  TestRun(sw.prog(), FromPeer(kids[0], Header(t, 0, 1, 4), Payload(INC_DTYPE_INT32, 4, 0), 1));
+  TestRun(sw.prog(), FromPeer(kids[0], Header(t, 0, 1, 4), Payload(INC_DTYPE_INT32, 4, 0), 1));  // duplicate
+  auto s = sw.dp->ReadStats();
+  ASSERT_TRUE(s.ok());
+  const Counters& tree = s->trees.at(1);
+  EXPECT_EQ(tree.rx_packets, 6u);
+  EXPECT_EQ(tree.completions, 1u);
+  EXPECT_EQ(tree.retransmissions, 3u);
+  EXPECT_EQ(tree.drops, 1u);
+  EXPECT_EQ(tree.tx_packets, 2u);
+  const Counters& m0 = s->members.at({1, 0});
+  EXPECT_EQ(m0.rx_packets, 4u);
+  EXPECT_EQ(m0.tx_packets, 1u);
+  EXPECT_EQ(m0.drops, 1u);
+  EXPECT_EQ(s->global.at("rx_packets"), 6u);
+  EXPECT_EQ(s->drops.at("duplicate"), 1u);
 }
 
 }  // namespace
