@@ -88,7 +88,9 @@ int main(int argc, char** argv) {
   sigwait(&signals, &sig);
   LOG_INFO << "signal " << sig << ": shutting down";
   manager.Stop();  // wakes waiting members and event watchers
-  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  // In-flight calls (JoinGroup waiters, event streams) were ended by Stop();
+  // anything left is cancelled after a short grace period.
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
   LOG_INFO << "stopped";
   return 0;
 }

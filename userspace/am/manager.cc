@@ -550,7 +550,9 @@ Expected<v1::MemberAssignment> Manager::JoinGroup(const v1::JoinGroupRequest& re
                                 std::to_string(timeout_ms) + " ms (missing ranks " + missing + ")");
       }
     }
-    cv_.wait_for(lk, std::chrono::milliseconds(50));
+    // State changes notify; the timed wake only notices deadlines and callers
+    // that went away.
+    cv_.wait_for(lk, std::chrono::milliseconds(250));
   }
 }
 
