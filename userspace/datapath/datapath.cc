@@ -552,8 +552,24 @@ Status XdpDatapath::ConfigureTree(const TreeSpec& in) {
 
   bool layout_changed = !existed || old->slot_base != spec.slot_base || old->pool_size != spec.pool_size ||
                         old->role != spec.role;
-  if (layout_changed) INC_RETURN_IF_ERROR(ClearSlots(spec.slot_base, spec.pool_size));
-  INC_RETURN_IF_ERROR(ClearTreeChildren(spec.tree_id, *old));
+  if (layout_changed) {
+    // The tree stops aggregating while its slots are reset.
+    if (existed) {
+      inc_tree_cfg off = *old;
+      off.flags = 0;
+      uint32_t key = spec.tree_id;
+      if (bpf_map_update_elem(fd(skel_->maps.trees), &key, &off, BPF_ANY) != 0)
+        return ErrnoStatus(t + ": pause tree", errno);
+    }
+    INC_RETURN_IF_ERROR(ClearSlots(spec.slot_base, spec.pool_size));
+  }
+  // Children are rewritten in place so packets in flight keep matching;
+  // entries the new spec no longer has are removed after the tree is updated.
+  std::vector<inc_endpoint> old_eps(INC_MAX_CHILDREN);
+  for (uint32_t r = 0; r < INC_MAX_CHILDREN; r++) {
+    uint32_t idx = inc_child_index(spec.tree_id, r);
+    if (bpf_map_lookup_elem(fd(skel_->maps.children), &idx, &old_eps[r]) != 0) old_eps[r] = inc_endpoint{};
+  }
   for (uint32_t r = 0; r < eps.size(); r++) {
     uint32_t idx = inc_child_index(spec.tree_id, r);
     if (bpf_map_update_elem(fd(skel_->maps.children), &idx, &eps[r], BPF_ANY) != 0)
@@ -567,6 +583,24 @@ Status XdpDatapath::ConfigureTree(const TreeSpec& in) {
   uint32_t key = spec.tree_id;
   if (bpf_map_update_elem(fd(skel_->maps.trees), &key, &cfg, BPF_ANY) != 0)
     return ErrnoStatus(t + ": write tree", errno);
+  std::set<uint32_t> new_ports;
+  for (const auto& ep : eps) new_ports.insert(ep.ifindex);
+  inc_endpoint zero{};
+  for (uint32_t r = 0; r < INC_MAX_CHILDREN; r++) {
+    const inc_endpoint& o = old_eps[r];
+    if (!(o.flags & INC_EP_VALID)) continue;
+    if (!new_ports.count(o.ifindex)) {
+      inc_port_key pk{};
+      pk.ifindex = o.ifindex;
+      pk.tree_id = spec.tree_id;
+      bpf_map_delete_elem(fd(skel_->maps.port_child), &pk);
+    }
+    if (r >= eps.size()) {
+      uint32_t idx = inc_child_index(spec.tree_id, r);
+      if (bpf_map_update_elem(fd(skel_->maps.children), &idx, &zero, BPF_ANY) != 0)
+        return ErrnoStatus(t + ": clear child", errno);
+    }
+  }
   LOG_INFO << (existed ? "reconfigured " : "configured ") << t << ": role " << int{spec.role} << ", "
            << spec.children.size() << " children, slots " << SlotRange(spec.slot_base, spec.pool_size)
            << (existed && layout_changed ? " (slots reset)" : "");
