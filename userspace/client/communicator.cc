@@ -463,6 +463,7 @@ class Communicator::Impl {
     ec.rank_at_switch = static_cast<uint16_t>(asg.rank_at_switch);
     ec.timeout = std::chrono::microseconds(opt.message_timeout_us);
     ec.max_retries = opt.max_retries;
+    ec.max_timeout = std::chrono::microseconds(std::max(opt.max_message_timeout_us, opt.message_timeout_us));
     ec.poll_ms = opt.poll_ms;
     engine = std::make_unique<Engine>(io.get(), ec);
     engine->SetTimeoutReporter(

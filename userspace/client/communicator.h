@@ -41,15 +41,16 @@ struct CommunicatorOptions {
   std::string job_id;
   uint32_t rank = 0;
   uint32_t world_size = 1;
-  std::string iface;                    // the worker's interface toward its switch
-  std::string transport = "afxdp";      // only "afxdp" so far
-  uint32_t qpn = 0;                     // this member's QPN; 0 = derived from the pid
-  uint32_t join_timeout_ms = 120000;    // how long JoinGroup may wait for the group
-  uint32_t rpc_timeout_ms = 5000;       // other AM RPCs
-  uint32_t message_timeout_us = 20000;  // per message, before a retransmission
-  uint32_t max_retries = 25;            // timeouts of one message before failing
-  uint32_t pool_size = 0;               // requested from the AM; 0 = AM default
-  uint32_t elems_per_packet = 0;        // requested; 0 = AM default from the path MTU
+  std::string iface;                          // the worker's interface toward its switch
+  std::string transport = "afxdp";            // only "afxdp" so far
+  uint32_t qpn = 0;                           // this member's QPN; 0 = derived from the pid
+  uint32_t join_timeout_ms = 120000;          // how long JoinGroup may wait for the group
+  uint32_t rpc_timeout_ms = 5000;             // other AM RPCs
+  uint32_t message_timeout_us = 20000;        // first retransmission timeout of a message
+  uint32_t max_message_timeout_us = 1000000;  // the timeout doubles per retry up to this
+  uint32_t max_retries = 25;                  // timeouts of one message before failing (~20 s)
+  uint32_t pool_size = 0;                     // requested from the AM; 0 = AM default
+  uint32_t elems_per_packet = 0;              // requested; 0 = AM default from the path MTU
   int poll_ms = 1;
   bool xdp_generic = false;  // attach the redirect program in SKB mode
   bool qpn_filter = true;    // redirect only frames for our QPN to the socket

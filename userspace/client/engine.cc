@@ -135,13 +135,19 @@ Status Engine::Run(Operation* op) {
       last_scan = now;
       for (uint64_t k = oldest; k < next; k++) {
         InFlight& f = window_[k % pool];
-        if (f.done || now - f.sent < cfg_.timeout) continue;
+        // Exponential backoff: a peer that is merely slow (a busy VM, a
+        // rank still preparing its buffers) is waited for, a lost frame is
+        // retransmitted after the base timeout.
+        auto wait = cfg_.timeout * (uint64_t{1} << std::min<uint32_t>(f.timeouts, 20));
+        if (wait > cfg_.max_timeout) wait = cfg_.max_timeout;
+        if (f.done || now - f.sent < wait) continue;
         uint32_t msg_id = base + static_cast<uint32_t>(k);
         if (++f.timeouts > cfg_.max_retries) {
           std::string err = "message " + std::to_string(msg_id) + " (slot " +
                             std::to_string(SlotOf(msg_id, pool)) + ") got no result after " +
-                            std::to_string(f.timeouts) + " timeouts of " +
-                            std::to_string(cfg_.timeout.count()) + " us";
+                            std::to_string(f.timeouts) + " timeouts (from " +
+                            std::to_string(cfg_.timeout.count()) + " us, doubling up to " +
+                            std::to_string(cfg_.max_timeout.count()) + " us)";
           LOG_ERROR << "tree " << cfg_.tree_id << ": " << err;
           if (reporter_) reporter_(msg_id, f.timeouts, err);
           return fail(DeadlineExceeded(err));

@@ -1,8 +1,9 @@
 // The message engine: runs one collective operation as a sequence of
 // messages (one packet each) over a PacketIo, keeping at most pool_size
 // messages in flight (the slot pool is the credit window), retransmitting a
-// message whose result is late (flag RETRANSMIT) and failing after
-// max_retries timeouts of one message. Results are validated (protocol.h)
+// message whose result is late (flag RETRANSMIT; the timeout doubles per
+// retry up to max_timeout) and failing after max_retries timeouts of one
+// message. Results are validated (protocol.h)
 // and handed to the operation, which places them in the user's buffer.
 #pragma once
 
@@ -41,6 +42,7 @@ struct EngineConfig {
   uint16_t rank_at_switch = 0;
   uint32_t first_msg_id = 0;
   std::chrono::microseconds timeout{std::chrono::milliseconds(50)};
+  std::chrono::microseconds max_timeout{std::chrono::seconds(1)};  // backoff cap
   uint32_t max_retries = 10;
   int poll_ms = 1;  // longest sleep in poll() while waiting for results
 };

@@ -178,6 +178,9 @@ int main(int argc, char** argv) {
   app.add_option("--qpn", o.qpn, "member QPN (default: derived from the pid)");
   app.add_option("--timeout-us", o.message_timeout_us, "per-message timeout before a retransmission")
       ->capture_default_str();
+  app.add_option("--max-timeout-us", o.max_message_timeout_us,
+                 "retransmission timeout cap (doubling per retry)")
+      ->capture_default_str();
   app.add_option("--retries", o.max_retries, "timeouts of one message before failing")->capture_default_str();
   app.add_option("--join-timeout-ms", o.join_timeout_ms, "how long to wait for the group")
       ->capture_default_str();
