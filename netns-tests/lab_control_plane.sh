@@ -13,8 +13,12 @@ lab_up c two --member-timeout-ms $TIMEOUT_MS
 L="${P}c"
 "$INCLAB" ctl "$L" switch list
 
-# Members: a long barrier loop keeps them joined and heartbeating.
-"$INCLAB" run "$L" --quiet --tag member -- inc-perf barrier -n 100000000 -w 0 \
+# Members: a long barrier loop keeps them joined and heartbeating. Their own
+# retransmission budget (1000 x 2 s) is far beyond the heartbeat timeout, so
+# after the kill the survivors keep waiting and only the AM's heartbeat
+# supervision can dismantle the tree (else they would leave first).
+"$INCLAB" run "$L" --quiet --tag member -- inc-perf barrier -n 1000000 -w 0 \
+  --timeout-us 2000000 --retries 1000 \
   --am '{am}' --job "$L-cp" --rank '{rank}' --world '{world}' --iface '{iface}' &
 RUN_PID=$!
 
