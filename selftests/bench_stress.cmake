@@ -45,7 +45,7 @@ if(TARGET inc_datapath)
 
   # Benchmark, not a test: build/selftests/dp_bench (see docs/perf.md).
   add_executable(dp_bench bench/dp_bench.cc)
-  target_link_libraries(dp_bench PRIVATE inc_dp_harness bench_floor_skel)
+  target_link_libraries(dp_bench PRIVATE inc_dp_harness bench_floor_skel bench_parts_skel)
   inc_target_defaults(dp_bench)
 else()
   message(STATUS "selftests: inc_datapath not available; stress test, XDP ICRC test and dp_bench skipped")

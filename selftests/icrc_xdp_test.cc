@@ -51,7 +51,7 @@ class XdpIcrc : public ::testing::Test {
       Status attached = dp_->AttachPort(port);
       ASSERT_TRUE(attached.ok()) << attached.ToString();
     }
-    auto fd = AttachedProgFd("a2x0");
+    auto fd = IngressProgFd(*dp_, "a2x0");
     ASSERT_TRUE(fd.ok()) << fd.status().ToString();
     fd_ = *fd;
   }
@@ -97,16 +97,19 @@ TEST_F(XdpIcrc, IngressAddressedFramesPassThePythonReference) {
   leaf.role = INC_ROLE_LEAF;
   leaf.children = 2;
   leaf.pool_size = 16;
-  leaf.port = "a2x0";
-  ASSERT_TRUE(dp_->ConfigureTree(MakeTree(leaf)).ok());
+  leaf.ports = {"a2x0", "a2x1"};
+  leaf.parent_port = "a2x2";
+  Status configured = dp_->ConfigureTree(MakeTree(leaf));
+  ASSERT_TRUE(configured.ok()) << configured.ToString();
   TreeParams single;
   single.tree_id = 22;
   single.children = 2;
   single.pool_size = 16;
-  single.port = "a2x1";
+  single.ports = {"a2x2", "a2x3"};
   dp::TreeSpec single_spec = MakeTree(single);
   single_spec.slot_base = 16;
-  ASSERT_TRUE(dp_->ConfigureTree(single_spec).ok());
+  configured = dp_->ConfigureTree(single_spec);
+  ASSERT_TRUE(configured.ok()) << configured.ToString();
 
   std::vector<std::vector<uint8_t>> outputs;
   std::vector<std::string> what;
@@ -193,10 +196,9 @@ TEST_F(XdpIcrc, BroadcastCopiesFromTheEgressProgramPassThePythonReference) {
   four.tree_id = 23;
   four.children = 4;
   four.pool_size = 16;
-  four.port = "a2x0";
+  four.ports = {"a2x0", "a2x1", "a2x2", "a2x3"};
   spec = MakeTree(four);
   spec.slot_base = 64;
-  for (int i = 0; i < 4; i++) spec.children[i].port = "a2x" + std::to_string(i);
   Status configured = dp_->ConfigureTree(spec);
   ASSERT_TRUE(configured.ok()) << configured.ToString();
   std::vector<std::unique_ptr<Capture>> caps;

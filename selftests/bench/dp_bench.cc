@@ -15,6 +15,8 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <linux/bpf.h>
+#include <linux/if_link.h>
+#include <net/if.h>
 #include <sched.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -32,19 +34,23 @@
 
 #include "bench/dp_harness.h"
 #include "bench_floor.skel.h"
+#include "bench_parts.skel.h"
 #include "common/icrc.h"
 #include "common/log.h"
 
 namespace inc::bench {
 namespace {
 
-constexpr size_t kElems = 256;  // per packet, = the floor's lanes
-constexpr uint16_t kPool = 64;
+constexpr size_t kElems = 256;         // per packet, = the floor's lanes
+constexpr int kPorts = 16;             // switch ports per data path (one child per port)
+constexpr int kWideChildren = kPorts;  // the non-completing tree: 15 contributions per message
+constexpr uint16_t kWidePool = 256;
+constexpr uint16_t kFourPool = 64;
 
 struct Config {
-  int runs = 5;
+  int runs = 7;
   uint32_t repeat = 200000;
-  int messages = 64;  // per fresh run (x 63 contributions for the 64-child tree)
+  int messages = 256;  // per fresh run (x 15 contributions into the 16-child tree)
 };
 
 struct Row {
@@ -140,27 +146,29 @@ void BenchDatapath(bool verify, const Config& cfg, const std::string& port_prefi
   opts.slot_capacity = 1024;
   opts.verify_icrc = verify;
   auto dp = Must(dp::Datapath::Open(opts), "Datapath::Open");
-  for (int i = 0; i < 4; i++) Must(dp->AttachPort(port_prefix + std::to_string(i)), "AttachPort");
-  const std::string port = port_prefix + "0";
-  int fd = Must(AttachedProgFd(port), "ingress program fd");
+  std::vector<std::string> ports;
+  for (int i = 0; i < kPorts; i++) {
+    ports.push_back(port_prefix + std::to_string(i));
+    Must(dp->AttachPort(ports.back()), "AttachPort " + ports.back());
+  }
+  const std::string& port = ports[0];
+  int fd = Must(IngressProgFd(*dp, port), "ingress program fd");
 
-  TreeParams wide;  // 64 children: 63 contributions per message never complete
+  TreeParams wide;  // kWideChildren children; the last never sends, so nothing completes
   wide.tree_id = 11;
-  wide.children = 64;
-  wide.pool_size = kPool;
-  wide.port = port;
+  wide.children = kWideChildren;
+  wide.pool_size = kWidePool;
+  wide.ports = ports;
   dp::TreeSpec wide_spec = MakeTree(wide);
   wide_spec.slot_base = 0;
   Must(dp->ConfigureTree(wide_spec), "ConfigureTree wide");
   TreeParams four;  // 4 children: the 4th contribution completes and replicates
   four.tree_id = 12;
   four.children = 4;
-  four.pool_size = kPool;
-  four.port = port;
+  four.pool_size = kFourPool;
+  four.ports = ports;
   dp::TreeSpec four_spec = MakeTree(four);
-  four_spec.slot_base = kPool;
-  for (int i = 0; i < 4; i++)
-    four_spec.children[i].port = port_prefix + std::to_string(i);  // one child per port
+  four_spec.slot_base = kWidePool;
   Must(dp->ConfigureTree(four_spec), "ConfigureTree four");
 
   uint32_t verdict = 0;
@@ -176,6 +184,7 @@ void BenchDatapath(bool verify, const Config& cfg, const std::string& port_prefi
     frame[INC_OFF_UDP + 3] = 0x35;  // port 53
     double ns = BestRepeat(fd, frame, cfg, &verdict);
     Add("parse only: UDP/53 frame (not INC)" + tag, "repeat", ns, 0, verdict, "parse up to UDP, XDP_PASS");
+    frame[INC_OFF_UDP + 2] = 0x12;
     frame[INC_OFF_UDP + 3] = 0xb7;  // 4791 again
     frame[INC_OFF_INC + 5] = 99;    // tree 99: not configured
     Must(WriteIcrc(frame.data(), frame.size()), "ICRC");
@@ -190,7 +199,7 @@ void BenchDatapath(bool verify, const Config& cfg, const std::string& port_prefi
       uint32_t base = *msg_base;
       *msg_base += cfg.messages;
       for (int m = 0; m < cfg.messages; m++) {
-        for (int rank = 0; rank < 63; rank++) {
+        for (int rank = 0; rank < kWideChildren - 1; rank++) {
           auto lanes = Lanes(k.dtype, base + m + rank);
           Contribution c;
           c.rank = rank;
@@ -208,7 +217,12 @@ void BenchDatapath(bool verify, const Config& cfg, const std::string& port_prefi
     };
     double ns = BestFresh(fd, cfg, contrib_run, XDP_DROP, &verdict);
     Add(k.label + " SUM contribution, not completing" + tag, "fresh", ns, kElems * 4, verdict,
-        "validate + stage + lock + add 256 lanes (mean of ranks 0..62; rank 0 copies)");
+        "validate + stage + lock + add 256 lanes (mean of ranks 0..14; rank 0 copies)");
+    if (k.dtype == INC_DTYPE_INT32) {
+      ns = BestFresh(fd, cfg, contrib_run, XDP_DROP, &verdict, true);
+      Add(k.label + " SUM contribution, not completing" + tag, "live", ns, kElems * 4, verdict,
+          "as above + live-frame page pool set-up (baseline for the live completion)");
+    }
     // Completions in the 4-child tree: ranks 0..2 untimed, rank 3 timed.
     auto completion_run = [&](int) {
       FrameSet set;
@@ -237,7 +251,7 @@ void BenchDatapath(bool verify, const Config& cfg, const std::string& port_prefi
     if (k.dtype == INC_DTYPE_INT32) {
       ns = BestFresh(fd, cfg, completion_run, XDP_REDIRECT, &verdict, true);
       Add(k.label + " SUM completion + 4 copies sent" + tag, "live", ns, kElems * 4, verdict,
-          "as above + devmap broadcast, 4 egress rewrites (ICRC patch), 4 veth xmits");
+          "as above + devmap broadcast, 4 egress rewrites (ICRC patch), 4 veth xmits, peer XDP drop");
     }
   }
   // Duplicate: the same contribution again and again (after the first run).
@@ -254,10 +268,12 @@ void BenchDatapath(bool verify, const Config& cfg, const std::string& port_prefi
         "validate + stage + lock, bit already set: drop");
   }
   auto stats = Must(dp->ReadStats(), "ReadStats");
-  std::cerr << "dp_bench:" << tag << " counters: contrib " << stats.global["contrib"] << ", completions "
-            << stats.global["completions"] << ", drops " << stats.global["drops"] << " (duplicate "
-            << stats.drops["duplicate"] << ", unknown_tree " << stats.drops["unknown_tree"]
-            << "), results_tx " << stats.global["results_tx"] << "\n";
+  std::cerr << "dp_bench:" << tag << " counters:";
+  for (const auto& [name, value] : stats.global) std::cerr << " " << name << "=" << value;
+  std::cerr << "; drops:";
+  for (const auto& [name, value] : stats.drops)
+    if (value) std::cerr << " " << name << "=" << value;
+  std::cerr << "\n";
   Must(dp->Destroy(), "Destroy");
 }
 
@@ -277,7 +293,7 @@ void BenchFloor(const Config& cfg) {
   Add("floor: add 256 int32 into a map value", "repeat", ns, kElems * 4, verdict, "bpf/bench_floor.bpf.c");
   auto run = [&](int) {
     FrameSet set;
-    for (int i = 0; i < 63 * cfg.messages; i++) {
+    for (int i = 0; i < (kWideChildren - 1) * cfg.messages; i++) {
       auto l = Lanes(INC_DTYPE_INT32, static_cast<uint32_t>(i));
       Contribution cc = c;
       cc.payload = l.data();
@@ -289,6 +305,62 @@ void BenchFloor(const Config& cfg) {
   ns = BestFresh(fd, cfg, run, XDP_DROP, &verdict);
   Add("floor: add 256 int32 into a map value", "fresh", ns, kElems * 4, verdict, "bpf/bench_floor.bpf.c");
   bench_floor::destroy(skel);
+}
+
+// Pieces of the contribution path, each timed alone (bpf/bench_parts.bpf.c).
+void BenchParts(const Config& cfg) {
+  bench_parts* skel = bench_parts::open_and_load();
+  if (!skel) Die("loading bench_parts.bpf.o failed");
+  TreeParams t;
+  auto lanes = Lanes(INC_DTYPE_INT32, 5);
+  Contribution c;
+  c.payload = lanes.data();
+  c.payload_len = lanes.size();
+  c.count = kElems;
+  auto frame = Must(ContributionFrame(t, c), "frame");
+  struct Part {
+    bpf_program* prog;
+    const char* name;
+    const char* what;
+  };
+  const Part parts[] = {
+      {skel->progs.bench_parse, "part: inc_parse", "Ethernet..INC header checks incl. IPv4 checksum"},
+      {skel->progs.bench_stage, "part: inc_parse + stage payload", "+ bpf_xdp_load_bytes 1 KiB into scratch"},
+      {skel->progs.bench_combine, "part: INT32 SUM lane loop", "inc_combine, 256 lanes, no lock"},
+      {skel->progs.bench_lock, "part: slot lock + unlock", "bpf_spin_lock, uncontended"},
+      {skel->progs.bench_counters, "part: counters of a contribution",
+       "3 global + tree + member per-CPU counters"},
+      {skel->progs.bench_icrc, "part: ICRC verification", "inc_verify_icrc_of, 1126-byte frame"},
+      {skel->progs.bench_egress, "part: egress rewrite of one copy",
+       "inc_egress (devmap program body), 1 KiB result"},
+  };
+  // bench_egress addresses a copy of tree 12's result to its child 0 behind
+  // "port" lo (test_run's ingress device).
+  inc_port_key key{};
+  key.ifindex = if_nametoindex("lo");
+  key.tree_id = 12;
+  uint32_t rank = 0, child = inc_child_index(12, 0);
+  inc_endpoint ep{};
+  ep.ifindex = key.ifindex;
+  ep.peer_ip = ChildIp(0).be();
+  ep.switch_ip = SwitchIp().be();
+  ep.peer_qpn = 0x1000;
+  ep.flags = INC_EP_VALID;
+  ep.member_hi = 1;
+  if (bpf_map_update_elem(bpf_map__fd(skel->maps.port_child), &key, &rank, 0) != 0 ||
+      bpf_map_update_elem(bpf_map__fd(skel->maps.children), &child, &ep, 0) != 0)
+    Die("filling bench_parts maps");
+  TreeParams tree12;
+  tree12.tree_id = 12;
+  auto result = Must(ContributionFrame(tree12, c), "frame");
+  for (const Part& part : parts) {
+    uint32_t verdict = 0;
+    bool egress = part.prog == skel->progs.bench_egress;
+    double ns = BestRepeat(bpf_program__fd(part.prog), egress ? result : frame, cfg, &verdict);
+    if (verdict != XDP_DROP) Die(std::string(part.name) + ": verdict " + XdpActionName(verdict));
+    Add(part.name, "repeat", ns, kElems * 4, verdict, part.what);
+  }
+  bench_parts::destroy(skel);
 }
 
 const Row* Find(const std::string& name, const std::string& mode) {
@@ -324,7 +396,7 @@ int main(int argc, char** argv) {
     } else if (a == "--messages") {
       cfg.messages = static_cast<int>(next());
     } else if (a == "-h" || a == "--help") {
-      std::cout << "usage: dp_bench [--runs N (5)] [--repeat R (200000)] [--messages M (64)]\n"
+      std::cout << "usage: dp_bench [--runs N (7)] [--repeat R (200000)] [--messages M (256)]\n"
                    "BPF_PROG_TEST_RUN timing of the incin XDP ingress program on CPU 0 (root; runs in a\n"
                    "private network namespace). Prints ns/packet, payload Gbit/s per core and ratios.\n";
       return 0;
@@ -332,25 +404,29 @@ int main(int argc, char** argv) {
       Die("unknown argument " + a + " (see --help)");
     }
   }
-  if (cfg.runs < 1 || cfg.repeat < 1 || cfg.messages < 1 || cfg.messages > kPool) Die("bad arguments");
+  if (cfg.runs < 1 || cfg.repeat < 1 || cfg.messages < 1) Die("bad arguments");
   inc::SetLogLevel(inc::LogLevel::kWarn);
   cpu_set_t set;
   CPU_ZERO(&set);
   CPU_SET(0, &set);
   if (sched_setaffinity(0, sizeof(set), &set) != 0) Die("cannot pin to CPU 0");
   Must(EnterPrivateNetns(), "private netns");
+  // The far ends drop what the switch sends with an XDP program (a veth
+  // accepts redirected frames only if its peer runs XDP or GRO).
+  bench_floor* sink = bench_floor::open_and_load();
+  if (!sink) Die("loading bench_floor.bpf.o failed");
   for (const char* prefix : {"a2bv", "a2bn"}) {
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < kPorts; i++) {
       std::string port = prefix + std::to_string(i);
       Must(AddVethPair(port), "veth " + port);
-      // Copies redirected into a veth are only received (and so freed at the
-      // peer, not dropped at xmit) with GRO on the peer.
-      if (std::system(("ethtool -K " + port + "p gro on >/dev/null 2>&1").c_str()) != 0)
-        Die("ethtool -K gro on");
+      int peer = static_cast<int>(if_nametoindex((port + "p").c_str()));
+      if (bpf_xdp_attach(peer, bpf_program__fd(sink->progs.bench_sink), XDP_FLAGS_DRV_MODE, nullptr) != 0)
+        Die("attaching the sink to " + port + "p");
     }
   }
 
   BenchFloor(cfg);
+  BenchParts(cfg);
   uint32_t msg_base = 0;
   BenchDatapath(false, cfg, "a2bn", &msg_base);
   BenchDatapath(true, cfg, "a2bv", &msg_base);
@@ -359,7 +435,8 @@ int main(int argc, char** argv) {
   uname(&u);
   std::printf(
       "dp_bench: %s, kernel %s, %ld CPUs; CPU 0; best of %d runs; repeat %u; fresh/live = %d frames/run\n",
-      CpuModel().c_str(), u.release, sysconf(_SC_NPROCESSORS_ONLN), cfg.runs, cfg.repeat, cfg.messages * 63);
+      CpuModel().c_str(), u.release, sysconf(_SC_NPROCESSORS_ONLN), cfg.runs, cfg.repeat,
+      cfg.messages * (kWideChildren - 1));
   std::printf("%-52s %-6s %9s %10s %-12s %s\n", "case", "mode", "ns/pkt", "Gbit/s", "verdict",
               "what is timed");
   for (const auto& r : g_rows) {
@@ -371,6 +448,20 @@ int main(int argc, char** argv) {
   const Row* off = Find("INT32 SUM contribution, not completing -icrc", "fresh");
   const Row* on = Find("INT32 SUM contribution, not completing +icrc", "fresh");
   const Row* parse = Find("parse only: INC frame, unknown tree -icrc", "repeat");
+  for (const char* tag : {"-icrc", "+icrc"}) {
+    std::string t = tag;
+    const Row* cf = Find("INT32 SUM contribution, not completing " + t, "fresh");
+    const Row* cl = Find("INT32 SUM contribution, not completing " + t, "live");
+    const Row* pf = Find("INT32 SUM completion, 4 children " + t, "fresh");
+    const Row* pl = Find("INT32 SUM completion + 4 copies sent " + t, "live");
+    if (cf && cl && pf && pl) {
+      double replication = (pl->ns - cl->ns) - (pf->ns - cf->ns);
+      std::printf(
+          "%s: completion incl. sending 4 copies ~ %.0f ns = ingress completion %.0f + redirect, 4 egress "
+          "rewrites and 4 veth xmits %.0f (%.0f per copy; live minus live-baseline)\n",
+          tag, pf->ns + replication, pf->ns, replication, replication / 4);
+    }
+  }
   if (floor && off && on && parse) {
     double icrc = on->ns - off->ns;
     std::printf("ratio INT32 contribution (-icrc) / floor (both fresh):      %.2fx  (target <= 1.5x)\n",
@@ -382,5 +473,6 @@ int main(int argc, char** argv) {
     std::printf("ICRC verify cost / (contribution - unknown-tree parse) = %.2fx\n",
                 icrc / (off->ns - parse->ns));
   }
+  bench_floor::destroy(sink);
   return 0;
 }

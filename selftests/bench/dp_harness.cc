@@ -30,7 +30,9 @@ Status EnterPrivateNetns() {
 }
 
 Status AddVethPair(const std::string& name) {
+  static int next_subnet = 0;  // the data path sources its frames from the port's address
   INC_RETURN_IF_ERROR(Run("ip link add " + name + " type veth peer name " + name + "p"));
+  INC_RETURN_IF_ERROR(Run("ip addr add 10.200." + std::to_string(next_subnet++) + ".1/24 dev " + name));
   INC_RETURN_IF_ERROR(Run("ip link set " + name + " up"));
   return Run("ip link set " + name + "p up");
 }
@@ -81,7 +83,7 @@ dp::TreeSpec MakeTree(const TreeParams& p) {
                                      INC_BIT(INC_COLL_BROADCAST) | INC_BIT(INC_COLL_BARRIER));
   for (int r = 0; r < p.children; r++) {
     dp::Endpoint e;
-    e.port = p.port;
+    e.port = static_cast<size_t>(r) < p.ports.size() ? p.ports[r] : "";
     e.peer_mac.bytes = {0x02, 0x64, 0, 0, static_cast<uint8_t>(r >> 8), static_cast<uint8_t>(r)};
     e.peer_ip = ChildIp(r);
     e.peer_qpn = 0x1000 + static_cast<uint32_t>(r);
@@ -95,7 +97,7 @@ dp::TreeSpec MakeTree(const TreeParams& p) {
   }
   if (p.role == INC_ROLE_LEAF) {
     dp::Endpoint parent;
-    parent.port = p.port;
+    parent.port = p.parent_port;
     parent.peer_mac.bytes = {0x02, 0x65, 0, 0, 0, 1};
     parent.peer_ip = Ipv4{0x0A410001u};  // 10.65.0.1
     parent.peer_qpn = 0x3000;
@@ -144,6 +146,22 @@ Expected<int> AttachedProgFd(const std::string& port) {
   if (id == 0) return FailedPrecondition("no XDP program attached to " + port);
   int fd = bpf_prog_get_fd_by_id(id);
   if (fd < 0) return ErrnoStatus("bpf_prog_get_fd_by_id", errno);
+  return fd;
+}
+
+Expected<int> IngressProgFd(const dp::Datapath& datapath, const std::string& port) {
+  auto attached = AttachedProgFd(port);
+  int fd = datapath.ingress_prog_fd();
+  if (fd < 0) return attached;
+  if (attached.ok()) {
+    bpf_prog_info a{}, b{};
+    __u32 la = sizeof(a), lb = sizeof(b);
+    bool same = bpf_obj_get_info_by_fd(fd, &a, &la) == 0 && bpf_obj_get_info_by_fd(*attached, &b, &lb) == 0 &&
+                a.id == b.id;
+    close(*attached);
+    if (!same)
+      return FailedPrecondition("the program attached to " + port + " is not Datapath::ingress_prog_fd()");
+  }
   return fd;
 }
 

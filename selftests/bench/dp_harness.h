@@ -18,7 +18,8 @@ namespace inc::bench {
 // (lo) are private and vanish with the process.
 Status EnterPrivateNetns();
 
-// Creates veth pair `name` <-> `name`p (both up) in the current namespace.
+// Creates veth pair `name` <-> `name`p (both up) in the current namespace;
+// `name` gets an address 10.200.N.1/24 of its own.
 Status AddVethPair(const std::string& name);
 
 struct RunResult {
@@ -42,7 +43,8 @@ struct TreeParams {
   uint16_t max_elems = INC_MAX_PAYLOAD_BYTES / 4;
   int children = 2;
   uint8_t role = INC_ROLE_SINGLE;
-  std::string port;  // switch port for every child (and the parent)
+  std::vector<std::string> ports;  // child r on ports[r] (a tree has one child per port)
+  std::string parent_port;         // for INC_ROLE_LEAF
 };
 
 dp::TreeSpec MakeTree(const TreeParams& p);
@@ -69,6 +71,9 @@ Expected<std::vector<uint8_t>> ContributionFrame(const TreeParams& tree, const C
 // the kernel, so the test runs exactly what the port runs). The fd is owned
 // by the caller's process for its lifetime.
 Expected<int> AttachedProgFd(const std::string& port);
+// The data path's ingress program (Datapath::ingress_prog_fd()); falls back
+// to the program attached to `port`. Both must be the same program.
+Expected<int> IngressProgFd(const dp::Datapath& datapath, const std::string& port);
 
 const char* XdpActionName(uint32_t action);
 
