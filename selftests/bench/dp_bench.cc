@@ -11,7 +11,8 @@
 //           (new rank/message), the kernel's per-call duration averaged over
 //           all frames. Includes one timer read pair per packet; the floor is
 //           measured the same way so the ratio compares like with like.
-// Every number is the best (lowest) of --runs runs.
+// Every number is the best (lowest) of --runs rounds; each round measures
+// every case once (interleaved, so load from other processes hits all alike).
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <linux/bpf.h>
@@ -64,8 +65,15 @@ struct Row {
 
 std::vector<Row> g_rows;
 
+// Keeps the best (lowest) value of a row over the rounds.
 void Add(const std::string& name, const std::string& mode, double ns, size_t payload, uint32_t verdict,
          const std::string& meaning) {
+  for (auto& r : g_rows) {
+    if (r.name == name && r.mode == mode) {
+      r.ns = std::min(r.ns, ns);
+      return;
+    }
+  }
   g_rows.push_back({name, mode, ns, payload, XdpActionName(verdict), meaning});
 }
 
@@ -425,16 +433,23 @@ int main(int argc, char** argv) {
     }
   }
 
-  BenchFloor(cfg);
-  BenchParts(cfg);
+  // Rounds: every case once per round, best of the rounds. Interleaving the
+  // cases spreads load from other processes over all of them alike, so the
+  // ratios stay meaningful on a busy machine.
+  Config once = cfg;
+  once.runs = 1;
   uint32_t msg_base = 0;
-  BenchDatapath(false, cfg, "a2bn", &msg_base);
-  BenchDatapath(true, cfg, "a2bv", &msg_base);
+  for (int round = 0; round < cfg.runs; round++) {
+    BenchFloor(once);
+    BenchParts(once);
+    BenchDatapath(false, once, "a2bn", &msg_base);
+    BenchDatapath(true, once, "a2bv", &msg_base);
+  }
 
   utsname u{};
   uname(&u);
   std::printf(
-      "dp_bench: %s, kernel %s, %ld CPUs; CPU 0; best of %d runs; repeat %u; fresh/live = %d frames/run\n",
+      "dp_bench: %s, kernel %s, %ld CPUs; CPU 0; best of %d rounds; repeat %u; fresh/live = %d frames/run\n",
       CpuModel().c_str(), u.release, sysconf(_SC_NPROCESSORS_ONLN), cfg.runs, cfg.repeat,
       cfg.messages * (kWideChildren - 1));
   std::printf("%-52s %-6s %9s %10s %-12s %s\n", "case", "mode", "ns/pkt", "Gbit/s", "verdict",
