@@ -12,7 +12,7 @@ lab_up k "$KIND"
 L=k
 
 note "$KIND: float32 sum allreduce 4 B .. 64 MiB"
-perf $L big -- allreduce -d float32 -o sum -b 4 -e 64M -f 4 -n 2 -w 1
+run_perf $L big -- allreduce -d float32 -o sum -b 4 -e 64M -f 4 -n 2 -w 1
 
 DTYPES="int32 float32 int64 float16 bfloat16 float64"
 esize() { case $1 in int64 | float64) echo 8 ;; float16 | bfloat16) echo 2 ;; *) echo 4 ;; esac; }
@@ -20,15 +20,15 @@ for d in $DTYPES; do
   e=$(esize "$d")
   for op in sum min max; do
     # 1, 3, 9, ..., 2187 elements (odd counts; >240 spans several packets)
-    perf $L "ar-$d-$op" -- allreduce -d "$d" -o "$op" -b "$e" -e $((e * 2187)) -f 3 -n 2 -w 0
+    run_perf $L "ar-$d-$op" -- allreduce -d "$d" -o "$op" -b "$e" -e $((e * 2187)) -f 3 -n 2 -w 0
   done
-  perf $L "red-$d" -- reduce -d "$d" -o sum -r 2 -b "$e" -e $((e * 2187)) -f 3 -n 2 -w 0
-  perf $L "bc-$d" -- broadcast -d "$d" -r 1 -b "$e" -e $((e * 2187)) -f 3 -n 2 -w 0
+  run_perf $L "red-$d" -- reduce -d "$d" -o sum -r 2 -b "$e" -e $((e * 2187)) -f 3 -n 2 -w 0
+  run_perf $L "bc-$d" -- broadcast -d "$d" -r 1 -b "$e" -e $((e * 2187)) -f 3 -n 2 -w 0
 done
-perf $L "red-max-root3" -- reduce -d int32 -o max -r 3 -b 4 -e 1M -f 16 -n 2 -w 0
-perf $L "bc-root0-big" -- broadcast -d float32 -r 0 -b 4 -e 4M -f 16 -n 2 -w 0
-perf $L barrier -- barrier -n 50 -w 1
+run_perf $L "red-max-root3" -- reduce -d int32 -o max -r 3 -b 4 -e 1M -f 16 -n 2 -w 0
+run_perf $L "bc-root0-big" -- broadcast -d float32 -r 0 -b 4 -e 4M -f 16 -n 2 -w 0
+run_perf $L barrier -- barrier -n 50 -w 1
 note "repeat: the same job twice gives the same exact results"
-perf $L rep1 -- allreduce -d float32 -o sum -b 4 -e 1M -f 7 -n 3 -w 0
-perf $L rep2 -- allreduce -d float32 -o sum -b 4 -e 1M -f 7 -n 3 -w 0
+run_perf $L rep1 -- allreduce -d float32 -o sum -b 4 -e 1M -f 7 -n 3 -w 0
+run_perf $L rep2 -- allreduce -d float32 -o sum -b 4 -e 1M -f 7 -n 3 -w 0
 pass
