@@ -207,7 +207,7 @@ Expected<bool> Agent::RemoveTree(uint32_t tree_id) {
   }
   live_.erase(id);
   desired_.erase(id);
-  LOG_INFO << "removed tree " << id;
+  LOG_DEBUG << "RemoveTree " << id << ": done";  // the data path logs the removal
   return true;
 }
 

@@ -126,7 +126,8 @@ int main(int argc, char** argv) {
   if (!server || bound_port == 0) {
     LOG_ERROR << "cannot listen on " << config.listen();
     (void)(*agent)->Stop(config.keep_datapath_on_exit());
-    return Fail("cannot serve SwitchAgent on " + config.listen() + " (address in use or invalid?)");
+    return Fail("cannot serve SwitchAgent on " + config.listen() +
+                " (address in use, not assigned in this namespace, or malformed)");
   }
   LOG_INFO << "serving SwitchAgent on " << config.listen();
 

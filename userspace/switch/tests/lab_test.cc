@@ -567,6 +567,26 @@ TEST_F(SwitchLab, ServesCapabilitiesConfiguresAggregatesReportsStatsAndRemoves) 
   EXPECT_NE(log.find("is a veth"), std::string::npos) << "logs the veth peer caveat";
 }
 
+TEST_F(SwitchLab, GenericXdpModeAttachesInSkbModeAndAggregates) {
+  AgentProcess* agent = StartAgent({"--xdp-mode", "generic"});
+  ASSERT_TRUE(WaitServing(agent));
+  v1::GetCapabilitiesResponse caps;
+  {
+    grpc::ClientContext ctx;
+    ASSERT_TRUE(stub_->GetCapabilities(&ctx, v1::GetCapabilitiesRequest(), &caps).ok());
+  }
+  ASSERT_EQ(caps.ports_size(), 2);
+  EXPECT_EQ(caps.ports(0).xdp_mode(), "generic");
+  EXPECT_TRUE(caps.ports(0).xdp_attached());
+  EXPECT_EQ(Sh("ip -n " + sw_ns_ + " link show p0 | grep -q xdpgeneric"), 0) << "SKB-mode XDP on p0";
+  ASSERT_TRUE(Configure(Tree()).ok());
+  OpenWorkers();
+  AggregateOnce(0);
+  AggregateOnce(1);
+  EXPECT_EQ(agent->Stop(SIGTERM), 0) << agent->Log();
+  EXPECT_NE(Sh("ip -n " + sw_ns_ + " link show p0 | grep -q xdp"), 0) << "XDP detached on a plain exit";
+}
+
 TEST_F(SwitchLab, BadRequestsGetPreciseStatusCodes) {
   AgentProcess* agent = StartAgent();
   ASSERT_TRUE(WaitServing(agent));
