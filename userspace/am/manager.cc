@@ -552,7 +552,7 @@ Expected<v1::MemberAssignment> Manager::JoinGroup(const v1::JoinGroupRequest& re
     }
     // State changes notify; the timed wake only notices deadlines and callers
     // that went away.
-    cv_.wait_for(lk, std::chrono::milliseconds(250));
+    cv_.wait_until(lk, std::min(deadline, Clock::now() + std::chrono::milliseconds(250)));
   }
 }
 
