@@ -39,9 +39,14 @@ if(TARGET inc_datapath)
   add_executable(stress_test stress_test.cc)
   target_link_libraries(stress_test PRIVATE inc_dp_harness GTest::gtest_main Threads::Threads)
   inc_target_defaults(stress_test)
-  add_test(NAME selftest.stress_two_cpus COMMAND stress_test)
+  add_test(NAME selftest.stress_two_cpus COMMAND stress_test --gtest_filter=StressTwoCpus.*)
+  # Fails against the data path as of ab08507..3dda26c: OVERFLOW depends on the
+  # arrival order (see the test). Kept as a failing test until the data path
+  # flags the sum, not a partial sum.
+  add_test(NAME selftest.overflow_flag_order COMMAND stress_test --gtest_filter=OverflowFlag.*)
 
-  set_tests_properties(selftest.icrc_xdp_outputs selftest.stress_two_cpus PROPERTIES LABELS selftest)
+  set_tests_properties(selftest.icrc_xdp_outputs selftest.stress_two_cpus selftest.overflow_flag_order
+                       PROPERTIES LABELS selftest)
 
   # Benchmark, not a test: build/selftests/dp_bench (see docs/perf.md).
   add_executable(dp_bench bench/dp_bench.cc)

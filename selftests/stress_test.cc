@@ -258,5 +258,70 @@ TEST(StressTwoCpus, SameSlotsFromBothCpusLoseAndDuplicateNothing) {
             << sh.completed_here[0] << " times, on CPU 1 " << sh.completed_here[1] << " times\n";
 }
 
+// DESIGN.md: "Integer sums are associative, so results are bit-identical on
+// every rank and on every run, whatever the arrival order." The result's
+// OVERFLOW flag is part of the result. With 3 children sending +INT32_MAX, +1
+// and -1, the sum fits in int32; whether a partial sum overflows depends on
+// the arrival order. The flag must not: it has to describe the sum.
+TEST(OverflowFlag, IndependentOfArrivalOrder) {
+  Status ns = EnterPrivateNetns();
+  if (!ns.ok()) GTEST_SKIP() << "no private network namespace: " << ns.ToString();
+  dp::Options opts;
+  opts.switch_name = "a2ovf" + std::to_string(getpid());
+  opts.slot_capacity = 64;
+  auto dp = dp::Datapath::Open(opts);
+  ASSERT_TRUE(dp.ok()) << dp.status().ToString();
+  struct Cleanup {
+    dp::Datapath* d;
+    ~Cleanup() { (void)d->Destroy(); }
+  } cleanup{dp->get()};
+  TreeParams tree;
+  tree.tree_id = 9;
+  tree.children = 3;
+  tree.pool_size = 8;
+  for (int i = 0; i < 3; i++) {
+    tree.ports.push_back("a2ov" + std::to_string(i));
+    ASSERT_TRUE(AddVethPair(tree.ports.back()).ok());
+    ASSERT_TRUE((*dp)->AttachPort(tree.ports.back()).ok());
+  }
+  Status configured = (*dp)->ConfigureTree(MakeTree(tree));
+  ASSERT_TRUE(configured.ok()) << configured.ToString();
+  auto fd = IngressProgFd(**dp, tree.ports[0]);
+  ASSERT_TRUE(fd.ok()) << fd.status().ToString();
+  const int32_t values[3] = {INT32_MAX, 1, -1};
+  const int orders[2][3] = {{0, 1, 2}, {0, 2, 1}};  // partial sums: MAX, MAX+1 (wraps), MAX | MAX, MAX-1, MAX
+  uint8_t flags[2] = {};
+  int32_t sums[2] = {};
+  for (uint32_t m = 0; m < 2; m++) {
+    for (int k = 0; k < 3; k++) {
+      int rank = orders[m][k];
+      Contribution c;
+      c.rank = rank;
+      c.msg = m;
+      c.payload = &values[rank];
+      c.payload_len = 4;
+      c.count = 1;
+      auto frame = ContributionFrame(tree, c);
+      ASSERT_TRUE(frame.ok());
+      auto r = TestRun(*fd, frame->data(), frame->size(), 1);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      if (k < 2) {
+        ASSERT_EQ(r->retval, XDP_DROP);
+        continue;
+      }
+      ASSERT_EQ(r->retval, XDP_REDIRECT);
+      auto p = ParseFrame(r->out.data(), r->out.size());
+      ASSERT_TRUE(p.ok()) << p.status().ToString();
+      flags[m] = p->inc.flags;
+      std::memcpy(&sums[m], p->payload, 4);
+    }
+  }
+  EXPECT_EQ(sums[0], INT32_MAX);
+  EXPECT_EQ(sums[1], INT32_MAX);
+  EXPECT_EQ(flags[0] & INC_FLAG_OVERFLOW, flags[1] & INC_FLAG_OVERFLOW)
+      << "the same contributions in another order give another OVERFLOW flag";
+  EXPECT_EQ(flags[0] & INC_FLAG_OVERFLOW, 0) << "INT32_MAX + 1 - 1 fits in int32, yet OVERFLOW is set";
+}
+
 }  // namespace
 }  // namespace inc::bench
