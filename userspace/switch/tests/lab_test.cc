@@ -27,6 +27,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -136,8 +137,8 @@ class AgentProcess {
     }
   }
 
-  void Start(const std::vector<std::string>& args) {
-    std::vector<std::string> argv{Env("INCSWITCHD")};
+  void Start(const std::vector<std::string>& args, const std::string& binary = Env("INCSWITCHD")) {
+    std::vector<std::string> argv{binary};
     argv.insert(argv.end(), args.begin(), args.end());
     pid_ = fork();
     ASSERT_GE(pid_, 0);
@@ -388,17 +389,17 @@ class SwitchLab : public ::testing::Test {
     f.src_ip = workers_[rank].ip;
     f.dst_ip = *Ipv4::Parse(rank == 0 ? kPortIp0 : kPortIp1);
     f.src_qpn = 0x300 + rank;
-    f.dest_qpn = 0x200 + rank;
+    f.dest_qpn = wire_.switch_qpn[rank];
     f.psn = msg;
     f.inc.collective = INC_COLL_ALLREDUCE;
     f.inc.dtype = INC_DTYPE_INT32;
     f.inc.op = INC_OP_SUM;
-    f.inc.tree_id = kTree;
-    f.inc.rank = static_cast<uint16_t>(rank);
+    f.inc.tree_id = static_cast<uint16_t>(wire_.tree);
+    f.inc.rank = static_cast<uint16_t>(wire_.rank_at_switch[rank]);
     f.inc.msg_id = msg;
-    f.inc.slot = static_cast<uint16_t>(msg % kPool);
+    f.inc.slot = static_cast<uint16_t>(msg % wire_.pool);
     f.inc.count = static_cast<uint16_t>(values.size());
-    f.inc.key = kKey;
+    f.inc.key = wire_.key;
     f.payload = reinterpret_cast<const uint8_t*>(values.data());
     f.payload_len = values.size() * 4;
     auto frame = BuildFrame(f);
@@ -451,7 +452,7 @@ class SwitchLab : public ::testing::Test {
       EXPECT_EQ(frame.dst_mac, workers_[rank].mac);
       EXPECT_EQ(frame.src_ip.ToString(), rank == 0 ? kPortIp0 : kPortIp1);
       EXPECT_EQ(frame.dest_qpn, 0x300u + rank) << "result goes to the worker's QP";
-      EXPECT_EQ(frame.inc.tree_id, kTree);
+      EXPECT_EQ(frame.inc.tree_id, wire_.tree);
     }
   }
 
@@ -464,6 +465,15 @@ class SwitchLab : public ::testing::Test {
     ASSERT_NE(am_server_, nullptr);
   }
 
+  // What the workers put on the wire: the test's own tree, or what the AM
+  // assigned.
+  struct Wire {
+    uint32_t tree = kTree;
+    uint32_t key = kKey;
+    uint32_t pool = kPool;
+    uint32_t switch_qpn[2] = {0x200, 0x201};
+    uint32_t rank_at_switch[2] = {0, 1};
+  } wire_;
   std::string prefix_, tag_, sw_ns_, wk_ns_, dir_, pin_root_;
   bool created_ = false;
   std::vector<std::unique_ptr<AgentProcess>> agents_;
@@ -729,6 +739,164 @@ TEST_F(SwitchLab, UnreachableAmIsRetriedWhileServingThenRegistersAndHeartbeats) 
   EXPECT_NE(agent->Log().find("port p1: link down"), std::string::npos);
 
   EXPECT_EQ(agent->Stop(SIGTERM), 0) << agent->Log();
+}
+
+// The real incamd (helper B's daemon) in the switch namespace: it programs
+// the tree through the agent when two members join, re-adopts it after an
+// agent restart with a kept data path (the AM re-sends the config, which
+// changes nothing), and removes it when the members' heartbeats stop.
+TEST_F(SwitchLab, RealAmProgramsReconcilesAfterAgentRestartAndDismantles) {
+  const std::string incamd = Env("INCAMD");
+  if (incamd.empty() || access(incamd.c_str(), X_OK) != 0) {
+    GTEST_SKIP() << "incamd is not built (INCAMD='" << incamd << "')";
+  }
+  std::ofstream(dir_ + "/topology.json")
+      << R"({
+    "switches": [{"name": "sw1", "kind": "leaf"}],
+    "hosts": [
+      {"name": "h0", "ip": ")"
+      << kWorkerIp0 << R"(", "mac": ")" << kWorkerMac0 << R"(", "switch_name": "sw1", "switch_port": "p0"},
+      {"name": "h1", "ip": ")"
+      << kWorkerIp1 << R"(", "mac": ")" << kWorkerMac1
+      << R"(", "switch_name": "sw1", "switch_port": "p1"}]})";
+  std::ofstream(dir_ + "/am.json") << R"({"listen": ")" << AmSocket() << R"(", "topology_file": ")" << dir_
+                                   << R"(/topology.json", "member_heartbeat_timeout_ms": 1500,
+    "member_heartbeat_interval_ms": 200, "switch_heartbeat_interval_ms": 200,
+    "switch_heartbeat_timeout_ms": 5000, "join_timeout_ms": 60000, "log_level": "debug"})";
+  agents_.push_back(std::make_unique<AgentProcess>(sw_ns_, dir_ + "/incamd.log"));
+  AgentProcess* am = agents_.back().get();
+  am->Start({"--config", dir_ + "/am.json"}, incamd);
+  auto am_stub =
+      v1::AggregationManager::NewStub(grpc::CreateChannel(AmSocket(), grpc::InsecureChannelCredentials()));
+  auto switch_alive = [&](bool want_tree, uint32_t tree) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 2s);
+    v1::ListSwitchesResponse resp;
+    if (!am_stub->ListSwitches(&ctx, v1::ListSwitchesRequest(), &resp).ok()) return false;
+    for (const auto& sw : resp.switches()) {
+      if (sw.name() != kSwitch || !sw.alive()) continue;
+      if (!want_tree) return true;
+      for (uint32_t id : sw.tree_ids())
+        if (id == tree) return true;
+    }
+    return false;
+  };
+
+  const std::vector<std::string> agent_args{
+      "--name",     kSwitch,    "--port",          "p0",   "--port",
+      "p1",         "--listen", "127.0.0.1:50061", "--am", AmSocket(),
+      "--pin-root", pin_root_,  "--slot-capacity", "256",  "--log-level",
+      "debug"};
+  auto args = agent_args;
+  args.push_back("--keep-datapath-on-exit");
+  agents_.push_back(std::make_unique<AgentProcess>(sw_ns_, dir_ + "/agent-am0.log"));
+  AgentProcess* first = agents_.back().get();
+  first->Start(args);
+  ASSERT_TRUE(WaitFor([&] { return switch_alive(false, 0); }))
+      << "switch registered with incamd\n--- agent:\n"
+      << first->Log() << "\n--- incamd:\n"
+      << am->Log();
+
+  // Two members join (JoinGroup returns when the group is complete).
+  v1::MemberAssignment assigned[2];
+  grpc::Status joined[2];
+  std::vector<std::thread> joins;
+  for (int rank = 0; rank < 2; rank++) {
+    joins.emplace_back([&, rank] {
+      v1::JoinGroupRequest req;
+      req.set_job_id("labjob");
+      req.set_rank(rank);
+      req.set_world_size(2);
+      req.set_pool_size(kPool);
+      auto* m = req.mutable_member();
+      m->set_host(rank == 0 ? "h0" : "h1");
+      m->set_qpn(0x300 + rank);
+      m->set_rkey(0x1000 + rank);
+      m->set_va_base(0x10000000ull * (rank + 1));
+      m->set_slot_stride(4096);
+      m->set_transport(static_cast<v1::Transport>(1));  // AF_XDP (a macro in <sys/socket.h>)
+      v1::JoinGroupResponse resp;
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + 60s);
+      joined[rank] = am_stub->JoinGroup(&ctx, req, &resp);
+      assigned[rank] = resp.assignment();
+    });
+  }
+  for (auto& t : joins) t.join();
+  ASSERT_TRUE(joined[0].ok() && joined[1].ok())
+      << joined[0].error_message() << " / " << joined[1].error_message() << "\n--- incamd:\n"
+      << am->Log() << "\n--- agent:\n"
+      << first->Log();
+  ASSERT_EQ(assigned[0].tree_id(), assigned[1].tree_id());
+  EXPECT_EQ(assigned[0].switch_name(), kSwitch);
+  EXPECT_EQ(assigned[0].switch_ip(), kPortIp0);
+  EXPECT_EQ(assigned[1].switch_mac(), kPortMac1);
+  wire_.tree = assigned[0].tree_id();
+  wire_.key = assigned[0].key();
+  wire_.pool = assigned[0].pool_size();
+  for (int rank = 0; rank < 2; rank++) {
+    wire_.switch_qpn[rank] = assigned[rank].switch_qpn();
+    wire_.rank_at_switch[rank] = assigned[rank].rank_at_switch();
+  }
+
+  // Members heartbeat until the test stops them.
+  std::atomic<bool> members_alive{true};
+  std::thread heartbeats([&] {
+    while (members_alive) {
+      for (int rank = 0; rank < 2; rank++) {
+        v1::MemberHeartbeatRequest req;
+        req.set_job_id("labjob");
+        req.set_rank(rank);
+        req.set_tree_id(wire_.tree);
+        v1::MemberHeartbeatResponse resp;
+        grpc::ClientContext ctx;
+        ctx.set_deadline(std::chrono::system_clock::now() + 2s);
+        (void)am_stub->MemberHeartbeat(&ctx, req, &resp);
+      }
+      std::this_thread::sleep_for(150ms);
+    }
+  });
+  struct Joiner {
+    std::atomic<bool>& flag;
+    std::thread& t;
+    ~Joiner() {
+      flag = false;
+      if (t.joinable()) t.join();
+    }
+  } joiner{members_alive, heartbeats};
+
+  OpenWorkers();
+  AggregateOnce(0);
+
+  // Agent restart with the data path kept: the AM learns the live tree from
+  // RegisterSwitch, re-sends its config (no change) and the tree keeps working.
+  ASSERT_EQ(first->Stop(SIGTERM), 0) << first->Log();
+  AggregateOnce(1);
+  agents_.push_back(std::make_unique<AgentProcess>(sw_ns_, dir_ + "/agent-am1.log"));
+  AgentProcess* second = agents_.back().get();
+  second->Start(agent_args);
+  const std::string no_change = "tree " + std::to_string(wire_.tree) + ": already programmed as requested";
+  EXPECT_TRUE(WaitFor([&] { return second->Log().find(no_change) != std::string::npos; }))
+      << "the AM re-sent the live tree\n--- agent:\n"
+      << second->Log() << "\n--- incamd:\n"
+      << am->Log();
+  EXPECT_NE(second->Log().find("live trees: " + std::to_string(wire_.tree)), std::string::npos)
+      << second->Log();
+  EXPECT_TRUE(WaitFor([&] { return switch_alive(true, wire_.tree); }));
+  AggregateOnce(2);
+
+  // Members stop heartbeating: the AM dismantles the tree on the switch.
+  members_alive = false;
+  heartbeats.join();
+  const std::string removed = "RemoveTree " + std::to_string(wire_.tree) + ": done";
+  EXPECT_TRUE(WaitFor([&] { return second->Log().find(removed) != std::string::npos; }))
+      << "the AM removed the tree\n--- agent:\n"
+      << second->Log() << "\n--- incamd:\n"
+      << am->Log();
+
+  EXPECT_EQ(second->Stop(SIGTERM), 0) << second->Log();
+  EXPECT_NE(Sh("test -e " + pin_root_ + "/" + kSwitch), 0) << "pins removed on a plain exit";
+  EXPECT_EQ(am->Stop(SIGTERM), 0) << am->Log();
 }
 
 TEST_F(SwitchLab, StartupErrorsAreReportedAndExitNonZero) {
