@@ -361,6 +361,9 @@ void Manager::RunOps(Ops ops) {
     const SwitchOp& op = ops[i];
     Status s =
         op.configure ? clients_.Configure(op.address, op.config) : clients_.Remove(op.address, op.tree_id);
+    // A switch that no longer holds the tree (restarted, or its ConfigureTree
+    // failed) has nothing to remove.
+    if (!op.configure && s.code() == Code::kNotFound) s = Status::Ok();
     if (!s.ok()) {
       LOG_WARN << (op.configure ? "re-configuring" : "removing") << " tree " << op.tree_id << " on switch "
                << op.switch_name << ": " << s.ToString();
