@@ -590,6 +590,65 @@ TEST_F(AmDaemonTest, OperatorViewsAndEventReplay) {
   }
 }
 
+TEST_F(AmDaemonTest, SwitchHeartbeatReportingAnUnwantedTreeGetsItRemoved) {
+  Boot();
+  auto results = JoinHosts("keep", {"h00_0", "h00_1"});
+  for (const auto& r : results) ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  const uint32_t id = results[0].assignment.tree_id();
+  grpc::ClientContext ctx;
+  v1::SwitchHeartbeatRequest hb;
+  hb.set_switch_name("leaf00");
+  hb.add_live_tree_ids(id);   // wanted: stays
+  hb.add_live_tree_ids(777);  // stale: removed
+  v1::SwitchHeartbeatResponse hr;
+  ASSERT_TRUE(stub_->SwitchHeartbeat(&ctx, hb, &hr).ok());
+  EXPECT_FALSE(hr.reregister());
+  ASSERT_TRUE(Eventually([&] { return !agents_["leaf00"]->removes().empty(); }));
+  EXPECT_EQ(agents_["leaf00"]->removes(), std::vector<uint32_t>{777});
+  EXPECT_EQ(GetTree(id).state(), v1::TREE_ACTIVE);
+}
+
+TEST_F(AmDaemonTest, MemberLeavingAPendingGroupEndsOnlyItsOwnWait) {
+  Boot();
+  std::vector<JoinResult> waiting;
+  std::thread t([&] { waiting = JoinAll({MakeJoin("pend", 0, 3, "h00_0")}); });
+  ASSERT_TRUE(Eventually([&] {
+    grpc::ClientContext ctx;
+    v1::GetTreeRequest g;
+    g.set_job_id("pend");
+    v1::GetTreeResponse resp;
+    return stub_->GetTree(&ctx, g, &resp).ok() && resp.tree().joined() == 1;
+  }));
+  grpc::ClientContext ctx;
+  v1::LeaveGroupRequest leave;
+  leave.set_job_id("pend");
+  leave.set_rank(0);
+  v1::LeaveGroupResponse lr;
+  ASSERT_TRUE(stub_->LeaveGroup(&ctx, leave, &lr).ok());
+  t.join();
+  EXPECT_EQ(waiting[0].status.error_code(), grpc::StatusCode::ABORTED);
+  EXPECT_NE(waiting[0].status.error_message().find("left the group before the tree was built"),
+            std::string::npos);
+  for (const auto& [name, agent] : agents_) EXPECT_TRUE(agent->configures().empty());
+}
+
+TEST_F(AmDaemonTest, GetStatsListsSwitchesThatDoNotAnswer) {
+  AmOptions o;
+  o.switch_rpc_timeout_ms = 500;
+  Boot(o);
+  auto results = JoinHosts("st", {"h00_0", "h01_0"});
+  for (const auto& r : results) ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  agents_["leaf01"]->Shutdown();
+  grpc::ClientContext ctx;
+  v1::AmGetStatsRequest sr;
+  sr.set_tree_id(results[0].assignment.tree_id());
+  v1::AmGetStatsResponse resp;
+  ASSERT_TRUE(stub_->GetStats(&ctx, sr, &resp).ok());
+  EXPECT_EQ(resp.switches_size(), 2);
+  ASSERT_EQ(resp.errors_size(), 1);
+  EXPECT_EQ(resp.errors(0).rfind("switch leaf01: ", 0), 0u) << resp.errors(0);
+}
+
 // The real incamd binary: serves the topology over gRPC, exits 0 on SIGTERM.
 TEST(IncamdBinaryTest, ServesAndExitsCleanlyOnSigterm) {
   int sock = socket(AF_INET, SOCK_STREAM, 0);
