@@ -8,6 +8,7 @@
 #
 #   sudo bash scripts/demo.sh            (fresh Debian 12: installs, builds)
 #   MAX=4M ITERS=3 bash scripts/demo.sh  (smaller run)
+#   BUILD_DIR=build-x DEMO_SKIP_BUILD=1 bash scripts/demo.sh  (existing build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -16,8 +17,9 @@ ROOT=$(pwd)
 BUILD_DIR=${BUILD_DIR:-build}
 MIN=${MIN:-8}
 MAX=${MAX:-64M}
-ITERS=${ITERS:-5}
-WARMUP=${WARMUP:-2}
+ITERS=${ITERS:-3}
+WARMUP=${WARMUP:-1}
+FACTOR=${FACTOR:-2}  # x2 from 8 B reaches 64 MiB exactly
 DTYPE=${DTYPE:-float32}
 OP=${OP:-sum}
 INCLAB="$ROOT/netns-tests/inclab"
@@ -25,9 +27,13 @@ export INCLAB_BUILD="$ROOT/$BUILD_DIR"
 
 step() { printf '\n=== %s\n' "$*"; }
 
-step "dependencies and build ($BUILD_DIR)"
-bash scripts/deps.sh
-BUILD_DIR=$BUILD_DIR bash scripts/build.sh
+if [ "${DEMO_SKIP_BUILD:-0}" = 1 ]; then
+  step "using the existing build in $BUILD_DIR (DEMO_SKIP_BUILD=1)"
+else
+  step "dependencies and build ($BUILD_DIR)"
+  bash scripts/deps.sh
+  BUILD_DIR=$BUILD_DIR bash scripts/build.sh
+fi
 mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
 INC_PERF=$(find "$INCLAB_BUILD" -maxdepth 4 -type f -name inc-perf -perm -u+x | head -n1)
 [ -n "$INC_PERF" ] || { echo "demo.sh: inc-perf was not built" >&2; exit 1; }
@@ -66,7 +72,7 @@ demo() {  # kind
 
   step "$kind-level: inc-perf allreduce $DTYPE $OP, $MIN .. $MAX, 4 ranks"
   PATH="$(dirname "$INC_PERF"):$PATH" "$INCLAB" run "$LAB" --tag demo -- \
-    inc-perf allreduce -d "$DTYPE" -o "$OP" -b "$MIN" -e "$MAX" -f 4 -n "$ITERS" -w "$WARMUP" \
+    inc-perf allreduce -d "$DTYPE" -o "$OP" -b "$MIN" -e "$MAX" -f "$FACTOR" -n "$ITERS" -w "$WARMUP" \
     --am '{am}' --job "$job" --rank '{rank}' --world '{world}' --iface '{iface}' &
   local run=$! shown=0 state
   # Show the tree while the job holds it (members leave when they finish).
