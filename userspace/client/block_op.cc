@@ -23,6 +23,11 @@ size_t BlockOperation::Build(uint64_t i, IncHeader* h, uint8_t* payload) {
   h->root_rank = s_.root_index;
   h->exponent = 0;
   if (s_.codec != Codec::kRaw && s_.exponents) h->exponent = static_cast<int8_t>(s_.exponents[i]);
+  if (s_.send_zeros && !s_.send) {
+    h->count = static_cast<uint16_t>(r.count);
+    std::memset(payload, 0, size_t{r.count} * wire_size_);
+    return size_t{r.count} * wire_size_;
+  }
   if (!s_.send_data || !s_.send) {
     h->count = 0;
     return 0;

@@ -28,8 +28,9 @@ struct BlockSpec {
   Codec codec = Codec::kRaw;
   const int32_t* exponents = nullptr;  // per packet, for fixed point
   int headroom = 0;
-  bool send_data = true;  // false: contribute without elements ("ready")
-  bool recv_data = true;  // false: the result is a completion notice
+  bool send_data = true;    // false: contribute without elements ("ready")
+  bool send_zeros = false;  // with send == nullptr: contribute count zero lanes
+  bool recv_data = true;    // false: the result is a completion notice
 };
 
 class BlockOperation : public Operation {

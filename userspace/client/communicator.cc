@@ -363,12 +363,22 @@ class Communicator::Impl {
       src = padded.data();
       dst = padded.data();
     }
-    // Nothing is computed: any four-byte type the tree accepts will do.
-    uint8_t wire = Allowed(asg.dtypes, INC_DTYPE_INT32) ? INC_DTYPE_INT32 : INC_DTYPE_FP32;
-    BlockSpec s = Base(INC_COLL_BROADCAST, wire, INC_OP_SUM, lanes);
-    s.root_index = MemberIndexOf(root);
+    BlockSpec s;
+    const bool via_allreduce = opt.broadcast_mode == "allreduce" &&
+                               Allowed(asg.collectives, INC_COLL_ALLREDUCE) &&
+                               Allowed(asg.dtypes, INC_DTYPE_INT32) && Allowed(asg.ops, INC_OP_SUM);
+    if (via_allreduce) {
+      // root's lanes + zeros: int32 addition reproduces the root's bits.
+      s = Base(INC_COLL_ALLREDUCE, INC_DTYPE_INT32, INC_OP_SUM, lanes);
+      s.send_zeros = !is_root;
+    } else {
+      // Nothing is computed: any four-byte type the tree accepts will do.
+      uint8_t wire = Allowed(asg.dtypes, INC_DTYPE_INT32) ? INC_DTYPE_INT32 : INC_DTYPE_FP32;
+      s = Base(INC_COLL_BROADCAST, wire, INC_OP_SUM, lanes);
+      s.root_index = MemberIndexOf(root);
+      s.send_data = is_root;
+    }
     s.send = is_root ? src : nullptr;
-    s.send_data = is_root;
     s.recv = dst;
     INC_RETURN_IF_ERROR(Run(s));
     if (bytes % 4 && recv) std::memcpy(recv, padded.data(), bytes);
@@ -488,6 +498,8 @@ Status ValidateOptions(const CommunicatorOptions& o) {
   if (o.iface.empty()) return InvalidArgument("iface is required (the worker's interface toward its switch)");
   if (o.qpn > INC_QPN_MASK || o.qpn == 1) return InvalidArgument("qpn must be a 24-bit value other than 1");
   if (o.message_timeout_us == 0) return InvalidArgument("message_timeout_us must be > 0");
+  if (o.broadcast_mode != "allreduce" && o.broadcast_mode != "native")
+    return InvalidArgument("broadcast_mode must be 'allreduce' or 'native', not '" + o.broadcast_mode + "'");
   return Status::Ok();
 }
 

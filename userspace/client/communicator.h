@@ -55,6 +55,12 @@ struct CommunicatorOptions {
   bool xdp_generic = false;  // attach the redirect program in SKB mode
   bool qpn_filter = true;    // redirect only frames for our QPN to the socket
   bool heartbeats = true;
+  // How Broadcast (and AllGather/Scatter/AllToAll, built on it) runs:
+  // "allreduce" = an INT32 SUM AllReduce in which non-roots contribute zeros
+  // (exact; every frame full size) or "native" = the switch's Broadcast
+  // (non-roots send empty "ready"s). See docs/operations.md for why the
+  // default is "allreduce".
+  std::string broadcast_mode = "allreduce";
 };
 
 // What the AM assigned (mirrors inc.v1.MemberAssignment), also accepted

@@ -186,6 +186,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--pool", o.pool_size, "slot pool size to request (0 = AM default)");
   app.add_option("--elems", o.elems_per_packet, "elements per packet to request (0 = AM default)");
+  app.add_option("--broadcast-mode", o.broadcast_mode,
+                 "allreduce (root data + zeros, INT32 SUM) or native (switch Broadcast with empty readies)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"allreduce", "native"}));
   app.add_flag("--xdp-generic", o.xdp_generic, "attach the worker XDP program in generic (SKB) mode");
   app.add_option("--log-level", log_s, "debug info warn error")->capture_default_str();
   try {
