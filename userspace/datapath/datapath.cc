@@ -515,6 +515,10 @@ Status XdpDatapath::ConfigureTree(const TreeSpec& in) {
                                 SlotRange(other->slot_base, other->pool_size));
   }
 
+  for (const auto& c : spec.children) {
+    if (!ports_.count(c.port))
+      LOG_WARN << t << ": child port " << c.port << " is not attached; results will not reach it until it is";
+  }
   std::vector<inc_endpoint> eps;
   for (size_t i = 0; i < spec.children.size(); i++) {
     auto ep = ToEndpoint(spec.children[i], t + " child " + std::to_string(i));
