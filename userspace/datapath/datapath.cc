@@ -516,8 +516,9 @@ Status XdpDatapath::ConfigureTree(const TreeSpec& in) {
   }
 
   for (const auto& c : spec.children) {
-    if (!ports_.count(c.port))
+    if (!ports_.count(c.port)) {
       LOG_WARN << t << ": child port " << c.port << " is not attached; results will not reach it until it is";
+    }
   }
   std::vector<inc_endpoint> eps;
   for (size_t i = 0; i < spec.children.size(); i++) {
