@@ -1251,6 +1251,11 @@ TEST_F(DatapathTest, RestartedAgentReadoptsPinnedStateAndKeepsAggregating) {
     ASSERT_TRUE((*d)->ConfigureTree(spec).ok());
     ASSERT_EQ(TestRun((*d)->ingress_prog_fd(), FromPeer(kids[0], Header(t, 0, 0, 8), p0)).retval, XDP_DROP);
   }  // agent exits without Destroy
+  Options other = o;
+  other.slot_capacity = 256;
+  auto mismatched = Datapath::Open(other);
+  EXPECT_EQ(mismatched.status().code(), Code::kFailedPrecondition)
+      << "pinned slots of another capacity: " << mismatched.status().ToString();
   auto d = Datapath::Open(o);
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   EXPECT_TRUE((*d)->adopted());

@@ -220,6 +220,9 @@ Status XdpDatapath::Init() {
     for (int k = 0; k < 8; k++) skel_->rodata->inc_crc_tbl[k][i] = Crc32Le(0, bytes, k + 1);
   }
   skel_->rodata->inc_verify_icrc = opts_.verify_icrc ? 1 : 0;
+  if (opts_.ip_ttl == 0) return InvalidArgument("IP TTL 0");
+  skel_->rodata->inc_ip_ttl = opts_.ip_ttl;
+  skel_->rodata->inc_ip_tos = opts_.ip_tos;
 
   int err = bpf_map__set_max_entries(skel_->maps.slots, opts_.slot_capacity * INC_SLOT_COPIES);
   if (err) return ErrnoStatus("size slot map", -err);

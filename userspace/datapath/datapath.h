@@ -54,7 +54,9 @@ struct Options {
   std::string pin_root = "/sys/fs/bpf/incin";  // maps pinned at pin_root/switch_name/
   uint32_t slot_capacity = 4096;               // slots (two copies each)
   bool verify_icrc = true;
-  bool generic_xdp = false;  // SKB mode instead of native
+  bool generic_xdp = false;             // SKB mode instead of native
+  uint8_t ip_ttl = INC_IP_TTL_DEFAULT;  // of frames the switch sends
+  uint8_t ip_tos = INC_IP_TOS_DEFAULT;
 };
 
 struct PortState {
