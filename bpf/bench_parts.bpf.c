@@ -73,7 +73,7 @@ int bench_combine(struct xdp_md *ctx)
  * not used by it): two int32 lanes per 64-bit word (SWAR add without carry
  * across lanes) with the same signed-overflow detection, from scratch. */
 #define BENCH_LOW31 0x7fffffff7fffffffull
-#define BENCH_SIGN 0x8000000080000000ull
+#define BENCH_SIGN  0x8000000080000000ull
 
 static __always_inline __u64 bench_swar_add(__u64 *a, __u64 y, __u64 *ovf)
 {
