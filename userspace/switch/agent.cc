@@ -41,7 +41,11 @@ std::string Describe(const dp::TreeSpec& s) {
 
 Agent::Agent(v1::SwitchAgentConfig config, std::vector<PortInfo> ports,
              std::unique_ptr<dp::Datapath> datapath)
-    : config_(std::move(config)), ports_(std::move(ports)), dp_(std::move(datapath)) {}
+    : config_(std::move(config)), ports_(std::move(ports)), dp_(std::move(datapath)) {
+  for (const auto& p : config_.ports()) {
+    if (!p.ip().empty()) configured_ip_.insert(p.name());
+  }
+}
 
 Agent::~Agent() = default;
 
@@ -288,6 +292,21 @@ bool Agent::RefreshPorts() {
                  << (now.ok() ? "" : " (" + now.status().message() + ")");
       }
       port.up = up;
+    }
+    if (now.ok() && now->ifindex != port.ifindex && dp_) {
+      // The interface was deleted and created again: its XDP program and
+      // devmap entry went with the old ifindex.
+      LOG_WARN << "port " << port.name << ": interface re-created (ifindex " << port.ifindex << " -> "
+               << now->ifindex << "), attaching XDP again";
+      (void)dp_->DetachPort(port.name);
+      Status st = dp_->AttachPort(port.name);
+      if (!st.ok()) {
+        LOG_ERROR << "port " << port.name << ": re-attaching XDP failed: " << st.ToString();
+      }
+      port.ifindex = now->ifindex;
+      port.mac = now->mac;
+      if (!configured_ip_.count(port.name)) port.ip = now->ip;
+      changed = true;
     }
     if (now.ok() && now->mtu != port.mtu) {
       LOG_INFO << "port " << port.name << ": mtu " << port.mtu << " -> " << now->mtu;

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,7 @@ class Agent {
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   std::mutex mu_;
   std::vector<PortInfo> ports_;
+  std::set<std::string> configured_ip_;  // ports whose IP the config fixes
   std::unique_ptr<dp::Datapath> dp_;
   // What the data path holds (read back at start, then kept in step).
   std::map<uint16_t, dp::TreeSpec> live_;

@@ -684,7 +684,7 @@ TEST_F(SwitchLab, RestartWithKeptDatapathKeepsTreesLiveAndAggregating) {
   EXPECT_NE(Sh("test -e " + pin_root_ + "/" + kSwitch), 0) << "pins removed on a plain exit";
 }
 
-TEST_F(SwitchLab, UnreachableAmIsRetriedWhileServingThenRegistersAndHeartbeats) {
+TEST_F(SwitchLab, AmUnreachableThenRegisteredHeartbeatsLinkDownAndRecreatedPort) {
   AgentProcess* agent = StartAgent({"--am", AmSocket()});
   ASSERT_TRUE(WaitServing(agent));
   ASSERT_TRUE(Configure(Tree()).ok());
@@ -737,6 +737,25 @@ TEST_F(SwitchLab, UnreachableAmIsRetriedWhileServingThenRegistersAndHeartbeats) 
     return hb.ports_size() == 2 && !hb.ports(1).up() && hb.ports(0).up();
   })) << agent->Log();
   EXPECT_NE(agent->Log().find("port p1: link down"), std::string::npos);
+
+  // The veth pair is deleted and created again: the agent re-attaches XDP to
+  // the new p1 and reports it up with its new ifindex.
+  uint32_t old_ifindex = 0;
+  {
+    std::lock_guard<std::mutex> lock(am_->mu);
+    old_ifindex = am_->heartbeats.back().ports(1).ifindex();
+  }
+  ASSERT_EQ(Sh("ip -n " + wk_ns_ + " link del w1 && ip link add w1 address " + kWorkerMac1 + " netns " +
+               wk_ns_ + " type veth peer name p1 address " + kPortMac1 + " netns " + sw_ns_ + " && ip -n " +
+               sw_ns_ + " addr add " + kPortIp1 + "/24 dev p1 && ip -n " + sw_ns_ +
+               " link set p1 up && ip -n " + wk_ns_ + " link set w1 up"),
+            0);
+  EXPECT_TRUE(WaitFor([&] {
+    std::lock_guard<std::mutex> lock(am_->mu);
+    const auto& p1 = am_->heartbeats.back().ports(1);
+    return p1.up() && p1.xdp_attached() && p1.ifindex() != old_ifindex;
+  })) << agent->Log();
+  EXPECT_EQ(Sh("ip -n " + sw_ns_ + " link show p1 | grep -q xdp"), 0) << "XDP on the new p1";
 
   EXPECT_EQ(agent->Stop(SIGTERM), 0) << agent->Log();
 }
