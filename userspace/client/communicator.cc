@@ -177,6 +177,7 @@ class Communicator::Impl {
   std::shared_ptr<grpc::Channel> channel;
   uint64_t saturated = 0;
   bool joined = false;  // JoinGroup succeeded: leave on destruction
+  std::chrono::steady_clock::time_point last_op_end = std::chrono::steady_clock::now();
 
   std::thread hb_thread;
   std::mutex hb_mu;
@@ -187,6 +188,12 @@ class Communicator::Impl {
   std::string tree_state = "ACTIVE";
 
   ~Impl() {
+    // Heartbeats keep running while lingering.
+    if (am && joined && engine && !engine->aborted()) {
+      auto since = std::chrono::steady_clock::now() - last_op_end;
+      auto linger = std::chrono::milliseconds(opt.leave_linger_ms);
+      if (since < linger) std::this_thread::sleep_for(linger - since);
+    }
     {
       std::lock_guard<std::mutex> l(hb_mu);
       hb_stop = true;
@@ -239,6 +246,7 @@ class Communicator::Impl {
                                 std::to_string(spec.op));
     BlockOperation op(spec);
     Status s = engine->Run(&op);
+    last_op_end = std::chrono::steady_clock::now();
     saturated += op.saturated();
     return s;
   }

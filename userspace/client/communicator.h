@@ -61,6 +61,10 @@ struct CommunicatorOptions {
   // (non-roots send empty "ready"s). See docs/operations.md for why the
   // default is "allreduce".
   std::string broadcast_mode = "allreduce";
+  // Before LeaveGroup (which dismantles the tree), keep the tree alive this
+  // long after the last collective, so that a rank whose last result was
+  // lost can still get it by retransmission from the switch.
+  uint32_t leave_linger_ms = 1000;
 };
 
 // What the AM assigned (mirrors inc.v1.MemberAssignment), also accepted

@@ -80,6 +80,7 @@ class Engine {
   void SetTimeoutReporter(TimeoutReporter r) { reporter_ = std::move(r); }
   // Makes Run fail fast (the AM said the tree is gone).
   void Abort(const std::string& why);
+  bool aborted() const { return aborted_.load(std::memory_order_acquire); }
 
   const EngineConfig& config() const { return cfg_; }
   EngineCounters counters() const { return counters_; }

@@ -190,6 +190,10 @@ int main(int argc, char** argv) {
                  "allreduce (root data + zeros, INT32 SUM) or native (switch Broadcast with empty readies)")
       ->capture_default_str()
       ->check(CLI::IsMember({"allreduce", "native"}));
+  app.add_option(
+         "--linger-ms", o.leave_linger_ms,
+         "keep the tree up this long after the last collective before leaving (peers' retransmissions)")
+      ->capture_default_str();
   app.add_flag("--xdp-generic", o.xdp_generic, "attach the worker XDP program in generic (SKB) mode");
   app.add_option("--log-level", log_s, "debug info warn error")->capture_default_str();
   try {
