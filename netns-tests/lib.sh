@@ -12,19 +12,23 @@ LABS_UP=()
 TEST_OK=0
 
 cleanup() {
-  local rc=$? p
+  local rc=$? p f
+  # A closed stdout/stderr (e.g. piped into head) must not stop the teardown.
+  trap '' PIPE
   for p in "${LABS_UP[@]}"; do
     if [ "$TEST_OK" = 1 ]; then
-      "$INCLAB" down "$p" >/dev/null 2>&1 || "$INCLAB" down "$p"
+      "$INCLAB" down "$p" >/dev/null 2>&1 || "$INCLAB" down "$p" || true
     else
-      echo "--- lab $p daemon logs (tail) ---" >&2
-      for f in /tmp/inclab-"$p"/logs/*.log; do
-        [ -e "$f" ] || continue
-        echo "== $f" >&2
-        tail -n 25 "$f" >&2
-      done
-      "$INCLAB" down "$p" --keep-logs || true
-      echo "logs kept in /tmp/inclab-$p" >&2
+      "$INCLAB" down "$p" --keep-logs >/dev/null 2>&1 || "$INCLAB" down "$p" --keep-logs || true
+      {
+        echo "--- lab $p daemon logs (tail) ---"
+        for f in /tmp/inclab-"$p"/logs/*.log; do
+          [ -e "$f" ] || continue
+          echo "== $f"
+          tail -n 25 "$f"
+        done
+        echo "logs kept in /tmp/inclab-$p"
+      } >&2 || true
     fi
   done
   exit $rc
