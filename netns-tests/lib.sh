@@ -34,6 +34,8 @@ cleanup() {
   exit $rc
 }
 trap cleanup EXIT
+# Labs of earlier test processes that were killed (ctest timeout) go first.
+"$INCLAB" reap
 trap 'exit 130' INT TERM
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -44,7 +46,7 @@ lab_up() {
   local p="$P$1"
   shift
   LABS_UP+=("$p")
-  "$INCLAB" up "$@" --prefix "$p" >/dev/null
+  "$INCLAB" up "$@" --prefix "$p" --owner $$ >/dev/null
 }
 
 lab_down() {  # NAME_SUFFIX: tear down early and check nothing is left
