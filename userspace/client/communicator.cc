@@ -153,6 +153,7 @@ std::string CommunicatorStatus::ToJson() const {
     << ",\"retransmissions\":" << retransmissions << ",\"overflow_results\":" << overflow_results
     << ",\"saturated_blocks\":" << saturated_blocks << ",\"operations\":" << operations
     << ",\"failed_operations\":" << failed_operations << ",\"heartbeats_failed\":" << heartbeats_failed
+    << ",\"srtt_us\":" << static_cast<uint64_t>(srtt_us) << ",\"rto_us\":" << static_cast<uint64_t>(rto_us)
     << ",\"tx_kicks\":" << tx_kicks << ",\"tx_busy\":" << tx_busy << ",\"cq_bogus\":" << cq_bogus
     << ",\"rx_dropped\":" << rx_dropped << ",\"rx_ring_full\":" << rx_ring_full
     << ",\"rx_fill_empty\":" << rx_fill_empty << ",\"rejects\":{";
@@ -722,6 +723,8 @@ CommunicatorStatus Communicator::GetStatus() const {
   s.overflow_results = c.overflow_results;
   s.operations = c.operations;
   s.failed_operations = c.failed_operations;
+  s.srtt_us = c.srtt_us;
+  s.rto_us = c.rto_us;
   s.saturated_blocks = impl_->saturated;
   s.heartbeats_failed = impl_->hb_failed.load();
   for (size_t i = 1; i < c.rejects.size(); i++)

@@ -1,6 +1,7 @@
 #include "client/engine.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "common/log.h"
 
@@ -21,6 +22,27 @@ void Engine::Abort(const std::string& why) {
     if (abort_reason_.empty()) abort_reason_ = why;
   }
   aborted_.store(true, std::memory_order_release);
+}
+
+void Engine::SampleRtt(Clock::duration d) {
+  double us = std::chrono::duration<double, std::micro>(d).count();
+  if (!have_rtt_) {
+    srtt_us_ = us;
+    rttvar_us_ = us / 2;
+    have_rtt_ = true;
+  } else {  // RFC 6298 gains
+    rttvar_us_ = 0.75 * rttvar_us_ + 0.25 * std::abs(srtt_us_ - us);
+    srtt_us_ = 0.875 * srtt_us_ + 0.125 * us;
+  }
+}
+
+std::chrono::microseconds Engine::Rto() const {
+  auto rto = cfg_.timeout;
+  if (have_rtt_) {
+    auto adaptive = std::chrono::microseconds(static_cast<int64_t>(srtt_us_ + 4 * rttvar_us_));
+    if (adaptive > rto) rto = adaptive;
+  }
+  return rto > cfg_.max_timeout ? cfg_.max_timeout : rto;
 }
 
 Status Engine::Send(Operation* op, uint64_t i, uint32_t msg_id, bool retransmit) {
@@ -88,7 +110,10 @@ Status Engine::Run(Operation* op) {
       } else {
         why = op->Accept(k, *parsed);
         if (why == Reject::kNone) {
-          window_[k % pool].done = true;
+          InFlight& f = window_[k % pool];
+          f.done = true;
+          // Karn: only never-retransmitted messages give RTT samples.
+          if (f.timeouts == 0) SampleRtt(Clock::now() - f.sent);
           if (parsed->inc.flags & INC_FLAG_OVERFLOW) {
             if (counters_.overflow_results++ == 0) {
               LOG_WARN << "tree " << cfg_.tree_id
@@ -138,7 +163,7 @@ Status Engine::Run(Operation* op) {
         // Exponential backoff: a peer that is merely slow (a busy VM, a
         // rank still preparing its buffers) is waited for, a lost frame is
         // retransmitted after the base timeout.
-        auto wait = cfg_.timeout * (uint64_t{1} << std::min<uint32_t>(f.timeouts, 20));
+        auto wait = Rto() * (uint64_t{1} << std::min<uint32_t>(f.timeouts, 20));
         if (wait > cfg_.max_timeout) wait = cfg_.max_timeout;
         if (f.done || now - f.sent < wait) continue;
         uint32_t msg_id = base + static_cast<uint32_t>(k);

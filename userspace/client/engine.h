@@ -66,6 +66,8 @@ struct EngineCounters {
   uint64_t overflow_results = 0;  // results with the OVERFLOW flag
   uint64_t operations = 0;
   uint64_t failed_operations = 0;
+  double srtt_us = 0;  // smoothed result latency of first transmissions
+  double rto_us = 0;
   std::array<uint64_t, static_cast<size_t>(Reject::kCount)> rejects{};
 };
 
@@ -83,7 +85,12 @@ class Engine {
   bool aborted() const { return aborted_.load(std::memory_order_acquire); }
 
   const EngineConfig& config() const { return cfg_; }
-  EngineCounters counters() const { return counters_; }
+  EngineCounters counters() const {
+    EngineCounters c = counters_;
+    c.srtt_us = srtt_us_;
+    c.rto_us = static_cast<double>(Rto().count());
+    return c;
+  }
   uint32_t next_msg_id() const { return next_msg_id_; }
 
  private:
@@ -93,6 +100,10 @@ class Engine {
     bool done = false;
   };
   Status Send(Operation* op, uint64_t i, uint32_t msg_id, bool retransmit);
+  void SampleRtt(std::chrono::steady_clock::duration d);
+  // Retransmission timeout: max(configured timeout, srtt + 4 rttvar), so a
+  // busy host that merely answers late is not flooded with retransmissions.
+  std::chrono::microseconds Rto() const;
 
   PacketIo* io_;
   EngineConfig cfg_;
@@ -101,6 +112,8 @@ class Engine {
   uint16_t ip_id_ = 0;
   std::vector<uint8_t> scratch_;
   std::vector<InFlight> window_;
+  bool have_rtt_ = false;
+  double srtt_us_ = 0, rttvar_us_ = 0;
   EngineCounters counters_;
   TimeoutReporter reporter_;
   std::atomic<bool> aborted_{false};
