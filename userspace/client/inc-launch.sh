@@ -13,7 +13,7 @@
 # failed); 2 for bad usage of this script.
 set -uo pipefail
 
-usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
 
 am="" job="inc-launch-$$" iface="" logs="" perf=""
 while [ $# -gt 0 ]; do
@@ -23,7 +23,7 @@ while [ $# -gt 0 ]; do
     --iface) iface=$2; shift 2 ;;
     --logs) logs=$2; shift 2 ;;
     --inc-perf) perf=$2; shift 2 ;;
-    -h|--help) usage ;;
+    -h|--help) usage 0 ;;
     --) shift; break ;;
     -*) echo "inc-launch: unknown option $1" >&2; usage ;;
     *) nslist=$1; shift ;;
