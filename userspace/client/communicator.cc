@@ -286,6 +286,12 @@ class Communicator::Impl {
   Status Reduction(uint8_t collective, DataType t, ReduceOp op, const void* send, void* recv, uint64_t count,
                    uint8_t root_index, bool recv_data) {
     uint8_t wop = static_cast<uint8_t>(op);
+    if (collective == INC_COLL_REDUCE && opt.reduce_mode == "allreduce" &&
+        Allowed(asg.collectives, INC_COLL_ALLREDUCE)) {
+      // Every rank gets the result; non-roots ignore its elements.
+      collective = INC_COLL_ALLREDUCE;
+      root_index = 0;
+    }
     BlockSpec s;
     switch (t) {
       case DataType::kInt32: s = Base(collective, INC_DTYPE_INT32, wop, count); break;
@@ -507,6 +513,8 @@ Status ValidateOptions(const CommunicatorOptions& o) {
   if (o.iface.empty()) return InvalidArgument("iface is required (the worker's interface toward its switch)");
   if (o.qpn > INC_QPN_MASK || o.qpn == 1) return InvalidArgument("qpn must be a 24-bit value other than 1");
   if (o.message_timeout_us == 0) return InvalidArgument("message_timeout_us must be > 0");
+  if (o.reduce_mode != "allreduce" && o.reduce_mode != "native")
+    return InvalidArgument("reduce_mode must be 'allreduce' or 'native', not '" + o.reduce_mode + "'");
   if (o.broadcast_mode != "allreduce" && o.broadcast_mode != "native")
     return InvalidArgument("broadcast_mode must be 'allreduce' or 'native', not '" + o.broadcast_mode + "'");
   return Status::Ok();

@@ -190,6 +190,10 @@ int main(int argc, char** argv) {
                  "allreduce (root data + zeros, INT32 SUM) or native (switch Broadcast with empty readies)")
       ->capture_default_str()
       ->check(CLI::IsMember({"allreduce", "native"}));
+  app.add_option("--reduce-mode", o.reduce_mode,
+                 "allreduce (non-roots ignore the result) or native (switch Reduce with completion notices)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"allreduce", "native"}));
   app.add_option(
          "--linger-ms", o.leave_linger_ms,
          "keep the tree up this long after the last collective before leaving (peers' retransmissions)")

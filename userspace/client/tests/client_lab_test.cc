@@ -576,6 +576,7 @@ TEST_F(AfXdpLab, ThreeRanksThroughASoftwareSwitchGetIdenticalExactResults) {
     o.qpn = 0x810000 + r;
     o.message_timeout_us = 20000;
     o.broadcast_mode = "native";  // the switch's Broadcast with readies (inc-perf runs cover "allreduce")
+    o.reduce_mode = "native";     // the switch's Reduce with completion notices
     auto c = InNetns(member_ns[r], [&] { return Communicator::CreateWithAssignment(o, asg[r]); });
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     comms[r] = std::move(*c);
