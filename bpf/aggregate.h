@@ -17,6 +17,7 @@ enum inc_outcome {
 	INC_OUT_RESEND_RESULT,	 /* retransmission: result known */
 	INC_OUT_RESEND_PARTIAL,	 /* retransmission: partial is with the parent */
 	INC_OUT_REPLICATE,	 /* leaf: result from the parent stored */
+	INC_OUT_FINISH,		 /* SUM complete: inc_finish_slot must run */
 	INC_OUT_DROP_BASE = 100, /* + enum inc_drop_reason */
 };
 
@@ -43,33 +44,42 @@ static __always_inline __u64 inc_lt_mask(__s64 x, __s64 y)
 	return (__u64)((__s64)t >> 63);
 }
 
-/* acc op= src over n lanes; returns nonzero if a sum overflowed. Selection
- * (MIN vs MAX, FP32 key) is done with masks computed once, so each loop body
- * is straight-line code. */
-static __always_inline int inc_combine(__u64 *acc, const __u64 *src, __u32 n, __u8 dtype, __u8 op)
+/* acc op= src over n lanes; `first` (all ones or 0) makes it acc = src, so
+ * the first contribution of a message needs no separate pass. SUM never
+ * tests for overflow per add (that would depend on the arrival order):
+ * 4-byte lanes add into int64 lanes, INT64 lanes keep a net wrap count per
+ * lane, and inc_finish_sum decides OVERFLOW once the slot is complete.
+ * Selection (MIN vs MAX, FP32 key) uses masks computed once, so each loop
+ * body is straight-line code. */
+static __always_inline void inc_combine(__u64 *acc, const __u64 *src, __u32 n, __u8 dtype, __u8 op,
+					__u64 first)
 {
 	/* All ones when equal, without a branch: ((a ^ b) - 1) >> 31. */
 	__u32 is_fp = inc_bit_mask((__u32)(dtype ^ INC_DTYPE_FP32) - 1, 31);
 	__u64 min_mask = (__u64)(__s64)(__s32)inc_bit_mask((__u32)(op ^ INC_OP_MIN) - 1, 31);
+	__u64 keep = ~first;
 
 	if (dtype == INC_DTYPE_INT64) {
 		__s64 *a = (__s64 *)acc;
+		__s64 *wraps = (__s64 *)acc + INC_MAX_LANES64;
 		const __s64 *b = (const __s64 *)src;
-		__s64 ovf = 0;
 
 		if (op == INC_OP_SUM) {
 			for (__u32 i = 0; i < INC_MAX_LANES64; i++) {
-				__s64 x, y, r;
+				__s64 x, y, r, w;
 
 				if (i >= n)
 					break;
-				x = a[i];
+				x = a[i] & keep;
 				y = b[i];
 				r = (__s64)((__u64)x + (__u64)y);
-				ovf |= (x ^ r) & (y ^ r);
+				/* Signed overflow: all ones; then +1 when
+				 * both were >= 0 (carry), -1 when < 0. */
+				w = ((x ^ r) & (y ^ r)) >> 63;
+				wraps[i] = (wraps[i] & keep) + (w & ((x >> 63) | 1));
 				a[i] = r;
 			}
-			return ovf < 0;
+			return;
 		}
 		for (__u32 i = 0; i < INC_MAX_LANES64; i++) {
 			__s64 x, y;
@@ -81,31 +91,27 @@ static __always_inline int inc_combine(__u64 *acc, const __u64 *src, __u32 n, __
 			y = b[i];
 			/* MAX takes y when x < y; MIN when y <= x (equal
 			 * values are interchangeable). */
-			take = inc_lt_mask(x, y) ^ min_mask;
+			take = (inc_lt_mask(x, y) ^ min_mask) | first;
 			a[i] = x ^ ((x ^ y) & take);
 		}
-		return 0;
+		return;
+	}
+	if (op == INC_OP_SUM) { /* INT32, and FP32 as fixed point */
+		__s64 *a = (__s64 *)acc;
+		const __s32 *b = (const __s32 *)src;
+
+		for (__u32 i = 0; i < INC_MAX_LANES32; i++) {
+			if (i >= n)
+				break;
+			a[i] = (a[i] & keep) + b[i];
+		}
+		return;
 	}
 	{
 		__s32 *a = (__s32 *)acc;
 		const __s32 *b = (const __s32 *)src;
 		__s32 key_mask = is_fp & 0x7fffffff;
-		__s32 ovf = 0;
 
-		if (op == INC_OP_SUM) { /* INT32, and FP32 as fixed point */
-			for (__u32 i = 0; i < INC_MAX_LANES32; i++) {
-				__s32 x, y, r;
-
-				if (i >= n)
-					break;
-				x = a[i];
-				y = b[i];
-				r = (__s32)((__u32)x + (__u32)y);
-				ovf |= (x ^ r) & (y ^ r);
-				a[i] = r;
-			}
-			return ovf < 0;
-		}
 		for (__u32 i = 0; i < INC_MAX_LANES32; i++) {
 			__s32 x, y, kx, ky;
 			__u64 take;
@@ -117,11 +123,50 @@ static __always_inline int inc_combine(__u64 *acc, const __u64 *src, __u32 n, __
 			/* FP32 compares on the order-preserving key. */
 			kx = x ^ ((x >> 31) & key_mask);
 			ky = y ^ ((y >> 31) & key_mask);
-			take = inc_lt_mask(kx, ky) ^ min_mask;
+			take = (inc_lt_mask(kx, ky) ^ min_mask) | first;
 			a[i] = x ^ ((x ^ y) & (__s32)take);
 		}
-		return 0;
 	}
+}
+
+/* Turns a complete SUM accumulator into the wire-format result in place
+ * and returns nonzero iff some lane's exact sum is outside the element
+ * type. 4-byte lanes narrow pairwise: word j takes lanes 2j and 2j+1, which
+ * were read from words 2j and 2j+1 >= j (little-endian lanes). */
+static __always_inline int inc_finish_sum(__u64 *acc, __u32 n, __u8 dtype)
+{
+	__s64 lo, hi;
+	__u64 ovf = 0;
+	__u32 pairs = (n + 1) / 2;
+
+	if (dtype == INC_DTYPE_INT64) {
+		const __s64 *wraps = (const __s64 *)acc + INC_MAX_LANES64;
+
+		for (__u32 i = 0; i < INC_MAX_LANES64; i++) {
+			if (i >= n)
+				break;
+			ovf |= wraps[i];
+		}
+		return ovf != 0;
+	}
+	if (n & 1) {
+		/* The odd last lane pairs with a zero lane. */
+		__u32 pad = n;
+
+		asm volatile("" : "+r"(pad)); /* bound-check the register used */
+		if (pad >= INC_MAX_LANES32)
+			return 0;
+		acc[pad] = 0;
+	}
+	for (__u32 j = 0; j < INC_MAX_LANES32 / 2; j++) {
+		if (j >= pairs)
+			break;
+		lo = (__s64)acc[2 * j];
+		hi = (__s64)acc[2 * j + 1];
+		ovf |= (__u64)(lo ^ (__s64)(__s32)lo) | (__u64)(hi ^ (__s64)(__s32)hi);
+		acc[j] = (__u32)lo | ((__u64)(__u32)hi << 32);
+	}
+	return ovf != 0;
 }
 
 /* Message m is newer than the copy's (serial-number order, 32-bit wrap). */
@@ -187,13 +232,21 @@ static __always_inline int inc_contribute(struct inc_slot *s, const struct inc_t
 			s->count = count;
 		}
 	} else if (coll != INC_COLL_BARRIER) {
-		if (!s->bitmap)
-			inc_copy_lanes(s->acc, payload->buf, payload_len);
-		else if (inc_combine(s->acc, payload->buf, count, dtype, op))
-			s->flags |= INC_FLAG_OVERFLOW;
+		inc_combine(s->acc, payload->buf, count, dtype, op, s->bitmap ? 0 : ~0ull);
+		/* A child switch's partial that was out of range (see
+		 * docs/wire-format.md: OVERFLOW in two-level trees). */
+		if (op == INC_OP_SUM)
+			s->flags |= h->ver_flags & INC_FLAG_OVERFLOW;
 	}
 	s->bitmap |= bit;
 	if (s->bitmap == tree->children_mask) {
+		if (coll != INC_COLL_BARRIER && coll != INC_COLL_BROADCAST && op == INC_OP_SUM) {
+			/* Stays AGGREGATING with the full bitmap (so a
+			 * retransmission meanwhile is a duplicate) until
+			 * inc_finish_slot has narrowed the sums. */
+			out = INC_OUT_FINISH;
+			goto unlock;
+		}
 		s->state = tree->role == INC_ROLE_LEAF ? INC_SLOT_WAITING : INC_SLOT_DONE;
 		out = INC_OUT_COMPLETE;
 	} else {
@@ -235,6 +288,30 @@ unlock:
 	return out;
 }
 
+/* Global (verified once): reached from every path of inc_update_slot, the
+ * narrowing loop would otherwise be re-verified per path. Completes a SUM
+ * slot copy that inc_contribute left AGGREGATING with the full bitmap. */
+__attribute__((noinline)) int inc_finish_slot(__u32 slot_idx, __u32 msg, __u64 children_mask,
+					      __u32 leaf)
+{
+	struct inc_slot *s = bpf_map_lookup_elem(&slots, &slot_idx);
+	int out = INC_OUT_COMPLETE;
+
+	if (!s)
+		return INC_OUT_DROP_BASE + INC_DROP_BAD_SLOT;
+	bpf_spin_lock(&s->lock);
+	if (s->msg_id != msg || s->state != INC_SLOT_AGGREGATING || s->bitmap != children_mask) {
+		out = INC_OUT_DROP_BASE + INC_DROP_STALE; /* reset by a newer message */
+		goto unlock;
+	}
+	if (inc_finish_sum(s->acc, s->count, s->dtype))
+		s->flags |= INC_FLAG_OVERFLOW;
+	s->state = leaf ? INC_SLOT_WAITING : INC_SLOT_DONE;
+unlock:
+	bpf_spin_unlock(&s->lock);
+	return out;
+}
+
 /* Global (verified once, with unknown arguments) so the lane loops under the
  * lock are not re-verified for every path that reaches them. Applies the
  * frame (already validated, payload in scratch) to the slot copy: a RESULT
@@ -247,7 +324,8 @@ __attribute__((noinline)) int inc_update_slot(struct xdp_md *ctx, __u32 slot_idx
 	const struct inc_tree_cfg *tree;
 	struct inc_slot *s;
 	struct inc_pkt p;
-	__u32 zero = 0, udp_len, len, count;
+	__u32 zero = 0, udp_len, len, count, msg;
+	int out;
 
 	payload = bpf_map_lookup_elem(&scratch, &zero);
 	tree = bpf_map_lookup_elem(&trees, &tree_id);
@@ -261,10 +339,14 @@ __attribute__((noinline)) int inc_update_slot(struct xdp_md *ctx, __u32 slot_idx
 	if (len > INC_MAX_PAYLOAD_BYTES)
 		return INC_OUT_DROP_BASE + INC_DROP_BAD_COUNT;
 	count = bpf_ntohs(p.inc->count);
+	msg = bpf_ntohl(p.inc->msg_id);
 	if (rank >= INC_MAX_CHILDREN)
-		return inc_store_result(s, tree, p.inc, payload, bpf_ntohl(p.inc->msg_id), count,
-					len);
-	return inc_contribute(s, tree, p.inc, payload, bpf_ntohl(p.inc->msg_id), rank, count, len);
+		return inc_store_result(s, tree, p.inc, payload, msg, count, len);
+	out = inc_contribute(s, tree, p.inc, payload, msg, rank, count, len);
+	if (out == INC_OUT_FINISH)
+		out = inc_finish_slot(slot_idx, msg, tree->children_mask,
+				      tree->role == INC_ROLE_LEAF);
+	return out;
 }
 
 #endif /* INC_AGGREGATE_H */

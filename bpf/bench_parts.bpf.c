@@ -65,7 +65,7 @@ int bench_combine(struct xdp_md *ctx)
 
 	if (!buf || !s || inc_pkt_load(ctx, &p))
 		return XDP_ABORTED;
-	inc_combine(s->acc, buf->buf, bpf_ntohs(p.inc->count), INC_DTYPE_INT32, INC_OP_SUM);
+	inc_combine(s->acc, buf->buf, bpf_ntohs(p.inc->count), INC_DTYPE_INT32, INC_OP_SUM, 0);
 	return XDP_DROP;
 }
 

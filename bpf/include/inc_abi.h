@@ -273,12 +273,17 @@ struct inc_slot {
 	__u8 op;
 	__s8 exponent;
 	__u8 root_rank;
-	__u8 flags;  /* INC_FLAG_OVERFLOW once a sum overflowed */
+	__u8 flags;  /* INC_FLAG_OVERFLOW: exact sum out of range, or a child's partial had it */
 	__u8 pad0;
 	__u16 count; /* elements of the (partial) result */
 	__u16 pad1;
 	__u32 pad2;
-	__u64 acc[INC_MAX_PAYLOAD_BYTES / 8]; /* accumulator, little-endian lanes */
+	/* While AGGREGATING a SUM: int64 lanes for INT32/FP32 (no lane can
+	 * leave int64 in 2^32 adds), or for INT64 253 int64 lanes followed by
+	 * 253 net wrap counts (+1 per carry out of int64, -1 per borrow).
+	 * Otherwise, and once WAITING/DONE: the wire-format result, i.e. count
+	 * little-endian lanes of the element size from byte 0. */
+	__u64 acc[INC_MAX_PAYLOAD_BYTES / 4];
 };
 
 #endif /* INC_ABI_H */
