@@ -75,7 +75,7 @@ v1::Tree SampleTree() {
   m->mutable_info()->set_host("h2");
   m->mutable_info()->set_ip("10.0.0.2");
   m->mutable_info()->set_qpn(0x11);
-  m->mutable_info()->set_transport(v1::AF_XDP);
+  m->mutable_info()->set_transport(v1::TRANSPORT_AF_XDP);
   m->set_switch_name("leaf1");
   m->set_switch_port("p2");
   m->set_rank_at_switch(0);
@@ -125,7 +125,7 @@ TEST(CliFormat, EnumNamesAreShortAndLowerCaseUnknownValuesAreNumbers) {
   EXPECT_EQ(RoleName(v1::SINGLE), "single");
   EXPECT_EQ(RoleName(v1::ROLE_UNSPECIFIED), "unspecified");
   EXPECT_EQ(DataTypeName(v1::FP32), "fp32");
-  EXPECT_EQ(TransportName(v1::AF_XDP), "af_xdp");
+  EXPECT_EQ(TransportName(v1::TRANSPORT_AF_XDP), "af_xdp");
   EXPECT_EQ(TreeStateName(static_cast<v1::TreeState>(42)), "42");
 }
 

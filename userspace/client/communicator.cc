@@ -561,7 +561,7 @@ Expected<std::unique_ptr<Communicator>> Communicator::Create(const CommunicatorO
   m->set_rkey(impl->qpn);
   m->set_va_base(0);
   m->set_slot_stride(INC_MAX_PAYLOAD_BYTES + sizeof(inc_hdr));
-  m->set_transport(inc::v1::AF_XDP);
+  m->set_transport(inc::v1::TRANSPORT_AF_XDP);
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() +
                    std::chrono::milliseconds(options.join_timeout_ms + 5000));

@@ -194,7 +194,7 @@ v1::JoinGroupRequest MakeJoin(const std::string& job, uint32_t rank, uint32_t wo
   m->set_rkey(0xabc0 + rank);
   m->set_va_base(0x7f0000000000ull + rank * 0x100000ull);
   m->set_slot_stride(1024);
-  m->set_transport(v1::AF_XDP);
+  m->set_transport(v1::TRANSPORT_AF_XDP);
   return j;
 }
 
