@@ -84,6 +84,18 @@ struct {
 	__type(value, struct inc_counters);
 } member_stats SEC(".maps");
 
+/* This switch's own IPv4 addresses (network order -> number of endpoints
+ * that use it as switch_ip): only RoCE frames addressed to one of them are
+ * INC, others are routed by the kernel. Rebuilt from the trees by the agent
+ * at every load and tree change. */
+#define INC_MAX_LOCAL_IPS 1024
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, INC_MAX_LOCAL_IPS);
+	__type(key, __u32);
+	__type(value, __u32);
+} local_ips SEC(".maps");
+
 /* Switch ports for result broadcast (key and value ifindex, with the egress
  * program attached to every entry). Rebuilt by the agent at every load. */
 struct {

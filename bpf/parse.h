@@ -2,9 +2,10 @@
 /* Parsing and framing checks of RoCEv2 INC frames (DESIGN.md section 2).
  *
  * Classification: anything that is not IPv4/UDP/4791 with BTH opcode
- * UC RDMA_WRITE_ONLY_WITH_IMMEDIATE is not INC and goes to the kernel
- * untouched (so ordinary RoCE traffic is routed). A frame that claims to be
- * INC (UDP 4791, opcode 0x2B) but is malformed is dropped and counted. */
+ * UC RDMA_WRITE_ONLY_WITH_IMMEDIATE addressed to one of this switch's
+ * addresses (local_ips) is not INC and goes to the kernel untouched (so
+ * ordinary RoCE traffic, including 0x2B between hosts, is routed). A frame
+ * that claims to be INC but is malformed is dropped and counted. */
 #ifndef INC_PARSE_H
 #define INC_PARSE_H
 
@@ -64,7 +65,7 @@ static __always_inline int inc_parse(struct xdp_md *ctx, struct inc_pkt *p)
 	struct iphdr *ip;
 	struct udphdr *udp;
 	struct inc_bth *bth;
-	__u32 ihl, tot_len, udp_len;
+	__u32 ihl, tot_len, udp_len, daddr;
 
 	if (data + sizeof(*eth) > end)
 		return INC_DROP_TRUNC_ETH;
@@ -92,6 +93,9 @@ static __always_inline int inc_parse(struct xdp_md *ctx, struct inc_pkt *p)
 		return INC_DROP_TRUNC_BTH;
 	if (bth->opcode != INC_BTH_OPCODE_UC_WRITE_ONLY_IMM)
 		return INC_PARSE_PASS; /* ordinary RoCE traffic */
+	daddr = ip->daddr;
+	if (!bpf_map_lookup_elem(&local_ips, &daddr))
+		return INC_PARSE_PASS; /* transit: not addressed to this switch */
 	/* INC-shaped from here on: malformed frames are dropped. */
 	tot_len = bpf_ntohs(ip->tot_len);
 	if (ihl != 20 || (ip->frag_off & bpf_htons(0x3fff)) || tot_len + INC_OFF_IP != frame_len)

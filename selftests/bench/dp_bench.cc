@@ -319,6 +319,9 @@ void BenchFloor(const Config& cfg) {
 void BenchParts(const Config& cfg) {
   bench_parts* skel = bench_parts::open_and_load();
   if (!skel) Die("loading bench_parts.bpf.o failed");
+  uint32_t switch_ip = SwitchIp().be(), users = 1;  // bench frames are addressed to it
+  if (bpf_map_update_elem(bpf_map__fd(skel->maps.local_ips), &switch_ip, &users, 0) != 0)
+    Die("filling bench_parts local_ips");
   TreeParams t;
   auto lanes = Lanes(INC_DTYPE_INT32, 5);
   Contribution c;

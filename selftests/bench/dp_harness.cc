@@ -13,6 +13,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/net.h"
+
 namespace inc::bench {
 namespace {
 
@@ -116,6 +118,12 @@ Expected<std::vector<uint8_t>> ContributionFrame(const TreeParams& tree, const C
   s.dst_mac.bytes = {0x02, 0x53, 0, 0, 0, 1};
   s.src_ip = ChildIp(c.rank);
   s.dst_ip = SwitchIp();
+  // INC frames are addressed to the switch: the address of the rank's port
+  // (the endpoint's switch_ip), else a frame is transit traffic.
+  if (c.rank >= 0 && static_cast<size_t>(c.rank) < tree.ports.size()) {
+    auto port = GetInterfaceInfo(tree.ports[c.rank]);
+    if (port.ok() && port->ip.host != 0) s.dst_ip = port->ip;
+  }
   s.src_qpn = 0x1000 + static_cast<uint32_t>(c.rank);
   s.dest_qpn = ChildSwitchQpn(c.rank);
   s.psn = c.msg & INC_PSN_MASK;

@@ -15,6 +15,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <set>
 
@@ -164,6 +165,7 @@ class XdpDatapath final : public Datapath {
   Status Validate(const TreeSpec& spec) const;
   Expected<inc_tree_cfg> ReadTree(uint16_t tree_id) const;
   Status ClearSlots(uint32_t base, uint32_t pool);
+  Status SyncLocalIps();
   Status ClearTreeChildren(uint16_t tree_id, const inc_tree_cfg& old);
   Expected<TreeSpec> ToSpec(uint16_t tree_id, const inc_tree_cfg& cfg) const;
 
@@ -247,6 +249,7 @@ Status XdpDatapath::Init() {
   }
   INC_RETURN_IF_ERROR(FillXpow());
   INC_RETURN_IF_ERROR(AdoptLinks());
+  INC_RETURN_IF_ERROR(SyncLocalIps());
   LOG_INFO << "data path for switch " << opts_.switch_name << (adopted_ ? " re-adopted" : " created")
            << " at " << pin_dir_ << " (" << opts_.slot_capacity << " slots, ICRC verification "
            << (opts_.verify_icrc ? "on" : "off") << ")";
@@ -334,7 +337,7 @@ Status XdpDatapath::AttachPort(const std::string& ifname) {
   p.link = std::move(link);
   ports_[ifname] = std::move(p);
   LOG_INFO << "XDP attached to " << ifname << (opts_.generic_xdp ? " (generic)" : " (native)");
-  return Status::Ok();
+  return SyncLocalIps();
 }
 
 Status XdpDatapath::DetachPort(const std::string& ifname) {
@@ -348,7 +351,7 @@ Status XdpDatapath::DetachPort(const std::string& ifname) {
     LOG_WARN << "detach XDP link of " << ifname << ": " << std::strerror(errno);
   }
   ports_.erase(it);
-  return Status::Ok();
+  return SyncLocalIps();
 }
 
 std::vector<PortState> XdpDatapath::Ports() const {
@@ -465,6 +468,44 @@ Expected<inc_tree_cfg> XdpDatapath::ReadTree(uint16_t tree_id) const {
   inc_tree_cfg cfg{};
   if (bpf_map_lookup_elem(fd(skel_->maps.trees), &key, &cfg) != 0) return ErrnoStatus("read tree", errno);
   return cfg;
+}
+
+// Makes local_ips hold exactly this switch's addresses: the IPv4 address of
+// every attached port and the switch_ip of every endpoint of every active
+// tree (the addresses INC frames are sent to). Anything else with opcode
+// 0x2B is transit traffic the data path passes to the kernel.
+Status XdpDatapath::SyncLocalIps() {
+  std::map<uint32_t, uint32_t> want;
+  for (const auto& [name, port] : ports_) {
+    auto info = GetInterfaceInfo(name);
+    if (info.ok() && info->ip.host != 0) want[info->ip.be()]++;
+  }
+  for (uint32_t t = 1; t < INC_MAX_TREES; t++) {
+    auto cfg = ReadTree(static_cast<uint16_t>(t));
+    if (!cfg.ok()) return cfg.status();
+    if (!(cfg->flags & INC_TREE_ACTIVE)) continue;
+    if (cfg->role == INC_ROLE_LEAF) want[cfg->parent.switch_ip]++;
+    for (uint32_t r = 0; r < INC_MAX_CHILDREN; r++) {
+      if (!(cfg->children_mask & (1ull << r))) continue;
+      uint32_t idx = inc_child_index(t, r);
+      inc_endpoint ep{};
+      if (bpf_map_lookup_elem(fd(skel_->maps.children), &idx, &ep) != 0)
+        return ErrnoStatus("read child", errno);
+      if (ep.flags & INC_EP_VALID) want[ep.switch_ip]++;
+    }
+  }
+  int map = fd(skel_->maps.local_ips);
+  std::vector<uint32_t> stale;
+  uint32_t key = 0, next = 0;
+  for (uint32_t* prev = nullptr; bpf_map_get_next_key(map, prev, &next) == 0; prev = &key) {
+    if (!want.count(next)) stale.push_back(next);
+    key = next;
+  }
+  for (uint32_t ip : stale) bpf_map_delete_elem(map, &ip);
+  for (const auto& [ip, users] : want) {
+    if (bpf_map_update_elem(map, &ip, &users, BPF_ANY) != 0) return ErrnoStatus("set local address", errno);
+  }
+  return Status::Ok();
 }
 
 Status XdpDatapath::ClearSlots(uint32_t base, uint32_t pool) {
@@ -612,7 +653,7 @@ Status XdpDatapath::ConfigureTree(const TreeSpec& in) {
   LOG_INFO << (existed ? "reconfigured " : "configured ") << t << ": role " << int{spec.role} << ", "
            << spec.children.size() << " children, slots " << SlotRange(spec.slot_base, spec.pool_size)
            << (existed && layout_changed ? " (slots reset)" : "");
-  return Status::Ok();
+  return SyncLocalIps();
 }
 
 Status XdpDatapath::RemoveTree(uint16_t tree_id) {
@@ -629,7 +670,7 @@ Status XdpDatapath::RemoveTree(uint16_t tree_id) {
   INC_RETURN_IF_ERROR(ClearTreeChildren(tree_id, *old));
   INC_RETURN_IF_ERROR(ClearSlots(old->slot_base, old->pool_size));
   LOG_INFO << "removed tree " << tree_id;
-  return Status::Ok();
+  return SyncLocalIps();
 }
 
 Expected<TreeSpec> XdpDatapath::ToSpec(uint16_t tree_id, const inc_tree_cfg& cfg) const {
