@@ -211,15 +211,9 @@ static __always_inline int inc_contribute(struct inc_slot *s, const struct inc_t
 		out = INC_OUT_DROP_BASE + INC_DROP_BAD_DTYPE_OP;
 		goto unlock;
 	}
-	if (coll != INC_COLL_BROADCAST && s->count != count) {
-		out = INC_OUT_DROP_BASE + INC_DROP_BAD_COUNT;
-		goto unlock;
-	}
-	if (coll != INC_COLL_BARRIER && coll != INC_COLL_BROADCAST && dtype == INC_DTYPE_FP32 &&
-	    op == INC_OP_SUM && s->exponent != h->exponent) {
-		out = INC_OUT_DROP_BASE + INC_DROP_EXP_MISMATCH;
-		goto unlock;
-	}
+	/* A retransmission is answered before the count check: a leaf holding
+	 * the parent's Reduce result for a subtree without the root stores
+	 * count 0, so a child's full contribution must not read as bad_count. */
 	if (s->bitmap & bit) {
 		if (s->state == INC_SLOT_DONE)
 			out = INC_OUT_RESEND_RESULT;
@@ -227,6 +221,15 @@ static __always_inline int inc_contribute(struct inc_slot *s, const struct inc_t
 			out = INC_OUT_RESEND_PARTIAL;
 		else
 			out = INC_OUT_DROP_BASE + INC_DROP_DUPLICATE;
+		goto unlock;
+	}
+	if (coll != INC_COLL_BROADCAST && s->count != count) {
+		out = INC_OUT_DROP_BASE + INC_DROP_BAD_COUNT;
+		goto unlock;
+	}
+	if (coll != INC_COLL_BARRIER && coll != INC_COLL_BROADCAST && dtype == INC_DTYPE_FP32 &&
+	    op == INC_OP_SUM && s->exponent != h->exponent) {
+		out = INC_OUT_DROP_BASE + INC_DROP_EXP_MISMATCH;
 		goto unlock;
 	}
 	if (coll == INC_COLL_BROADCAST) {

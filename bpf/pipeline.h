@@ -52,14 +52,15 @@ __attribute__((noinline)) int inc_emit(struct xdp_md *ctx, __u32 slot_idx, __u32
 	__u32 crc_r, udp_len, count, idx, psn_key;
 	__u16 out_rank;
 	__u8 flags;
+	int err;
 
 	s = bpf_map_lookup_elem(&slots, &slot_idx);
 	tree = bpf_map_lookup_elem(&trees, &tree_id);
 	if (!s || !tree || tree_id >= INC_MAX_TREES || inc_pkt_load(ctx, &p))
-		return XDP_ABORTED;
+		return inc_drop(INC_DROP_INTERNAL, tree_id, rank);
 	udp_len = bpf_ntohs(p.udp->len);
 	if (udp_len < 8 + INC_UDP_FIXED)
-		return XDP_ABORTED;
+		return inc_drop(INC_DROP_INTERNAL, tree_id, rank);
 	p.payload_len = udp_len - 8 - INC_UDP_FIXED;
 	count = s->count;
 
@@ -77,27 +78,29 @@ __attribute__((noinline)) int inc_emit(struct xdp_md *ctx, __u32 slot_idx, __u32
 		psn_key = 0;
 		if (mode == INC_EMIT_RESEND_RESULT) {
 			if (rank >= INC_MAX_CHILDREN)
-				return XDP_ABORTED;
+				return inc_drop(INC_DROP_INTERNAL, tree_id, rank);
 			idx = inc_child_index(tree_id, rank);
 			ep = bpf_map_lookup_elem(&children, &idx);
 			if (!ep)
-				return XDP_ABORTED;
+				return inc_drop(INC_DROP_INTERNAL, tree_id, rank);
 			psn_key = inc_psn_index(tree_id, rank);
 			if (!inc_child_gets_data(ep, s->collective, s->root_rank))
 				count = 0;
 		}
 	}
-	if (inc_build_from_slot(ctx, &p, s, slot_idx, flags, out_rank, count, &crc_r))
-		return XDP_ABORTED;
+	err = inc_build_from_slot(ctx, &p, s, slot_idx, flags, out_rank, count, &crc_r);
+	if (err)
+		return inc_drop(err == INC_ERR_NO_ROOM ? INC_DROP_NO_ROOM : INC_DROP_INTERNAL,
+				tree_id, rank);
 	if (!ep) {
 		/* Every copy is addressed by the egress program, which finds
 		 * crc32_le(0, R) in the ICRC field. */
 		if (inc_store_icrc_field(ctx, &p, crc_r))
-			return XDP_ABORTED;
+			return inc_drop(INC_DROP_INTERNAL, tree_id, rank);
 		return bpf_redirect_map(&ports, 0, BPF_F_BROADCAST);
 	}
 	if (inc_address(ctx, &p, ep, psn_key, crc_r))
-		return XDP_ABORTED;
+		return inc_drop(INC_DROP_INTERNAL, tree_id, rank);
 	if (mode == INC_EMIT_PARTIAL) {
 		inc_stat_add(INC_STAT_PARTIALS_TX, 1);
 	} else {
@@ -197,14 +200,14 @@ static __always_inline int inc_ingress(struct xdp_md *ctx)
 
 	payload = bpf_map_lookup_elem(&scratch, &zero);
 	if (!payload)
-		return XDP_ABORTED;
+		return inc_drop(INC_DROP_INTERNAL, tree_id, rank);
 	if (p.payload_len > 0 &&
 	    bpf_xdp_load_bytes(ctx, INC_OFF_PAYLOAD, payload->buf, p.payload_len & 0xfff))
-		return XDP_ABORTED;
+		return inc_drop(INC_DROP_INTERNAL, tree_id, rank);
 	if (inc_verify_icrc && !inc_verify_icrc_of(ctx))
 		return inc_drop(INC_DROP_BAD_ICRC, tree_id, rank);
 	if (inc_pkt_load(ctx, &p))
-		return XDP_ABORTED;
+		return inc_drop(INC_DROP_INTERNAL, tree_id, rank);
 	h = p.inc;
 
 	idx = (tree->slot_base + slot_no) * INC_SLOT_COPIES + ((msg / tree->pool_size) & 1);
@@ -240,6 +243,11 @@ static __always_inline int inc_ingress(struct xdp_md *ctx)
 		mc = inc_member_counters(tree_id, rank);
 		if (mc)
 			mc->retransmissions++;
+		/* Broadcast data resent from the root's side: if the frame that
+		 * completed the slot was a ready too short to grow (no_room),
+		 * no child has the result yet, so replicate it to all again. */
+		if (r == INC_OUT_RESEND_RESULT && coll == INC_COLL_BROADCAST && count)
+			return inc_emit(ctx, idx, tree_id, rank, INC_EMIT_BROADCAST);
 		return inc_emit(ctx, idx, tree_id, rank,
 				r == INC_OUT_RESEND_PARTIAL ? INC_EMIT_RESEND_PARTIAL
 							    : INC_EMIT_RESEND_RESULT);
@@ -251,7 +259,7 @@ static __always_inline int inc_ingress(struct xdp_md *ctx)
 		}
 		if (r >= INC_OUT_DROP_BASE)
 			return inc_drop(r - INC_OUT_DROP_BASE, tree_id, rank);
-		return XDP_ABORTED;
+		return inc_drop(INC_DROP_INTERNAL, tree_id, rank);
 	}
 }
 

@@ -12,6 +12,8 @@
 const volatile __u8 inc_ip_ttl = INC_IP_TTL_DEFAULT;
 const volatile __u8 inc_ip_tos = INC_IP_TOS_DEFAULT;
 
+#define INC_ERR_NO_ROOM (-2)
+
 /* Resizes the frame to carry payload_len bytes of INC payload and sets every
  * length field. Pointers in p are re-derived. */
 static __always_inline int inc_resize(struct xdp_md *ctx, struct inc_pkt *p, __u32 payload_len)
@@ -20,8 +22,10 @@ static __always_inline int inc_resize(struct xdp_md *ctx, struct inc_pkt *p, __u
 
 	if (payload_len > INC_MAX_PAYLOAD_BYTES)
 		return -1;
+	/* Growing fails when the buffer has no tailroom, e.g. a count-0 ready
+	 * that veth copied out of an skb (AF_XDP copy-mode or stack TX). */
 	if (delta && bpf_xdp_adjust_tail(ctx, delta))
-		return -1;
+		return INC_ERR_NO_ROOM;
 	if (inc_pkt_load(ctx, p))
 		return -1;
 	p->payload_len = payload_len;
@@ -44,8 +48,10 @@ static __always_inline int inc_build_from_slot(struct xdp_md *ctx, struct inc_pk
 
 	if (len > INC_MAX_PAYLOAD_BYTES)
 		return -1;
-	if (inc_resize(ctx, p, len))
-		return -1;
+	int err = inc_resize(ctx, p, len);
+
+	if (err)
+		return err;
 	if (len > 0 && bpf_xdp_store_bytes(ctx, INC_OFF_PAYLOAD, s->acc, len & 0xfff))
 		return -1;
 	if (inc_pkt_load(ctx, p))

@@ -10,7 +10,7 @@ if(TARGET inc_datapath)
       "collectives=Datapath/CollectiveTest.*"
       "tree_sizes=Datapath/SizeTest.*"
       "drop_reasons=*EveryDropReason*:*LeafDropsResult*:*NonIncTraffic*"
-      "two_level=*TwoLevel*"
+      "two_level=*TwoLevel*:*SingleLevelLeaf*"
       "slot_reuse_wrap=*SlotReuse*"
       "icrc=*Icrc*:*ResultAndRetransmitCopiesAreByteExact*"
       "live_broadcast=*LiveBroadcast*"

@@ -195,6 +195,8 @@ enum inc_drop_reason {
 	INC_DROP_EXP_MISMATCH, /* FP32 SUM exponent differs within a slot */
 	INC_DROP_BAD_RESULT,   /* RESULT not from the tree's parent */
 	INC_DROP_NO_PORT,      /* redirect target missing */
+	INC_DROP_NO_ROOM,      /* frame could not grow to carry the result */
+	INC_DROP_INTERNAL,     /* map lookup/helper failure (was XDP_ABORTED) */
 	INC_DROP__MAX,
 };
 

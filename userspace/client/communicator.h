@@ -63,9 +63,10 @@ struct CommunicatorOptions {
   std::string broadcast_mode = "allreduce";
   // How Reduce (and ReduceScatter/Gather, built on it) runs: "allreduce" =
   // the switch's AllReduce, non-roots ignore the result, or "native" = the
-  // switch's Reduce (non-roots get empty completion notices). See
-  // docs/operations.md for why the default is "allreduce".
-  std::string reduce_mode = "allreduce";
+  // switch's Reduce (non-roots get empty completion notices; the default:
+  // half the result traffic). Native needs a switch whose data path answers a
+  // retransmission before it compares counts (bpf/aggregate.h).
+  std::string reduce_mode = "native";
   // Before LeaveGroup (which dismantles the tree), keep the tree alive this
   // long after the last collective, so that a rank whose last result was
   // lost can still get it by retransmission from the switch.

@@ -30,6 +30,8 @@ const char* DropReasonName(int reason) {
     case INC_DROP_EXP_MISMATCH: return "exponent_mismatch";
     case INC_DROP_BAD_RESULT: return "bad_result";
     case INC_DROP_NO_PORT: return "no_port";
+    case INC_DROP_NO_ROOM: return "no_room";
+    case INC_DROP_INTERNAL: return "internal";
     default: return "unknown";
   }
 }
