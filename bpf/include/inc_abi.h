@@ -231,10 +231,10 @@ struct inc_counters {
 /* ------------------------------------------- data-path map layout (v1) -- */
 
 /* Map sizes. children, psn and member_stats are indexed per (tree, peer). */
-#define INC_PEERS_PER_TREE (INC_MAX_CHILDREN + 1) /* children, then parent */
-#define INC_PEER_PARENT	   INC_MAX_CHILDREN	  /* psn index of the parent */
-#define INC_MAX_PORT_CHILDREN 16384		  /* (tree, port) -> rank entries */
-#define INC_MAX_PORTS	      256		  /* devmap entries */
+#define INC_PEERS_PER_TREE    (INC_MAX_CHILDREN + 1) /* children, then parent */
+#define INC_PEER_PARENT	      INC_MAX_CHILDREN	     /* psn index of the parent */
+#define INC_MAX_PORT_CHILDREN 16384		     /* (tree, port) -> rank entries */
+#define INC_MAX_PORTS	      256		     /* devmap entries */
 #define INC_SLOT_COPIES	      2
 /* xpow map: index |R| / 4 where R = IMMDT + INC header + payload. */
 #define INC_XPOW_ENTRIES ((4 + 24 + INC_MAX_PAYLOAD_BYTES) / 4 + 1)
@@ -275,7 +275,7 @@ struct inc_slot {
 	__u8 op;
 	__s8 exponent;
 	__u8 root_rank;
-	__u8 flags;  /* INC_FLAG_OVERFLOW: exact sum out of range, or a child's partial had it */
+	__u8 flags; /* INC_FLAG_OVERFLOW: exact sum out of range, or a child's partial had it */
 	__u8 pad0;
 	__u16 count; /* elements of the (partial) result */
 	__u16 pad1;
