@@ -8,6 +8,7 @@
 // First: <sys/socket.h> (via grpc/test helpers) defines an AF_XDP macro that
 // would clobber the generated enum value inc::v1::AF_XDP.
 #include "cli/commands.h"
+#include "cli/tests/cli_test_util.h"
 // clang-format on
 
 #include <google/protobuf/struct.pb.h>
@@ -60,28 +61,9 @@ struct Result {
   std::string err;
 };
 
-// The value of a "  key:   value" line of a detail view ("" if absent).
-std::string Field(const std::string& text, const std::string& key) {
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    size_t start = line.find_first_not_of(' ');
-    if (start == std::string::npos || line.compare(start, key.size() + 1, key + ":") != 0) continue;
-    size_t value = line.find_first_not_of(' ', start + key.size() + 1);
-    return value == std::string::npos ? "" : line.substr(value);
-  }
-  return "";
-}
-
-bool Contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
-
-google::protobuf::Struct ParseJson(const std::string& json) {
-  google::protobuf::Struct s;
-  auto status = google::protobuf::util::JsonStringToMessage(json, &s);
-  EXPECT_TRUE(status.ok()) << status.ToString() << "\n" << json;
-  return s;
-}
+using test_util::Contains;
+using test_util::Field;
+using test_util::ParseJson;
 
 // Runs of spaces become one, so checks do not depend on column widths.
 std::string Squeeze(const std::string& s) {
