@@ -10,6 +10,8 @@ PACKAGES=(
   libcli11-dev libgtest-dev libgmock-dev
   libibverbs-dev rdma-core ibverbs-utils
   iproute2 ethtool procps python3 tshark
+  openmpi-bin libopenmpi-dev libgloo-dev gnuplot-nox
+  qemu-system-x86 busybox-static kmod xz-utils zstd perftest
 )
 PACKAGES+=(${INC_EXTRA_PACKAGES:-})
 
