@@ -5,6 +5,7 @@
 #define INC_PIPELINE_H
 
 #include "aggregate.h"
+#include "forward.h"
 
 enum inc_emit_mode {
 	INC_EMIT_BROADCAST = 0, /* result to every child (devmap broadcast) */
@@ -129,7 +130,7 @@ static __always_inline int inc_ingress(struct xdp_md *ctx)
 	r = inc_parse(ctx, &p);
 	if (r == INC_PARSE_PASS) {
 		inc_stat_add(INC_STAT_PASS, 1);
-		return XDP_PASS;
+		return inc_bpt_forward(ctx);
 	}
 	if (r)
 		return inc_drop(r, 0, INC_MAX_CHILDREN);

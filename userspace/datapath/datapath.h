@@ -124,8 +124,8 @@ class Datapath {
   // Detaches from every port and removes the pinned state (clean shutdown).
   virtual Status Destroy() = 0;
 
-  // For selftests and benchmarks (BPF_PROG_TEST_RUN): the loaded programs
-  // and a map by name ("trees", "slots", ...); -1 if unknown.
+  // The loaded programs and a map by name ("trees", "slots", ...; -1 if
+  // unknown): for selftests, benchmarks and ForwardingTable (forwarding.h).
   virtual int ingress_prog_fd() const { return -1; }
   virtual int egress_prog_fd() const { return -1; }
   virtual int map_fd(const std::string& /*name*/) const { return -1; }
