@@ -1,0 +1,225 @@
+#include "arn/message.h"
+
+#include <arpa/inet.h>
+
+#include <cstring>
+
+namespace inc::arn {
+namespace {
+
+uint64_t Load64Le(const uint8_t* p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
+  return v;
+}
+
+uint64_t Rotl(uint64_t x, int b) {
+  return (x << b) | (x >> (64 - b));
+}
+
+void SipRound(uint64_t& v0, uint64_t& v1, uint64_t& v2, uint64_t& v3) {
+  v0 += v1;
+  v1 = Rotl(v1, 13) ^ v0;
+  v0 = Rotl(v0, 32);
+  v2 += v3;
+  v3 = Rotl(v3, 16) ^ v2;
+  v0 += v3;
+  v3 = Rotl(v3, 21) ^ v0;
+  v2 += v1;
+  v1 = Rotl(v1, 17) ^ v2;
+  v2 = Rotl(v2, 32);
+}
+
+uint64_t Be64(uint64_t v) {
+  return (static_cast<uint64_t>(htonl(static_cast<uint32_t>(v))) << 32) |
+         htonl(static_cast<uint32_t>(v >> 32));
+}
+
+bool KeyIsZero(const AuthKey& k) {
+  for (auto b : k)
+    if (b) return false;
+  return true;
+}
+
+constexpr size_t kAuthOffset = offsetof(inc_arn_msg, auth);
+
+}  // namespace
+
+static_assert(sizeof(inc_arn_msg) == 40, "ARN message layout");
+static_assert(offsetof(inc_arn_msg, timestamp_ns) == 24);
+static_assert(offsetof(inc_arn_msg, auth) == 36);
+
+const char* TypeName(Type t) {
+  switch (t) {
+    case Type::kCongestionDetected: return "congestion_detected";
+    case Type::kCongestionEliminated: return "congestion_eliminated";
+    case Type::kLinkFailed: return "link_failed";
+    case Type::kLinkRestored: return "link_restored";
+  }
+  return "unknown";
+}
+
+const char* RejectName(Reject r) {
+  switch (r) {
+    case Reject::kTruncated: return "truncated";
+    case Reject::kBadMagic: return "bad_magic";
+    case Reject::kBadVersion: return "bad_version";
+    case Reject::kBadType: return "bad_type";
+    case Reject::kBadSeverity: return "bad_severity";
+    case Reject::kBadAuth: return "bad_auth";
+    case Reject::kUnknownOrigin: return "unknown_origin";
+    case Reject::kOwnMessage: return "own_message";
+    case Reject::kStale: return "stale_sequence";
+    case Reject::kCount: break;
+  }
+  return "unknown";
+}
+
+bool Message::operator==(const Message& o) const {
+  return type == o.type && severity == o.severity && origin == o.origin && peer == o.peer &&
+         local_port == o.local_port && seq == o.seq && timestamp_ns == o.timestamp_ns &&
+         utilisation_ppm == o.utilisation_ppm;
+}
+
+Expected<AuthKey> ParseAuthKey(const std::string& hex) {
+  if (hex.size() != 32)
+    return InvalidArgument("ARN key must be 32 hex digits, got " + std::to_string(hex.size()));
+  AuthKey k{};
+  for (size_t i = 0; i < 16; i++) {
+    unsigned v = 0;
+    for (size_t j = 0; j < 2; j++) {
+      char c = hex[2 * i + j];
+      int d = (c >= '0' && c <= '9')   ? c - '0'
+              : (c >= 'a' && c <= 'f') ? c - 'a' + 10
+              : (c >= 'A' && c <= 'F') ? c - 'A' + 10
+                                       : -1;
+      if (d < 0) return InvalidArgument(std::string("ARN key: '") + c + "' is not a hex digit");
+      v = v * 16 + static_cast<unsigned>(d);
+    }
+    k[i] = static_cast<uint8_t>(v);
+  }
+  return k;
+}
+
+uint64_t SipHash24(const AuthKey& key, const uint8_t* data, size_t len) {
+  uint64_t k0 = Load64Le(key.data()), k1 = Load64Le(key.data() + 8);
+  uint64_t v0 = k0 ^ 0x736f6d6570736575ULL, v1 = k1 ^ 0x646f72616e646f6dULL;
+  uint64_t v2 = k0 ^ 0x6c7967656e657261ULL, v3 = k1 ^ 0x7465646279746573ULL;
+  size_t full = len & ~size_t{7};
+  for (size_t i = 0; i < full; i += 8) {
+    uint64_t m = Load64Le(data + i);
+    v3 ^= m;
+    SipRound(v0, v1, v2, v3);
+    SipRound(v0, v1, v2, v3);
+    v0 ^= m;
+  }
+  uint64_t last = static_cast<uint64_t>(len & 0xff) << 56;
+  for (size_t i = 0; i < (len & 7); i++) last |= static_cast<uint64_t>(data[full + i]) << (8 * i);
+  v3 ^= last;
+  SipRound(v0, v1, v2, v3);
+  SipRound(v0, v1, v2, v3);
+  v0 ^= last;
+  v2 ^= 0xff;
+  for (int i = 0; i < 4; i++) SipRound(v0, v1, v2, v3);
+  return v0 ^ v1 ^ v2 ^ v3;
+}
+
+uint32_t Digest(const AuthKey& key, const uint8_t* data, size_t len) {
+  uint64_t h = SipHash24(key, data, len);
+  return static_cast<uint32_t>(h ^ (h >> 32));
+}
+
+std::vector<uint8_t> Encode(const Message& m, const AuthKey& key) {
+  inc_arn_msg w{};
+  w.magic = htonl(INC_ARN_MAGIC);
+  w.version = INC_ARN_VERSION;
+  w.type = static_cast<uint8_t>(m.type);
+  w.severity = m.severity;
+  w.origin = htonl(m.origin);
+  w.peer = htonl(m.peer);
+  w.local_port = htonl(m.local_port);
+  w.seq = htonl(m.seq);
+  w.timestamp_ns = Be64(m.timestamp_ns);
+  w.utilisation_ppm = htonl(m.utilisation_ppm);
+  std::vector<uint8_t> out(sizeof(w));
+  std::memcpy(out.data(), &w, sizeof(w));
+  uint32_t auth = KeyIsZero(key) ? 0 : Digest(key, out.data(), kAuthOffset);
+  uint32_t auth_be = htonl(auth);
+  std::memcpy(out.data() + kAuthOffset, &auth_be, 4);
+  return out;
+}
+
+Expected<Message> Decode(const uint8_t* data, size_t len, const AuthKey& key, Reject* why) {
+  auto reject = [&](Reject r, const std::string& what) -> Status {
+    if (why) *why = r;
+    return InvalidArgument("ARN message: " + what);
+  };
+  if (len < sizeof(inc_arn_msg)) return reject(Reject::kTruncated, std::to_string(len) + " bytes, need 40");
+  inc_arn_msg w;
+  std::memcpy(&w, data, sizeof(w));
+  if (ntohl(w.magic) != INC_ARN_MAGIC) return reject(Reject::kBadMagic, "bad magic");
+  if (w.version != INC_ARN_VERSION)
+    return reject(Reject::kBadVersion, "version " + std::to_string(w.version));
+  if (w.type < INC_ARN_CONGESTION_DETECTED || w.type > INC_ARN_LINK_RESTORED)
+    return reject(Reject::kBadType, "type " + std::to_string(w.type));
+  Message m;
+  m.type = static_cast<Type>(w.type);
+  m.severity = w.severity;
+  bool failure_level = m.severity == kSeverityFailure;
+  switch (m.type) {
+    case Type::kCongestionDetected:
+      if (m.severity < 1 || m.severity > kSeverityMaxCongestion)
+        return reject(Reject::kBadSeverity, "congestion severity " + std::to_string(m.severity));
+      break;
+    case Type::kLinkFailed:
+      if (!failure_level) return reject(Reject::kBadSeverity, "link failure without the failure severity");
+      break;
+    case Type::kCongestionEliminated:
+    case Type::kLinkRestored:
+      if (m.severity != kSeverityClear)
+        return reject(Reject::kBadSeverity, "clearing notice with a severity");
+      break;
+  }
+  uint32_t auth = ntohl(w.auth);
+  uint32_t want = KeyIsZero(key) ? 0 : Digest(key, data, kAuthOffset);
+  if (auth != want) return reject(Reject::kBadAuth, "authentication failed");
+  m.origin = ntohl(w.origin);
+  m.peer = ntohl(w.peer);
+  m.local_port = ntohl(w.local_port);
+  m.seq = ntohl(w.seq);
+  m.timestamp_ns = Be64(w.timestamp_ns);
+  m.utilisation_ppm = ntohl(w.utilisation_ppm);
+  return m;
+}
+
+Expected<Message> Receiver::Accept(const uint8_t* data, size_t len) {
+  Reject why = Reject::kTruncated;
+  auto m = Decode(data, len, key_, &why);
+  auto count = [&](Reject r, Status s) -> Status {
+    rejects_[static_cast<size_t>(r)]++;
+    return s;
+  };
+  if (!m.ok()) return count(why, m.status());
+  if (m->origin == self_)
+    return count(Reject::kOwnMessage, FailedPrecondition("ARN message from this switch"));
+  if (!group_.count(m->origin))
+    return count(Reject::kUnknownOrigin, Status(Code::kPermissionDenied, "ARN message from unknown switch " +
+                                                                             std::to_string(m->origin)));
+  auto it = last_seq_.find(m->origin);
+  if (it != last_seq_.end() && !SeqNewer(m->seq, it->second))
+    return count(Reject::kStale, FailedPrecondition("stale ARN sequence " + std::to_string(m->seq) +
+                                                    " from " + std::to_string(m->origin) + " (last " +
+                                                    std::to_string(it->second) + ")"));
+  last_seq_[m->origin] = m->seq;
+  accepted_++;
+  return m;
+}
+
+std::map<std::string, uint64_t> Receiver::RejectCounts() const {
+  std::map<std::string, uint64_t> out;
+  for (size_t i = 0; i < static_cast<size_t>(Reject::kCount); i++)
+    out[RejectName(static_cast<Reject>(i))] = rejects_[i];
+  return out;
+}
+
+}  // namespace inc::arn
