@@ -86,6 +86,8 @@ Status Engine::Run(Operation* op) {
   const uint32_t pool = cfg_.pool_size;
   counters_.operations++;
   uint64_t next = 0, oldest = 0;
+  uint64_t done_count = 0;    // results accepted in this operation
+  uint64_t highest_done = 0;  // 1 + the highest message index with a result
   ResultFilter filter{cfg_.member_qpn, cfg_.switch_ip, cfg_.tree_id, cfg_.key, pool};
   Status failure;
   auto fail = [&](Status s) {
@@ -112,6 +114,8 @@ Status Engine::Run(Operation* op) {
         if (why == Reject::kNone) {
           InFlight& f = window_[k % pool];
           f.done = true;
+          done_count++;
+          if (k + 1 > highest_done) highest_done = k + 1;
           // Karn: only never-retransmitted messages give RTT samples.
           if (f.timeouts == 0) SampleRtt(Clock::now() - f.sent);
           if (parsed->inc.flags & INC_FLAG_OVERFLOW) {
@@ -131,6 +135,8 @@ Status Engine::Run(Operation* op) {
   };
 
   auto last_scan = Clock::now();
+  auto last_progress = last_scan;  // a result arrived, or sending began
+  uint32_t backoff = 0;            // timeout expiries since the last progress
   while (oldest < n) {
     if (aborted_.load(std::memory_order_acquire)) {
       std::lock_guard<std::mutex> lock(abort_mu_);
@@ -140,7 +146,9 @@ Status Engine::Run(Operation* op) {
     while (next < n && WindowAllows(next, oldest, pool)) {
       uint8_t* probe = io_->TxBuffer();
       if (!probe) break;
-      window_[next % pool] = InFlight{Clock::now(), 0, false};
+      auto now = Clock::now();
+      if (oldest == next) last_progress = now;  // nothing was in flight
+      window_[next % pool] = InFlight{now, 0, 0, false};
       Status s = Send(op, next, base + static_cast<uint32_t>(next), false);
       if (!s.ok()) return fail(s);
       counters_.messages++;
@@ -150,22 +158,48 @@ Status Engine::Run(Operation* op) {
     if (!s.ok()) return fail(s);
     // Wait only when nothing more can be sent.
     bool can_send = next < n && WindowAllows(next, oldest, pool);
+    const uint64_t done_before = done_count;
     auto got = io_->Receive(on_frame, can_send ? 0 : cfg_.poll_ms, 256);
     if (!got.ok()) return fail(got.status());
     while (oldest < next && window_[oldest % pool].done) oldest++;
-    // Retransmit late messages; scanning every few hundred microseconds is
-    // plenty for timeouts of milliseconds.
     auto now = Clock::now();
-    if (now - last_scan >= cfg_.timeout / 8 || (*got == 0 && !can_send)) {
-      last_scan = now;
-      for (uint64_t k = oldest; k < next; k++) {
+    if (done_count != done_before) {
+      last_progress = now;
+      backoff = 0;
+    }
+    // Scanning every few hundred microseconds is plenty for timeouts of
+    // milliseconds; a gap is worth acting on as soon as it shows.
+    const bool gap = oldest < next && oldest + kReorderWindow <= highest_done && done_count != done_before;
+    if (!gap && now - last_scan < cfg_.timeout / 8 && !(*got == 0 && !can_send)) continue;
+    last_scan = now;
+    auto retransmit = [&](uint64_t k, InFlight& f) {
+      f.sent = now;
+      counters_.retransmissions++;
+      return Send(op, k, base + static_cast<uint32_t>(k), true);
+    };
+    // Fast retransmission: results of later messages arrived, so these are
+    // lost (or their results are); no need to wait for a timeout. A message
+    // retransmitted this way gets another chance after one round trip.
+    const auto min_resend_gap = std::chrono::microseconds(static_cast<int64_t>(srtt_us_));
+    for (uint64_t k = oldest; k < next && k + kReorderWindow <= highest_done; k++) {
+      InFlight& f = window_[k % pool];
+      if (f.done || f.fast >= kMaxFastRetransmits || now - f.sent < min_resend_gap) continue;
+      f.fast++;
+      counters_.fast_retransmissions++;
+      s = retransmit(k, f);
+      if (!s.ok()) return fail(s);
+    }
+    // Timeout: no progress for a whole RTO (doubling per expiry without
+    // progress): the oldest late messages go again, at most kTimeoutBurst.
+    auto rto = Rto() * (uint64_t{1} << std::min<uint32_t>(backoff, 20));
+    if (rto > cfg_.max_timeout) rto = cfg_.max_timeout;
+    if (oldest < next && now - last_progress >= rto) {
+      last_progress = now;
+      backoff++;
+      uint64_t sent = 0;
+      for (uint64_t k = oldest; k < next && sent < kTimeoutBurst; k++) {
         InFlight& f = window_[k % pool];
-        // Exponential backoff: a peer that is merely slow (a busy VM, a
-        // rank still preparing its buffers) is waited for, a lost frame is
-        // retransmitted after the base timeout.
-        auto wait = Rto() * (uint64_t{1} << std::min<uint32_t>(f.timeouts, 20));
-        if (wait > cfg_.max_timeout) wait = cfg_.max_timeout;
-        if (f.done || now - f.sent < wait) continue;
+        if (f.done || now - f.sent < Rto()) continue;
         uint32_t msg_id = base + static_cast<uint32_t>(k);
         if (++f.timeouts > cfg_.max_retries) {
           std::string err = "message " + std::to_string(msg_id) + " (slot " +
@@ -177,15 +211,14 @@ Status Engine::Run(Operation* op) {
           if (reporter_) reporter_(msg_id, f.timeouts, err);
           return fail(DeadlineExceeded(err));
         }
-        f.sent = now;
-        counters_.retransmissions++;
         LOG_DEBUG << "retransmit message " << msg_id << " (timeout " << f.timeouts << ")";
-        s = Send(op, k, msg_id, true);
+        s = retransmit(k, f);
         if (!s.ok()) return fail(s);
+        sent++;
       }
-      s = io_->Flush();
-      if (!s.ok()) return fail(s);
     }
+    s = io_->Flush();
+    if (!s.ok()) return fail(s);
   }
   next_msg_id_ = base + static_cast<uint32_t>(n);
   return Status::Ok();

@@ -1,10 +1,22 @@
 // The message engine: runs one collective operation as a sequence of
 // messages (one packet each) over a PacketIo, keeping at most pool_size
-// messages in flight (the slot pool is the credit window), retransmitting a
-// message whose result is late (flag RETRANSMIT; the timeout doubles per
-// retry up to max_timeout) and failing after max_retries timeouts of one
-// message. Results are validated (protocol.h)
-// and handed to the operation, which places them in the user's buffer.
+// messages in flight (the slot pool is the credit window), retransmitting
+// lost messages (flag RETRANSMIT) and failing after max_retries timeouts of
+// one message. Results are validated (protocol.h) and handed to the
+// operation, which places them in the user's buffer.
+//
+// Loss detection works like TCP's (RFC 6298 5.3 and fast retransmit), not
+// with one timer per message: a switch completes a tree's messages in the
+// order members send them, so
+// - a message still unfinished while the result of a message sent
+//   kReorderWindow later arrived is lost (a contribution or its result):
+//   retransmitted at once, without waiting for a timeout;
+// - the retransmission timeout runs from the last progress (a result
+//   arriving), not from each message's send time, and sends at most
+//   kTimeoutBurst of the oldest late messages per expiry (the timeout then
+//   doubles until progress resumes, up to max_timeout).
+// A pipeline that is slow but moving (a loaded VM, a peer descheduled for a
+// while) therefore triggers no retransmission storm of the whole window.
 #pragma once
 
 #include <array>
@@ -62,8 +74,9 @@ class Operation {
 
 struct EngineCounters {
   uint64_t messages = 0;
-  uint64_t retransmissions = 0;
-  uint64_t overflow_results = 0;  // results with the OVERFLOW flag
+  uint64_t retransmissions = 0;       // all of them, fast included
+  uint64_t fast_retransmissions = 0;  // after a gap, before any timeout
+  uint64_t overflow_results = 0;      // results with the OVERFLOW flag
   uint64_t operations = 0;
   uint64_t failed_operations = 0;
   double srtt_us = 0;  // smoothed result latency of first transmissions
@@ -95,10 +108,17 @@ class Engine {
 
  private:
   struct InFlight {
-    std::chrono::steady_clock::time_point sent;
-    uint32_t timeouts = 0;
+    std::chrono::steady_clock::time_point sent;  // last (re)transmission
+    uint32_t timeouts = 0;                       // retransmissions after a timeout
+    uint32_t fast = 0;                           // retransmissions after a gap
     bool done = false;
   };
+  // Results of messages sent this much later prove a message lost.
+  static constexpr uint64_t kReorderWindow = 8;
+  // Gap retransmissions of one message before only timeouts retry it.
+  static constexpr uint32_t kMaxFastRetransmits = 4;
+  // Oldest late messages retransmitted per timeout expiry.
+  static constexpr uint64_t kTimeoutBurst = 32;
   Status Send(Operation* op, uint64_t i, uint32_t msg_id, bool retransmit);
   void SampleRtt(std::chrono::steady_clock::duration d);
   // Retransmission timeout: max(configured timeout, srtt + 4 rttvar), so a
