@@ -1,0 +1,75 @@
+// The fallback decision table of libincmpi, free of MPI so it can be tested
+// without a running MPI: given what a call asks for (collective, element
+// type, operation, contiguity, sizes) and the communicator's state, either
+// the libinc data type/op to offload with, or the reason it runs on MPI's
+// own algorithm (PMPI_*). Every input is the same on every rank of a
+// correct MPI program, so every rank takes the same path.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "client/communicator.h"
+#include "mpi/config.h"
+
+namespace inc::mpi {
+
+enum class Call { kAllreduce, kReduce, kBcast, kBarrier, kReduceScatterBlock, kAllgather, kCount };
+
+// Element types as the switch sees them. kBytes: a contiguous type that is
+// only copied (Bcast/Allgather), never computed on.
+enum class Elem { kInt32, kUInt32, kInt64, kUInt64, kFloat32, kFloat64, kBytes };
+
+enum class OpKind { kNone, kSum, kMin, kMax, kOtherPredefined, kUser };
+
+// Why a call ran on MPI's algorithm. Names (ReasonName) appear in logs,
+// the summary and its JSON; docs/mpi.md explains each.
+enum class Reason {
+  kNone,
+  kDisabled,               // INCMPI_ENABLE=0
+  kBadConfig,              // an INCMPI_* variable did not parse
+  kNoGroup,                // the INC group for MPI_COMM_WORLD could not be formed
+  kGroupFailed,            // an offloaded collective failed; INC is off from then on
+  kIntercomm,              // intercommunicator
+  kSingleRank,             // communicator of one rank
+  kSubcomm,                // not the group of MPI_COMM_WORLD (split into subsets)
+  kThreadMultiple,         // a derived communicator under MPI_THREAD_MULTIPLE
+  kPermutedRanks,          // rank order differs from MPI_COMM_WORLD (Allgather, Reduce_scatter_block)
+  kInvalidArgs,            // null handles, mismatched sizes: MPI reports the error
+  kEmpty,                  // nothing to move (count 0)
+  kNoncontiguousDtype,     // a derived datatype that is not a contiguous run of one basic type
+  kUnsupportedDtype,       // reduction on a type the switch does not compute (char, short, pairs...)
+  kUserOp,                 // MPI_Op_create
+  kUnsupportedOp,          // predefined op other than SUM/MIN/MAX (PROD, LAND, BAND, MINLOC...)
+  kUnsupportedOpForDtype,  // MIN/MAX on unsigned types
+  kFloatSumDisabled,       // INCMPI_FLOAT_SUM=fallback
+  kBelowMinBytes,          // smaller than INCMPI_MIN_BYTES
+  kSwitchUnsupported,      // the tree's switches do not offer this collective/type/op
+  kCount
+};
+
+const char* ReasonName(Reason r);
+const char* CallName(Call c);  // "MPI_Allreduce", ...
+
+struct Request {
+  Call call = Call::kAllreduce;
+  Reason comm_reason = Reason::kNone;  // the communicator's state (kNone = has an INC group)
+  bool valid = true;                   // handles not null, sizes consistent
+  bool contiguous = true;              // every datatype involved
+  Elem elem = Elem::kBytes;
+  OpKind op = OpKind::kNone;    // reductions only
+  uint64_t count = 0;           // elements (Barrier: ignored)
+  uint64_t bytes = 0;           // what one rank contributes
+  bool permuted_ranks = false;  // communicator ranks are a permutation of the group's
+};
+
+struct Decision {
+  bool offload = false;
+  Reason reason = Reason::kNone;
+  client::DataType dtype = client::DataType::kInt32;  // for libinc (reductions)
+  client::ReduceOp op = client::ReduceOp::kSum;
+};
+
+Decision Decide(const Config& config, const Request& request);
+
+}  // namespace inc::mpi

@@ -1,0 +1,147 @@
+#include "mpi/stats.h"
+
+#include <cstdio>
+#include <sstream>
+
+namespace inc::mpi {
+
+namespace {
+constexpr size_t kCalls = static_cast<size_t>(Call::kCount);
+constexpr size_t kReasons = static_cast<size_t>(Reason::kCount);
+
+std::string Num(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.6f", v);
+  return buf;
+}
+
+std::string TallyJson(const Tally& t) {
+  return "{\"calls\": " + std::to_string(t.calls) + ", \"bytes\": " + std::to_string(t.bytes) +
+         ", \"seconds\": " + Num(t.seconds) + "}";
+}
+}  // namespace
+
+std::string JsonString(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+          out += buf;
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+void Stats::Record(Call call, Reason reason, uint64_t bytes, double seconds) {
+  std::lock_guard<std::mutex> l(mu_);
+  Tally& t = t_[static_cast<size_t>(call)][static_cast<size_t>(reason)];
+  t.calls++;
+  t.bytes += bytes;
+  t.seconds += seconds;
+}
+
+Tally Stats::Get(Call call, Reason reason) const {
+  std::lock_guard<std::mutex> l(mu_);
+  return t_[static_cast<size_t>(call)][static_cast<size_t>(reason)];
+}
+
+uint64_t Stats::Offloaded() const {
+  std::lock_guard<std::mutex> l(mu_);
+  uint64_t n = 0;
+  for (size_t c = 0; c < kCalls; c++) n += t_[c][0].calls;
+  return n;
+}
+
+uint64_t Stats::FellBack() const {
+  std::lock_guard<std::mutex> l(mu_);
+  uint64_t n = 0;
+  for (size_t c = 0; c < kCalls; c++)
+    for (size_t r = 1; r < kReasons; r++) n += t_[c][r].calls;
+  return n;
+}
+
+std::string Stats::ToJson(const Header& h) const {
+  std::lock_guard<std::mutex> l(mu_);
+  std::ostringstream o;
+  o << "{\"rank\": " << h.rank << ", \"world\": " << h.world
+    << ", \"enabled\": " << (h.enabled ? "true" : "false") << ", \"group\": " << JsonString(h.group)
+    << ", \"group_detail\": " << JsonString(h.group_detail) << ", \"job_id\": " << JsonString(h.job_id)
+    << ", \"tree_id\": " << h.tree_id << ", \"calls\": {";
+  std::array<Tally, kReasons> by_reason{};
+  Tally offloaded, fallback;
+  for (size_t c = 0; c < kCalls; c++) {
+    Tally fb;
+    std::string reasons;
+    for (size_t r = 1; r < kReasons; r++) {
+      const Tally& t = t_[c][r];
+      if (!t.calls) continue;
+      fb.calls += t.calls;
+      fb.bytes += t.bytes;
+      fb.seconds += t.seconds;
+      by_reason[r].calls += t.calls;
+      by_reason[r].bytes += t.bytes;
+      by_reason[r].seconds += t.seconds;
+      reasons += (reasons.empty() ? "" : ", ") + JsonString(ReasonName(static_cast<Reason>(r))) + ": " +
+                 TallyJson(t);
+    }
+    const Tally& off = t_[c][0];
+    offloaded.calls += off.calls;
+    offloaded.bytes += off.bytes;
+    offloaded.seconds += off.seconds;
+    fallback.calls += fb.calls;
+    fallback.bytes += fb.bytes;
+    fallback.seconds += fb.seconds;
+    o << (c ? ", " : "") << JsonString(CallName(static_cast<Call>(c)))
+      << ": {\"offloaded\": " << TallyJson(off) << ", \"fallback\": " << TallyJson(fb)
+      << ", \"fallback_reasons\": {" << reasons << "}}";
+  }
+  o << "}, \"totals\": {\"offloaded\": " << TallyJson(offloaded) << ", \"fallback\": " << TallyJson(fallback)
+    << "}, \"fallback_reasons\": {";
+  bool first = true;
+  for (size_t r = 1; r < kReasons; r++) {
+    if (!by_reason[r].calls) continue;
+    o << (first ? "" : ", ") << JsonString(ReasonName(static_cast<Reason>(r))) << ": " << by_reason[r].calls;
+    first = false;
+  }
+  o << "}";
+  if (!h.libinc_status_json.empty()) o << ", \"libinc\": " << h.libinc_status_json;
+  o << "}";
+  return o.str();
+}
+
+std::string Stats::ToText(const Header& h) const {
+  std::lock_guard<std::mutex> l(mu_);
+  std::ostringstream o;
+  o << "incmpi: summary rank " << h.rank << "/" << h.world << ": group " << h.group
+    << (h.group_detail.empty() ? "" : " (" + h.group_detail + ")")
+    << (h.job_id.empty() ? "" : ", job " + h.job_id)
+    << (h.tree_id >= 0 ? ", tree " + std::to_string(h.tree_id) : "") << "\n";
+  char line[256];
+  std::snprintf(line, sizeof(line), "incmpi:   %-26s %-34s %10s %14s %12s\n", "call", "path", "calls",
+                "bytes", "seconds");
+  o << line;
+  for (size_t c = 0; c < kCalls; c++) {
+    for (size_t r = 0; r < kReasons; r++) {
+      const Tally& t = t_[c][r];
+      if (!t.calls) continue;
+      std::string path = r == 0 ? "offloaded" : std::string("fallback:") + ReasonName(static_cast<Reason>(r));
+      std::snprintf(line, sizeof(line), "incmpi:   %-26s %-34s %10llu %14llu %12.6f\n",
+                    CallName(static_cast<Call>(c)), path.c_str(), static_cast<unsigned long long>(t.calls),
+                    static_cast<unsigned long long>(t.bytes), t.seconds);
+      o << line;
+    }
+  }
+  return o.str();
+}
+
+}  // namespace inc::mpi

@@ -1,0 +1,304 @@
+// libincmpi without a running MPI: environment parsing, the fallback
+// decision table (every reason and every offloaded type/op) and the
+// summary's JSON.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "mpi/config.h"
+#include "mpi/decision.h"
+#include "mpi/stats.h"
+
+namespace inc::mpi {
+namespace {
+
+Expected<Config> Parse(const std::map<std::string, std::string>& env) {
+  return ParseConfig([&](const char* name) -> const char* {
+    auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  });
+}
+
+TEST(IncMpiConfig, DefaultsWhenNothingIsSet) {
+  auto c = Parse({});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(c->enable);
+  EXPECT_EQ(c->min_bytes, 0u);
+  EXPECT_EQ(c->am, "");
+  EXPECT_EQ(c->transport, "afxdp");
+  EXPECT_EQ(c->join_timeout_ms, 30000u);
+  EXPECT_TRUE(c->float_sum);
+  EXPECT_EQ(c->log_level, LogLevel::kWarn);
+  EXPECT_EQ(c->fallback_log_level, LogLevel::kWarn);
+  EXPECT_FALSE(c->fallback_log_all);
+  EXPECT_EQ(c->summary, SummaryMode::kOff);
+}
+
+TEST(IncMpiConfig, EmptyValueMeansDefault) {
+  auto c = Parse({{"INCMPI_MIN_BYTES", ""}, {"INCMPI_ENABLE", ""}});
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->enable);
+  EXPECT_EQ(c->min_bytes, 0u);
+}
+
+TEST(IncMpiConfig, ParsesEveryVariable) {
+  auto c = Parse({{"INCMPI_ENABLE", "0"},
+                  {"INCMPI_MIN_BYTES", "64K"},
+                  {"INCMPI_AM", "172.31.0.1:50051"},
+                  {"INCMPI_IFACE", "eth0"},
+                  {"INCMPI_TRANSPORT", "afxdp"},
+                  {"INCMPI_JOB_ID", "job7"},
+                  {"INCMPI_JOIN_TIMEOUT_MS", "2500"},
+                  {"INCMPI_FLOAT_SUM", "fallback"},
+                  {"INCMPI_REDUCE_MODE", "allreduce"},
+                  {"INCMPI_BROADCAST_MODE", "native"},
+                  {"INCMPI_LOG_LEVEL", "debug"},
+                  {"INCMPI_FALLBACK_LOG_LEVEL", "info"},
+                  {"INCMPI_FALLBACK_LOG", "all"},
+                  {"INCMPI_SUMMARY", "all"},
+                  {"INCMPI_SUMMARY_JSON", "/tmp/s-%r.json"}});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_FALSE(c->enable);
+  EXPECT_EQ(c->min_bytes, 65536u);
+  EXPECT_EQ(c->am, "172.31.0.1:50051");
+  EXPECT_EQ(c->iface, "eth0");
+  EXPECT_EQ(c->job_id, "job7");
+  EXPECT_EQ(c->join_timeout_ms, 2500u);
+  EXPECT_FALSE(c->float_sum);
+  EXPECT_EQ(c->reduce_mode, "allreduce");
+  EXPECT_EQ(c->broadcast_mode, "native");
+  EXPECT_EQ(c->log_level, LogLevel::kDebug);
+  EXPECT_EQ(c->fallback_log_level, LogLevel::kInfo);
+  EXPECT_TRUE(c->fallback_log_all);
+  EXPECT_EQ(c->summary, SummaryMode::kAll);
+  EXPECT_EQ(c->summary_json, "/tmp/s-%r.json");
+}
+
+TEST(IncMpiConfig, SizeSuffixes) {
+  EXPECT_EQ(Parse({{"INCMPI_MIN_BYTES", "512"}})->min_bytes, 512u);
+  EXPECT_EQ(Parse({{"INCMPI_MIN_BYTES", "2M"}})->min_bytes, 2u << 20);
+  EXPECT_EQ(Parse({{"INCMPI_MIN_BYTES", "1G"}})->min_bytes, 1u << 30);
+  EXPECT_EQ(Parse({{"INCMPI_SUMMARY", "1"}})->summary, SummaryMode::kRank0);
+  EXPECT_EQ(Parse({{"INCMPI_SUMMARY", "off"}})->summary, SummaryMode::kOff);
+}
+
+TEST(IncMpiConfig, BadValuesAreInvalidArgumentNamingTheVariable) {
+  const std::map<std::string, std::string> bad[] = {
+      {{"INCMPI_ENABLE", "maybe"}},
+      {{"INCMPI_MIN_BYTES", "-1"}},
+      {{"INCMPI_MIN_BYTES", "12X"}},
+      {{"INCMPI_MIN_BYTES", "abc"}},
+      {{"INCMPI_MIN_BYTES", "99999999G"}},
+      {{"INCMPI_AM", "no-port"}},
+      {{"INCMPI_JOIN_TIMEOUT_MS", "0"}},
+      {{"INCMPI_FLOAT_SUM", "sometimes"}},
+      {{"INCMPI_REDUCE_MODE", "ring"}},
+      {{"INCMPI_BROADCAST_MODE", "tree"}},
+      {{"INCMPI_LOG_LEVEL", "loud"}},
+      {{"INCMPI_FALLBACK_LOG_LEVEL", "x"}},
+      {{"INCMPI_FALLBACK_LOG", "some"}},
+      {{"INCMPI_SUMMARY", "2"}},
+      {{"INCMPI_JOB_ID", std::string(101, 'j')}},
+  };
+  for (const auto& env : bad) {
+    auto c = Parse(env);
+    const std::string& name = env.begin()->first;
+    ASSERT_FALSE(c.ok()) << name << "=" << env.begin()->second;
+    EXPECT_EQ(c.status().code(), Code::kInvalidArgument);
+    EXPECT_NE(c.status().message().find(name), std::string::npos) << c.status().message();
+  }
+}
+
+TEST(IncMpiConfig, UnknownIncmpiNamesAreReported) {
+  char a[] = "INCMPI_MIN_BYTE=4";
+  char b[] = "INCMPI_AM=x:1";
+  char c[] = "PATH=/bin";
+  char* env[] = {a, b, c, nullptr};
+  auto unknown = UnknownEnvNames(env);
+  ASSERT_EQ(unknown.size(), 1u);
+  EXPECT_EQ(unknown[0], "INCMPI_MIN_BYTE");
+}
+
+TEST(IncMpiConfig, SummaryPathPerRank) {
+  EXPECT_EQ(SummaryPathForRank("/tmp/s-%r.json", 3), "/tmp/s-3.json");
+  EXPECT_EQ(SummaryPathForRank("/tmp/s.json", 0), "/tmp/s.json");
+  EXPECT_EQ(SummaryPathForRank("/tmp/s.json", 1), "");
+  EXPECT_EQ(SummaryPathForRank("", 0), "");
+}
+
+Request Reduction(Call call, Elem elem, OpKind op, uint64_t count, uint64_t elem_size) {
+  Request q;
+  q.call = call;
+  q.elem = elem;
+  q.op = op;
+  q.count = count;
+  q.bytes = count * elem_size;
+  return q;
+}
+
+TEST(IncMpiDecision, OffloadsEverySupportedTypeAndOp) {
+  Config c;
+  struct Case {
+    Elem elem;
+    uint64_t size;
+    OpKind op;
+    client::DataType want;
+  };
+  const Case cases[] = {
+      {Elem::kInt32, 4, OpKind::kSum, client::DataType::kInt32},
+      {Elem::kInt32, 4, OpKind::kMin, client::DataType::kInt32},
+      {Elem::kInt32, 4, OpKind::kMax, client::DataType::kInt32},
+      {Elem::kInt64, 8, OpKind::kSum, client::DataType::kInt64},
+      {Elem::kInt64, 8, OpKind::kMax, client::DataType::kInt64},
+      {Elem::kUInt32, 4, OpKind::kSum, client::DataType::kInt32},
+      {Elem::kUInt64, 8, OpKind::kSum, client::DataType::kInt64},
+      {Elem::kFloat32, 4, OpKind::kSum, client::DataType::kFloat32},
+      {Elem::kFloat32, 4, OpKind::kMin, client::DataType::kFloat32},
+      {Elem::kFloat64, 8, OpKind::kSum, client::DataType::kFloat64},
+      {Elem::kFloat64, 8, OpKind::kMax, client::DataType::kFloat64},
+  };
+  for (Call call : {Call::kAllreduce, Call::kReduce, Call::kReduceScatterBlock}) {
+    for (const Case& k : cases) {
+      Decision d = Decide(c, Reduction(call, k.elem, k.op, 10, k.size));
+      EXPECT_TRUE(d.offload) << CallName(call) << " " << ReasonName(d.reason);
+      EXPECT_EQ(d.dtype, k.want);
+    }
+  }
+  Decision d = Decide(c, Reduction(Call::kAllreduce, Elem::kInt64, OpKind::kMin, 3, 8));
+  EXPECT_EQ(d.op, client::ReduceOp::kMin);
+  d = Decide(c, Reduction(Call::kAllreduce, Elem::kInt64, OpKind::kMax, 3, 8));
+  EXPECT_EQ(d.op, client::ReduceOp::kMax);
+}
+
+TEST(IncMpiDecision, EachFallbackReason) {
+  Config c;
+  c.min_bytes = 64;
+  struct Case {
+    const char* what;
+    Request q;
+    Reason want;
+  };
+  auto R = [](Call call, Elem e, OpKind op, uint64_t count, uint64_t size) {
+    return Reduction(call, e, op, count, size);
+  };
+  Request noncontig = R(Call::kAllreduce, Elem::kInt32, OpKind::kSum, 100, 4);
+  noncontig.contiguous = false;
+  Request invalid = R(Call::kAllreduce, Elem::kInt32, OpKind::kSum, 100, 4);
+  invalid.valid = false;
+  Request subcomm = R(Call::kAllreduce, Elem::kInt32, OpKind::kSum, 100, 4);
+  subcomm.comm_reason = Reason::kSubcomm;
+  Request perm_ag = R(Call::kAllgather, Elem::kBytes, OpKind::kNone, 100, 4);
+  perm_ag.permuted_ranks = true;
+  Request perm_ar = R(Call::kAllreduce, Elem::kInt32, OpKind::kSum, 100, 4);
+  perm_ar.permuted_ranks = true;
+  const Case cases[] = {
+      {"user op", R(Call::kAllreduce, Elem::kInt32, OpKind::kUser, 100, 4), Reason::kUserOp},
+      {"MPI_PROD", R(Call::kReduce, Elem::kFloat64, OpKind::kOtherPredefined, 100, 8),
+       Reason::kUnsupportedOp},
+      {"MPI_OP_NULL", R(Call::kReduce, Elem::kFloat64, OpKind::kNone, 100, 8), Reason::kUnsupportedOp},
+      {"short", R(Call::kAllreduce, Elem::kBytes, OpKind::kSum, 100, 2), Reason::kUnsupportedDtype},
+      {"unsigned min", R(Call::kAllreduce, Elem::kUInt32, OpKind::kMin, 100, 4),
+       Reason::kUnsupportedOpForDtype},
+      {"uint64 max", R(Call::kReduceScatterBlock, Elem::kUInt64, OpKind::kMax, 100, 8),
+       Reason::kUnsupportedOpForDtype},
+      {"small", R(Call::kAllreduce, Elem::kInt32, OpKind::kSum, 15, 4), Reason::kBelowMinBytes},
+      {"small bcast", R(Call::kBcast, Elem::kBytes, OpKind::kNone, 63, 1), Reason::kBelowMinBytes},
+      {"count 0", R(Call::kAllreduce, Elem::kInt32, OpKind::kSum, 0, 4), Reason::kEmpty},
+      {"vector type", noncontig, Reason::kNoncontiguousDtype},
+      {"null handle", invalid, Reason::kInvalidArgs},
+      {"split comm", subcomm, Reason::kSubcomm},
+      {"permuted allgather", perm_ag, Reason::kPermutedRanks},
+  };
+  for (const Case& k : cases) {
+    Decision d = Decide(c, k.q);
+    EXPECT_FALSE(d.offload) << k.what;
+    EXPECT_EQ(d.reason, k.want) << k.what << ": got " << ReasonName(d.reason);
+  }
+  EXPECT_TRUE(Decide(c, perm_ar).offload) << "permuted ranks do not matter to Allreduce";
+  EXPECT_TRUE(Decide(c, R(Call::kAllreduce, Elem::kInt32, OpKind::kSum, 16, 4)).offload) << "64 B = minimum";
+}
+
+TEST(IncMpiDecision, BroadcastAndAllgatherMoveAnyContiguousBytes) {
+  Config c;
+  for (Call call : {Call::kBcast, Call::kAllgather}) {
+    Decision d = Decide(c, Reduction(call, Elem::kBytes, OpKind::kNone, 3, 1));
+    EXPECT_TRUE(d.offload) << CallName(call) << ": " << ReasonName(d.reason);
+  }
+}
+
+TEST(IncMpiDecision, BarrierIgnoresSizeButNotTheGroup) {
+  Config c;
+  c.min_bytes = 1 << 20;
+  Request q;
+  q.call = Call::kBarrier;
+  EXPECT_TRUE(Decide(c, q).offload);
+  q.comm_reason = Reason::kNoGroup;
+  EXPECT_EQ(Decide(c, q).reason, Reason::kNoGroup);
+}
+
+TEST(IncMpiDecision, PrecedenceDisabledThenCommunicatorThenArguments) {
+  Config c;
+  c.enable = false;
+  Request q = Reduction(Call::kAllreduce, Elem::kInt32, OpKind::kUser, 100, 4);
+  q.comm_reason = Reason::kSubcomm;
+  EXPECT_EQ(Decide(c, q).reason, Reason::kDisabled);
+  c.enable = true;
+  EXPECT_EQ(Decide(c, q).reason, Reason::kSubcomm);
+  q.comm_reason = Reason::kNone;
+  EXPECT_EQ(Decide(c, q).reason, Reason::kUserOp);
+  // A user op is reported as such even on a message below the minimum.
+  c.min_bytes = 1 << 20;
+  EXPECT_EQ(Decide(c, q).reason, Reason::kUserOp);
+}
+
+TEST(IncMpiDecision, FloatSumCanBeKeptOnMpi) {
+  Config c;
+  c.float_sum = false;
+  EXPECT_EQ(Decide(c, Reduction(Call::kAllreduce, Elem::kFloat32, OpKind::kSum, 10, 4)).reason,
+            Reason::kFloatSumDisabled);
+  EXPECT_EQ(Decide(c, Reduction(Call::kAllreduce, Elem::kFloat64, OpKind::kSum, 10, 8)).reason,
+            Reason::kFloatSumDisabled);
+  EXPECT_TRUE(Decide(c, Reduction(Call::kAllreduce, Elem::kFloat32, OpKind::kMax, 10, 4)).offload);
+  EXPECT_TRUE(Decide(c, Reduction(Call::kAllreduce, Elem::kInt32, OpKind::kSum, 10, 4)).offload);
+}
+
+TEST(IncMpiDecision, EveryReasonHasADistinctName) {
+  std::map<std::string, int> seen;
+  for (int r = 0; r < static_cast<int>(Reason::kCount); r++) seen[ReasonName(static_cast<Reason>(r))]++;
+  EXPECT_EQ(seen.size(), static_cast<size_t>(Reason::kCount));
+  EXPECT_EQ(seen.count("unknown"), 0u);
+}
+
+TEST(IncMpiStats, JsonCountsPerCallAndReason) {
+  Stats s;
+  s.Record(Call::kAllreduce, Reason::kNone, 400, 0.5);
+  s.Record(Call::kAllreduce, Reason::kNone, 400, 0.25);
+  s.Record(Call::kAllreduce, Reason::kUserOp, 8, 0.125);
+  s.Record(Call::kBcast, Reason::kBelowMinBytes, 3, 0.0);
+  EXPECT_EQ(s.Offloaded(), 2u);
+  EXPECT_EQ(s.FellBack(), 2u);
+  Tally t = s.Get(Call::kAllreduce, Reason::kNone);
+  EXPECT_EQ(t.calls, 2u);
+  EXPECT_EQ(t.bytes, 800u);
+  EXPECT_DOUBLE_EQ(t.seconds, 0.75);
+  Stats::Header h;
+  h.rank = 2;
+  h.world = 4;
+  h.group = "ok";
+  h.job_id = "j\"1";
+  std::string json = s.ToJson(h);
+  EXPECT_NE(json.find("\"MPI_Allreduce\": {\"offloaded\": {\"calls\": 2, \"bytes\": 800"), std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"fallback_reasons\": {\"user_op\": {\"calls\": 1"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"fallback_reasons\": {\"user_op\": 1, \"below_min_bytes\": 1}"), std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"job_id\": \"j\\\"1\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"MPI_Allgather\": {\"offloaded\": {\"calls\": 0"), std::string::npos) << json;
+  std::string text = s.ToText(h);
+  EXPECT_NE(text.find("fallback:user_op"), std::string::npos) << text;
+  EXPECT_NE(text.find("offloaded"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace inc::mpi
