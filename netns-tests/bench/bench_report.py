@@ -129,6 +129,7 @@ set grid
 set key left top
 set datafile missing '?'
 set format x '%.0s%c'
+set format y '%g'
 plot '{data}' using 1:2 with linespoints lw 2 title 'INC (busbw = algbw)', \\
      '' using 1:3 with linespoints lw 2 title 'Open MPI (ring factor)', \\
      '' using 1:4 with linespoints lw 2 title 'Gloo ring (ring factor)', \\
