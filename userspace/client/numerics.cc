@@ -4,6 +4,10 @@
 #include <cstring>
 #include <limits>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace inc::client {
 namespace {
 
@@ -50,6 +54,87 @@ bool Quantise(const F* x, size_t n, int32_t b, int h, int total_bits, I* q) {
   return saturated;
 }
 
+#if defined(__SSE2__)
+// The per-element work of FP32 SUM runs on every byte a member sends and
+// receives; these SSE2 paths (x86-64 baseline) do four lanes per step and give
+// bit-identical results to the scalar code above.
+
+// Largest magnitude of a float block from the bits: |x| orders like
+// (bits & 0x7fffffff) as a non-negative integer, inf/NaN above every finite.
+int32_t BlockExponentF32Sse2(const float* x, size_t n) {
+  const __m128i abs_mask = _mm_set1_epi32(0x7fffffff);
+  __m128i max4 = _mm_setzero_si128();
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    __m128i v = _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i)), abs_mask);
+    __m128i gt = _mm_cmpgt_epi32(v, max4);
+    max4 = _mm_or_si128(_mm_and_si128(gt, v), _mm_andnot_si128(gt, max4));
+  }
+  uint32_t lanes[4];
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(lanes), max4);
+  uint32_t max_bits = std::max(std::max(lanes[0], lanes[1]), std::max(lanes[2], lanes[3]));
+  for (; i < n; i++) {
+    uint32_t b;
+    std::memcpy(&b, x + i, sizeof(b));
+    max_bits = std::max(max_bits, b & 0x7fffffffu);
+  }
+  if (max_bits >= 0x7f800000u) return 127;  // inf or NaN
+  if (max_bits == 0) return kZeroBlockExponent;
+  float m;
+  std::memcpy(&m, &max_bits, sizeof(m));
+  int e = std::ilogb(m);
+  return std::max(-127, std::min(127, e));
+}
+
+// q = round_half_even(x * 2^e) when 2^e is a normal float: the product is
+// then exact in float (or below 2^-126 and rounds to 0 either way), and
+// cvtps2dq rounds with the current mode like nearbyint. Returns false when
+// a lane would saturate (|s| > 2^(31-h) - 1) or is NaN: the caller redoes
+// the block on the scalar path, which saturates exactly as before.
+bool QuantiseF32Sse2(const float* x, size_t n, int e, int h, int32_t* q) {
+  float scale_f;
+  uint32_t scale_bits = static_cast<uint32_t>(e + 127) << 23;
+  std::memcpy(&scale_f, &scale_bits, sizeof(scale_f));
+  const __m128 scale = _mm_set1_ps(scale_f);
+  // The scalar limit 2^(31-h) - 1 as a float test: exact up to 2^24; above,
+  // no float lies between it and 2^(31-h), so the largest float below
+  // 2^(31-h) is the same test.
+  const float limit =
+      31 - h > 24 ? std::nextafter(std::ldexp(1.0f, 31 - h), 0.0f) : std::ldexp(1.0f, 31 - h) - 1;
+  const __m128 bound = _mm_set1_ps(limit);
+  const __m128 abs_mask = _mm_castsi128_ps(_mm_set1_epi32(0x7fffffff));
+  __m128 bad = _mm_setzero_ps();
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    __m128 s = _mm_mul_ps(_mm_loadu_ps(x + i), scale);
+    // !(|s| <= limit) is also true for NaN.
+    bad = _mm_or_ps(bad, _mm_cmpnle_ps(_mm_and_ps(s, abs_mask), bound));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + i), _mm_cvtps_epi32(s));
+  }
+  if (_mm_movemask_ps(bad)) return false;
+  for (; i < n; i++) {
+    float s = x[i] * scale_f;
+    if (!(std::fabs(s) <= limit)) return false;
+    q[i] = static_cast<int32_t>(std::nearbyint(s));
+  }
+  return true;
+}
+
+// x = float(q * 2^-e): int32 -> double is exact, the scaling too (double
+// range), and the one rounding to float matches the scalar path.
+void DequantiseF32Sse2(const int32_t* q, size_t n, double unscale, float* x) {
+  const __m128d u = _mm_set1_pd(unscale);
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + i));
+    __m128 lo = _mm_cvtpd_ps(_mm_mul_pd(_mm_cvtepi32_pd(v), u));
+    __m128 hi = _mm_cvtpd_ps(_mm_mul_pd(_mm_cvtepi32_pd(_mm_srli_si128(v, 8)), u));
+    _mm_storeu_ps(x + i, _mm_movelh_ps(lo, hi));
+  }
+  for (; i < n; i++) x[i] = static_cast<float>(static_cast<double>(q[i]) * unscale);
+}
+#endif
+
 }  // namespace
 
 int HeadroomBits(uint32_t world) {
@@ -59,7 +144,11 @@ int HeadroomBits(uint32_t world) {
 }
 
 int32_t BlockExponentF32(const float* x, size_t n) {
+#if defined(__SSE2__)
+  return BlockExponentF32Sse2(x, n);
+#else
   return BlockExponent(x, n);
+#endif
 }
 int32_t BlockExponentF64(const double* x, size_t n) {
   return BlockExponent(x, n);
@@ -70,13 +159,24 @@ bool QuantiseF32(const float* x, size_t n, int32_t b, int h, int32_t* q) {
     std::memset(q, 0, n * sizeof(*q));
     return false;
   }
+#if defined(__SSE2__)
+  const int e = 30 - h - b;
+  if (e >= -126 && e <= 127 && h <= 31 && QuantiseF32Sse2(x, n, e, h, q)) return false;
+#endif
   return Quantise(x, n, b, h, 32, q);
 }
 
 void DequantiseF32(const int32_t* q, size_t n, int32_t b, int h, float* x) {
+  if (b == kZeroBlockExponent) {
+    std::memset(x, 0, n * sizeof(*x));
+    return;
+  }
   const double unscale = std::ldexp(1.0, -(30 - h - b));
-  for (size_t i = 0; i < n; i++)
-    x[i] = b == kZeroBlockExponent ? 0.0f : static_cast<float>(static_cast<double>(q[i]) * unscale);
+#if defined(__SSE2__)
+  DequantiseF32Sse2(q, n, unscale, x);
+#else
+  for (size_t i = 0; i < n; i++) x[i] = static_cast<float>(static_cast<double>(q[i]) * unscale);
+#endif
 }
 
 bool QuantiseF64(const double* x, size_t n, int32_t b, int h, int64_t* q) {

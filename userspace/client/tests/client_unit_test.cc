@@ -115,6 +115,69 @@ TEST(FixedPoint, SaturationIsReportedForValuesAboveTheAgreedExponent) {
   EXPECT_EQ(q, (1 << 30) - 1);
 }
 
+// Reference for the vectorised FP32 paths: the definition in numerics.h
+// computed in double, one element at a time.
+int32_t RefBlockExponent(const float* x, size_t n) {
+  float m = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!std::isfinite(x[i])) return 127;
+    m = std::max(m, std::fabs(x[i]));
+  }
+  if (m == 0) return kZeroBlockExponent;
+  return std::max(-127, std::min(127, std::ilogb(m)));
+}
+
+TEST(FixedPoint, VectorisedFloat32PathsMatchTheScalarDefinitionBitForBit) {
+  std::mt19937 rng(11);
+  const float specials[] = {0.0f,       -0.0f,         1e-45f,       -1e-40f,   1.1754944e-38f,
+                            3.4e38f,    -3.4e38f,      INFINITY,     -INFINITY, NAN,
+                            0.5f,       1.5f,          2.5f,         -2.5f,     std::nextafter(2.0f, 0.0f),
+                            8388607.5f, 1073741823.0f, 1073741824.0f};
+  for (int round = 0; round < 400; round++) {
+    size_t n = 1 + rng() % 509;  // odd tails included
+    int spread = static_cast<int>(rng() % 60);
+    std::vector<float> x(n);
+    for (auto& v : x) {
+      if (rng() % 50 == 0) {
+        v = specials[rng() % (sizeof(specials) / sizeof(specials[0]))];
+      } else {
+        v = std::ldexp(static_cast<float>(static_cast<int32_t>(rng())) / 2147483648.0f,
+                       static_cast<int>(rng() % (2 * spread + 1)) - spread);
+      }
+    }
+    const int32_t own = RefBlockExponent(x.data(), n);
+    ASSERT_EQ(BlockExponentF32(x.data(), n), own) << "round " << round;
+    for (int h : {0, 2, 6, 7, 8, 12}) {
+      // The agreed exponent is at least the block's own; sometimes below it
+      // (saturation), sometimes far above (underflow to 0).
+      for (int32_t b : {own, own + 1, own + 40, own - 3, -127, 127}) {
+        if (own == kZeroBlockExponent && b != own) continue;
+        b = std::max(-127, std::min(127, b));
+        std::vector<int32_t> q(n), want(n);
+        bool sat = QuantiseF32(x.data(), n, b, h, q.data());
+        bool want_sat = false;
+        const double scale = std::ldexp(1.0, 30 - h - b), limit = std::ldexp(1.0, 31 - h) - 1;
+        for (size_t i = 0; i < n; i++) {
+          double s = static_cast<double>(x[i]) * scale;
+          if (!(s <= limit && s >= -limit)) {
+            want_sat = true;
+            s = std::isnan(s) ? 0 : (s > 0 ? limit : -limit);
+          }
+          want[i] = static_cast<int32_t>(std::nearbyint(s));
+        }
+        ASSERT_EQ(sat, want_sat) << "round " << round << " h " << h << " b " << b;
+        ASSERT_EQ(q, want) << "round " << round << " h " << h << " b " << b;
+        std::vector<float> back(n);
+        DequantiseF32(q.data(), n, b, h, back.data());
+        for (size_t i = 0; i < n; i++) {
+          float w = static_cast<float>(static_cast<double>(want[i]) * std::ldexp(1.0, -(30 - h - b)));
+          ASSERT_EQ(std::memcmp(&back[i], &w, sizeof(w)), 0) << "element " << i;
+        }
+      }
+    }
+  }
+}
+
 // The switch adds int32 lanes; emulate that in any order and check that the
 // dequantised result is bit-identical whatever the order, and close to the
 // real sum.
