@@ -130,6 +130,9 @@ CommState* Classify(MPI_Comm comm) {
 Reason CommReason(MPI_Comm comm, const CommState** state) {
   *state = nullptr;
   if (comm == MPI_COMM_NULL) return Reason::kInvalidArgs;
+  // Without a world group nothing is offloaded; say so rather than why a
+  // derived communicator could not have used it anyway.
+  if (g->group_reason != Reason::kNone) return g->group_reason;
   if (comm != MPI_COMM_WORLD) {
     void* val = nullptr;
     int flag = 0;
@@ -140,9 +143,9 @@ Reason CommReason(MPI_Comm comm, const CommState** state) {
       PMPI_Comm_set_attr(comm, g->keyval, val);
     }
     *state = static_cast<const CommState*>(val);
-    if ((*state)->reason != Reason::kNone) return (*state)->reason;
+    return (*state)->reason;
   }
-  return g->group_reason;
+  return Reason::kNone;
 }
 
 struct TypeInfo {

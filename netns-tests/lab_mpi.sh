@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# lab.mpi_<topology>: an unmodified Open MPI program (mpi_coverage: every
+# intercepted call x int/unsigned/long/int64/float/double x SUM/MIN/MAX, in
+# place, dup, a rank-reversing split, a split into halves, MPI_COMM_SELF, and
+# calls no switch computes) launched by inc-mpirun across the lab's four worker
+# namespaces, one orted each:
+#   1. without libincmpi (Open MPI's own algorithms over TCP): exact results;
+#   2. with libincmpi preloaded: exact results, the same digest as run 1,
+#      every intercepted call offloaded at least once on every rank with the
+#      same counts on every rank, every expected fallback reason counted and
+#      logged ("incmpi: fallback reason=..."), libinc sent frames, and the AM
+#      has no tree left after MPI_Finalize;
+#   3. with an unreachable AM: exact results, every call fell back (no_group);
+#   4. with INCMPI_ENABLE=0: exact results, every call fell back (disabled).
+# The two-level run starts the program with MPI_Init_thread.
+. "$(dirname "$0")/lib.sh" "$1" mpi
+KIND=${2:?single or two}
+require_bins incamd incswitchd incinctl mpi_coverage libincmpi.so
+command -v mpirun >/dev/null || { echo "SKIP: mpirun not installed (openmpi-bin)" >&2; TEST_OK=1; exit 77; }
+COVERAGE=$(find "$INCLAB_BUILD" -maxdepth 4 -type f -name mpi_coverage -perm -u+x | head -n1)
+LIBINCMPI=$(find "$INCLAB_BUILD" -maxdepth 4 -type f -name libincmpi.so | head -n1)
+MPIRUN="$LAB_TESTS_DIR/inc-mpirun"
+lab_up m "$KIND"
+L="${P}m"
+OUT="/tmp/inclab-$L/mpi"
+mkdir -p "$OUT"
+ARGS=()
+[ "$KIND" = two ] && ARGS+=(--init-thread)
+
+# run TAG [inc-mpirun options] -- [program args]: runs mpi_coverage, keeps
+# its output in $OUT/TAG.log, checks "failures 0" and prints the digest.
+run() {
+  local tag=$1 rc=0
+  shift
+  local opts=()
+  while [ "$1" != -- ]; do opts+=("$1"); shift; done
+  shift
+  note "$KIND: run $tag"
+  timeout 150 "$MPIRUN" "$L" --timeout 140 "${opts[@]}" -- "$COVERAGE" "$@" >"$OUT/$tag.log" 2>&1 || rc=$?
+  if [ "$rc" != 0 ] || ! grep -q "^mpi_coverage: ranks 4 checks [0-9]* failures 0 " "$OUT/$tag.log"; then
+    tail -n 40 "$OUT/$tag.log" >&2
+    fail "run $tag: exit $rc or wrong results (log $OUT/$tag.log)"
+  fi
+  grep "^mpi_coverage:" "$OUT/$tag.log" | sed 's/^/  /'
+}
+digest() { sed -n 's/^mpi_coverage: .* digest \([0-9a-f]*\)$/\1/p' "$1"; }
+
+run plain -- "${ARGS[@]}"
+
+# INCMPI_MIN_BYTES=8: single int/float elements (4 bytes) stay on MPI.
+run inc --preload "$LIBINCMPI" -x INCMPI_MIN_BYTES=8 -x "INCMPI_SUMMARY_JSON=$OUT/inc-%r.json" \
+  -x INCMPI_SUMMARY=1 -- "${ARGS[@]}"
+[ "$(digest "$OUT/plain.log")" = "$(digest "$OUT/inc.log")" ] ||
+  fail "results differ with and without libincmpi (digests $(digest "$OUT/plain.log") / $(digest "$OUT/inc.log"))"
+grep -q "incmpi: summary rank 0/4: group ok" "$OUT/inc.log" || fail "no summary on stderr"
+python3 - "$OUT" <<'PY' || fail "summary JSON checks failed (files $OUT/inc-*.json)"
+import json, sys
+out = sys.argv[1]
+docs = [json.load(open(f"{out}/inc-{r}.json")) for r in range(4)]
+calls = ["MPI_Allreduce", "MPI_Reduce", "MPI_Bcast", "MPI_Barrier", "MPI_Reduce_scatter_block", "MPI_Allgather"]
+want = ["user_op", "unsupported_op", "unsupported_dtype", "unsupported_op_for_dtype", "noncontiguous_dtype",
+        "below_min_bytes", "subcomm", "permuted_ranks", "single_rank"]
+bad = []
+for d in docs:
+    r = d["rank"]
+    if d["group"] != "ok" or d["tree_id"] < 0:
+        bad.append(f"rank {r}: group {d['group']} ({d['group_detail']})")
+    for c in calls:
+        if d["calls"][c]["offloaded"]["calls"] == 0:
+            bad.append(f"rank {r}: {c} never offloaded")
+    for w in want:
+        if d["fallback_reasons"].get(w, 0) == 0:
+            bad.append(f"rank {r}: no fallback counted as {w}")
+    if d["libinc"]["tx_packets"] == 0 or d["libinc"]["rx_packets"] == 0:
+        bad.append(f"rank {r}: libinc moved no frames")
+    # Every rank takes the same path for the same call.
+    for c in calls:
+        if d["calls"][c]["offloaded"]["calls"] != docs[0]["calls"][c]["offloaded"]["calls"]:
+            bad.append(f"rank {r}: {c} offloaded {d['calls'][c]['offloaded']['calls']} times, rank 0 "
+                       f"{docs[0]['calls'][c]['offloaded']['calls']}")
+d = docs[0]
+print("  offloaded per call:", {c: d["calls"][c]["offloaded"]["calls"] for c in calls})
+print("  fallback reasons:", d["fallback_reasons"])
+print(f"  libinc: tx {d['libinc']['tx_packets']} rx {d['libinc']['rx_packets']} frames, "
+      f"retransmissions {d['libinc']['retransmissions']}")
+for b in bad:
+    print("  " + b, file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+for reason in user_op unsupported_op subcomm below_min_bytes; do
+  grep -q "incmpi: fallback reason=$reason call=" "$OUT/inc.log" || fail "no log line for reason=$reason"
+done
+"$INCLAB" ctl "$L" -o json tree list | python3 -c '
+import json, sys
+trees = json.load(sys.stdin).get("trees", [])
+mine = [t for t in trees if t.get("job_id", "").startswith("mpi-")]
+left = [t for t in mine if str(t.get("state", "")).upper().replace("TREE_", "") in ("ACTIVE", "PENDING")]
+print(f"  MPI job trees at the AM after MPI_Finalize: {len(mine)}, still active or pending: {len(left)}")
+sys.exit(1 if left else 0)' || fail "the MPI job's tree is still live at the AM after MPI_Finalize"
+
+# The AM's port is closed: every rank fails to join, all fall back together.
+run noam --preload "$LIBINCMPI" -x INCMPI_AM=172.31.0.1:1 -x INCMPI_JOIN_TIMEOUT_MS=2000 \
+  -x "INCMPI_SUMMARY_JSON=$OUT/noam-%r.json" -- --quick "${ARGS[@]}"
+run off --preload "$LIBINCMPI" -x INCMPI_ENABLE=0 -x "INCMPI_SUMMARY_JSON=$OUT/off-%r.json" -- --quick "${ARGS[@]}"
+grep -q "incmpi: fallback reason=no_group call=MPI_Allreduce" "$OUT/noam.log" || fail "no log line for reason=no_group"
+python3 - "$OUT" <<'PY' || fail "fallback-everything JSON checks failed"
+import json, sys
+out = sys.argv[1]
+for tag, reason in (("noam", "no_group"), ("off", "disabled")):
+    for r in range(4):
+        d = json.load(open(f"{out}/{tag}-{r}.json"))
+        n = d["fallback_reasons"].get(reason, 0)
+        if d["totals"]["offloaded"]["calls"] != 0 or n == 0 or n != d["totals"]["fallback"]["calls"]:
+            sys.exit(f"{tag} rank {r}: offloaded {d['totals']['offloaded']['calls']}, {reason} {n}, "
+                     f"fallback {d['totals']['fallback']['calls']}")
+    print(f"  {tag}: every call fell back as {reason} ({n} calls per rank)")
+PY
+pass
