@@ -49,6 +49,29 @@ TEST(Icrc, MaskedFieldsDoNotChangeIt) {
   EXPECT_EQ(*before, *after);
 }
 
+// Bit-at-a-time reference of the register-form CRC (no inversion).
+uint32_t BitwiseCrc32Le(uint32_t crc, const uint8_t* p, size_t len) {
+  for (size_t i = 0; i < len; i++) {
+    crc ^= p[i];
+    for (int k = 0; k < 8; k++) crc = (crc >> 1) ^ ((crc & 1) ? 0xEDB88320u : 0);
+  }
+  return crc;
+}
+
+TEST(Crc32, EveryLengthOffsetAndSeedMatchesTheBitwiseDefinition) {
+  std::vector<uint8_t> buf(4200);
+  uint32_t x = 12345;
+  for (auto& b : buf) b = static_cast<uint8_t>((x = x * 1103515245 + 12345) >> 16);
+  for (size_t len : {0, 1, 15, 16, 63, 64, 65, 79, 80, 127, 128, 129, 1000, 1052, 1106, 2076, 2130, 4096}) {
+    for (size_t off : {0, 1, 3, 8, 13}) {
+      for (uint32_t seed : {0u, 0xFFFFFFFFu, 0xDEBB20E3u, 0x12345678u}) {
+        ASSERT_EQ(Crc32Le(seed, buf.data() + off, len), BitwiseCrc32Le(seed, buf.data() + off, len))
+            << "len " << len << " offset " << off << " seed " << seed;
+      }
+    }
+  }
+}
+
 TEST(Crc32, CombineEqualsDirectComputation) {
   std::vector<uint8_t> a(77), b(1003);
   for (size_t i = 0; i < a.size(); i++) a[i] = static_cast<uint8_t>(i * 7 + 3);
