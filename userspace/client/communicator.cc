@@ -15,6 +15,7 @@
 #include "client/block_op.h"
 #include "client/engine.h"
 #include "client/numerics.h"
+#include "client/verbs_transport.h"
 #include "client/xsk_socket.h"
 #include "common/frame.h"
 #include "common/log.h"
@@ -132,6 +133,25 @@ const char* TreeStateName(inc::v1::TreeState s) {
 
 }  // namespace
 
+Expected<std::string> ResolveTransport(const std::string& requested, const std::string& iface,
+                                       std::string* why) {
+  if (requested == "afxdp" || requested == "verbs") {
+    if (why) *why = "requested";
+    return requested;
+  }
+  if (requested != "auto")
+    return InvalidArgument("transport must be 'afxdp', 'verbs' or 'auto', not '" + requested + "'");
+  auto info = GetInterfaceInfo(iface);
+  if (!info.ok()) return info.status();
+  auto gid = FindRoceV2Gid(info->ip);
+  if (gid.ok()) {
+    if (why) *why = gid->device + " has RoCEv2 GID index " + std::to_string(gid->gid_index) + " for " + iface;
+    return std::string("verbs");
+  }
+  if (why) *why = gid.status().message();
+  return std::string("afxdp");
+}
+
 Expected<Assignment> AssignmentFromJson(const std::string& json) {
   inc::v1::MemberAssignment a;
   auto st = google::protobuf::util::JsonStringToMessage(json, &a);
@@ -143,7 +163,8 @@ std::string CommunicatorStatus::ToJson() const {
   std::ostringstream o;
   o << "{\"rank\":" << rank << ",\"world_size\":" << world_size << ",\"iface\":\"" << JsonEscape(iface)
     << "\",\"member_ip\":\"" << member_ip << "\",\"member_mac\":\"" << member_mac
-    << "\",\"member_qpn\":" << member_qpn << ",\"tree_id\":" << assignment.tree_id
+    << "\",\"member_qpn\":" << member_qpn << ",\"transport\":\"" << transport << "\",\"rdma_device\":\""
+    << JsonEscape(rdma_device) << "\",\"tree_id\":" << assignment.tree_id
     << ",\"pool_size\":" << assignment.pool_size << ",\"elems_per_packet\":" << assignment.elems_per_packet
     << ",\"member_index\":" << assignment.member_index << ",\"rank_at_switch\":" << assignment.rank_at_switch
     << ",\"switch\":\"" << JsonEscape(assignment.switch_name) << "\",\"switch_ip\":\"" << assignment.switch_ip
@@ -172,6 +193,8 @@ class Communicator::Impl {
   Assignment asg;
   InterfaceInfo ifinfo;
   uint32_t qpn = 0;
+  std::string transport;            // resolved: "afxdp" or "verbs"
+  VerbsTransport* verbs = nullptr;  // = io when transport is verbs
   std::unique_ptr<PacketIo> io;
   std::unique_ptr<Engine> engine;
   std::unique_ptr<inc::v1::AggregationManager::Stub> am;
@@ -463,16 +486,21 @@ class Communicator::Impl {
     if (!sw_ip.ok()) return sw_ip.status().WithContext("assignment switch_ip");
     auto sw_mac = Mac::Parse(asg.switch_mac);
     if (!sw_mac.ok()) return sw_mac.status().WithContext("assignment switch_mac");
-    if (opt.transport != "afxdp")
-      return Unimplemented("transport '" + opt.transport + "' (only afxdp is built)");
-    XskOptions xo;
-    xo.ifname = opt.iface;
-    xo.xdp_generic = opt.xdp_generic;
-    xo.filter_ip = ifinfo.ip;
-    xo.filter_qpn = opt.qpn_filter ? qpn : 0;
-    auto sock = XskSocket::Open(xo);
-    if (!sock.ok()) return sock.status();
-    io = std::move(*sock);
+    if (verbs) {
+      // The QP, rkey and result buffer went into JoinGroup; now the switch
+      // side is known.
+      INC_RETURN_IF_ERROR(
+          verbs->Connect(*sw_mac, *sw_ip, asg.switch_qpn, asg.pool_size, asg.elems_per_packet));
+    } else {
+      XskOptions xo;
+      xo.ifname = opt.iface;
+      xo.xdp_generic = opt.xdp_generic;
+      xo.filter_ip = ifinfo.ip;
+      xo.filter_qpn = opt.qpn_filter ? qpn : 0;
+      auto sock = XskSocket::Open(xo);
+      if (!sock.ok()) return sock.status();
+      io = std::move(*sock);
+    }
     EngineConfig ec;
     ec.member_mac = ifinfo.mac;
     ec.member_ip = ifinfo.ip;
@@ -494,10 +522,10 @@ class Communicator::Impl {
     engine->SetTimeoutReporter(
         [this](uint32_t id, uint32_t n, const std::string& e) { ReportError(id, n, e); });
     if (am && opt.heartbeats) hb_thread = std::thread([this] { Heartbeats(); });
-    LOG_INFO << "rank " << opt.rank << "/" << opt.world_size << " on " << opt.iface << " ("
-             << ifinfo.ip.ToString() << ", QPN " << qpn << "): tree " << asg.tree_id << " via switch "
-             << asg.switch_name << " " << asg.switch_ip << " QPN " << asg.switch_qpn << ", pool "
-             << asg.pool_size << ", " << asg.elems_per_packet << " elems/packet, member index "
+    LOG_INFO << "rank " << opt.rank << "/" << opt.world_size << " on " << opt.iface << " [" << transport
+             << "] (" << ifinfo.ip.ToString() << ", QPN " << qpn << "): tree " << asg.tree_id
+             << " via switch " << asg.switch_name << " " << asg.switch_ip << " QPN " << asg.switch_qpn
+             << ", pool " << asg.pool_size << ", " << asg.elems_per_packet << " elems/packet, member index "
              << asg.member_index;
     return Status::Ok();
   }
@@ -515,6 +543,10 @@ Status ValidateOptions(const CommunicatorOptions& o) {
   if (o.message_timeout_us == 0) return InvalidArgument("message_timeout_us must be > 0");
   if (o.reduce_mode != "allreduce" && o.reduce_mode != "native")
     return InvalidArgument("reduce_mode must be 'allreduce' or 'native', not '" + o.reduce_mode + "'");
+  if (o.transport != "afxdp" && o.transport != "verbs" && o.transport != "auto")
+    return InvalidArgument("transport must be 'afxdp', 'verbs' or 'auto', not '" + o.transport + "'");
+  if (o.transport == "verbs" && o.qpn)
+    return InvalidArgument("qpn cannot be chosen with the verbs transport (the RDMA device assigns it)");
   if (o.broadcast_mode != "allreduce" && o.broadcast_mode != "native")
     return InvalidArgument("broadcast_mode must be 'allreduce' or 'native', not '" + o.broadcast_mode + "'");
   return Status::Ok();
@@ -528,7 +560,29 @@ Expected<std::unique_ptr<Communicator::Impl>> MakeImpl(const CommunicatorOptions
   if (!info.ok()) return info.status();
   if (!info->ip.host) return FailedPrecondition("interface " + options.iface + " has no IPv4 address");
   impl->ifinfo = *info;
-  impl->qpn = options.qpn ? options.qpn : DefaultQpn();
+  std::string why;
+  auto transport = ResolveTransport(options.transport, options.iface, &why);
+  if (!transport.ok()) return transport.status();
+  impl->transport = *transport;
+  if (options.transport == "auto") {
+    LOG_INFO << "transport auto: " << impl->transport << " (" << why << ")";
+  }
+  if (impl->transport == "verbs") {
+    VerbsOptions vo;
+    vo.iface = options.iface;
+    vo.member_ip = info->ip;
+    vo.member_mac = info->mac;
+    vo.device = options.rdma_device;
+    vo.gid_index = options.gid_index;
+    if (options.pool_size > vo.result_slots) vo.result_slots = options.pool_size;
+    auto v = VerbsTransport::Open(vo);
+    if (!v.ok()) return v.status();
+    impl->verbs = v->get();
+    impl->io = std::move(*v);
+    impl->qpn = impl->verbs->qpn();
+  } else {
+    impl->qpn = options.qpn ? options.qpn : DefaultQpn();
+  }
   if (!options.am_address.empty()) {
     impl->channel = grpc::CreateChannel(options.am_address, grpc::InsecureChannelCredentials());
     impl->am = inc::v1::AggregationManager::NewStub(impl->channel);
@@ -558,10 +612,18 @@ Expected<std::unique_ptr<Communicator>> Communicator::Create(const CommunicatorO
   m->set_ip(impl->ifinfo.ip.ToString());
   m->set_mac(impl->ifinfo.mac.ToString());
   m->set_qpn(impl->qpn);
-  m->set_rkey(impl->qpn);
-  m->set_va_base(0);
-  m->set_slot_stride(INC_MAX_PAYLOAD_BYTES + sizeof(inc_hdr));
-  m->set_transport(inc::v1::TRANSPORT_AF_XDP);
+  if (impl->verbs) {
+    // Results are RDMA writes into the registered result buffer.
+    m->set_rkey(impl->verbs->rkey());
+    m->set_va_base(impl->verbs->result_va());
+    m->set_slot_stride(impl->verbs->slot_stride());
+    m->set_transport(inc::v1::TRANSPORT_VERBS);
+  } else {
+    m->set_rkey(impl->qpn);
+    m->set_va_base(0);
+    m->set_slot_stride(INC_MAX_PAYLOAD_BYTES + sizeof(inc_hdr));
+    m->set_transport(inc::v1::TRANSPORT_AF_XDP);
+  }
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() +
                    std::chrono::milliseconds(options.join_timeout_ms + 5000));
@@ -714,6 +776,8 @@ CommunicatorStatus Communicator::GetStatus() const {
   s.member_ip = impl_->ifinfo.ip.ToString();
   s.member_mac = impl_->ifinfo.mac.ToString();
   s.member_qpn = impl_->qpn;
+  s.transport = impl_->transport;
+  if (impl_->verbs) s.rdma_device = impl_->verbs->gid().device;
   PacketIoStats io = impl_->io->Stats();
   s.tx_packets = io.tx_packets;
   s.tx_bytes = io.tx_bytes;

@@ -36,13 +36,24 @@ const char* ReduceOpName(ReduceOp op);
 bool ParseDataType(const std::string& text, DataType* out);  // int32 float32 int64 float16 bfloat16 float64
 bool ParseReduceOp(const std::string& text, ReduceOp* out);  // sum min max
 
+// What CommunicatorOptions.transport resolves to on this host: "afxdp" or
+// "verbs". "auto" picks verbs when an RDMA device has a RoCEv2 GID for the
+// interface's IPv4 address (the reason is written to *why when given).
+Expected<std::string> ResolveTransport(const std::string& requested, const std::string& iface,
+                                       std::string* why = nullptr);
+
 struct CommunicatorOptions {
   std::string am_address;  // host:port of incamd
   std::string job_id;
   uint32_t rank = 0;
   uint32_t world_size = 1;
-  std::string iface;                          // the worker's interface toward its switch
-  std::string transport = "afxdp";            // only "afxdp" so far
+  std::string iface;  // the worker's interface toward its switch
+  // "afxdp" (raw RoCEv2 frames through AF_XDP), "verbs" (an rdma-core UC
+  // QP on the RDMA device with a RoCEv2 GID for iface's address; see
+  // docs/rdma.md) or "auto" (verbs when such a device exists, else afxdp).
+  std::string transport = "afxdp";
+  std::string rdma_device;                    // verbs: force this device (default: found by GID)
+  int gid_index = -1;                         // verbs: force this GID index
   uint32_t qpn = 0;                           // this member's QPN; 0 = derived from the pid
   uint32_t join_timeout_ms = 120000;          // how long JoinGroup may wait for the group
   uint32_t rpc_timeout_ms = 5000;             // other AM RPCs
@@ -106,6 +117,8 @@ struct CommunicatorStatus {
   std::string member_ip;
   std::string member_mac;
   uint32_t member_qpn = 0;
+  std::string transport;  // "afxdp" or "verbs" (what "auto" chose)
+  std::string rdma_device;
   uint64_t tx_packets = 0, tx_bytes = 0, rx_packets = 0, rx_bytes = 0;
   uint64_t messages = 0, retransmissions = 0, overflow_results = 0, saturated_blocks = 0;
   uint64_t operations = 0, failed_operations = 0, heartbeats_failed = 0;

@@ -198,6 +198,15 @@ int main(int argc, char** argv) {
          "--linger-ms", o.leave_linger_ms,
          "keep the tree up this long after the last collective before leaving (peers' retransmissions)")
       ->capture_default_str();
+  app.add_option(
+         "--transport", o.transport,
+         "afxdp (raw frames), verbs (rdma-core UC QP), auto (verbs when the interface has a RoCEv2 GID)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"afxdp", "verbs", "auto"}));
+  app.add_option("--rdma-device", o.rdma_device,
+                 "verbs: RDMA device (default: the one with a RoCEv2 GID for --iface)");
+  app.add_option("--gid-index", o.gid_index,
+                 "verbs: GID index (default: the RoCEv2 GID of --iface's address)");
   app.add_flag("--xdp-generic", o.xdp_generic, "attach the worker XDP program in generic (SKB) mode");
   app.add_option("--log-level", log_s, "debug info warn error")->capture_default_str();
   try {
