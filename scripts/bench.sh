@@ -341,6 +341,7 @@ else:
   LABS=()
 done
 
+echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/machine.txt"
 step "report"
 python3 "$ROOT/netns-tests/bench/bench_report.py" --raw "$RAW" --machine "$OUT/machine.txt" --out "$OUT"
 echo "results in $OUT (summary.md, bench.csv, raw.csv, busbw-*.png, logs/)"
