@@ -135,6 +135,8 @@ cat "$OUT/machine.txt"
 
 RAW="$OUT/raw.csv"
 echo "topology,system,rep,size_bytes,time_us,algbw_GBps,busbw_GBps,wrong" >"$RAW"
+RUNS="$OUT/runs.csv"
+echo "topology,system,rep,run,exit,seconds,retransmissions,load1_after" >"$RUNS"
 FAILED=0
 
 LABS=()
@@ -184,9 +186,16 @@ EOF
 
 # run TOPOLOGY SYSTEM REP LOG cmd...: runs with a time limit, records rows.
 run() {
-  local topo=$1 sys=$2 rep=$3 log=$4 rc=0
+  local topo=$1 sys=$2 rep=$3 log=$4 rc=0 t0=$SECONDS retx
   shift 4
   timeout --kill-after=20 "$RUN_TIMEOUT" "$@" >"$log" 2>&1 || rc=$?
+  # libinc's retransmissions (INC and ceiling; rank 0, whole run).
+  retx=$(python3 -c '
+import json, sys
+for line in open(sys.argv[1], errors="replace"):
+    if line.startswith("{\"collective\""):
+        print(json.loads(line)["status"].get("retransmissions", "")); break' "$log" 2>/dev/null || true)
+  echo "$topo,$sys,$rep,$(basename "$log" .log),$rc,$((SECONDS - t0)),$retx,$(cut -d' ' -f1 /proc/loadavg)" >>"$RUNS"
   if [ $rc -ne 0 ]; then
     echo "bench.sh: $sys on $topo (rep $rep) failed with exit $rc; log $log" >&2
     tail -n 15 "$log" | sed 's/^/  | /' >&2
@@ -344,5 +353,5 @@ done
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/machine.txt"
 step "report"
 python3 "$ROOT/netns-tests/bench/bench_report.py" --raw "$RAW" --machine "$OUT/machine.txt" --out "$OUT"
-echo "results in $OUT (summary.md, bench.csv, raw.csv, busbw-*.png, logs/)"
+echo "results in $OUT (summary.md, bench.csv, raw.csv, runs.csv, busbw-*.png, logs/)"
 [ "$FAILED" = 0 ] || { echo "bench.sh: some runs failed or reported wrong elements (see above)" >&2; exit 1; }
