@@ -126,7 +126,7 @@ set logscale xy
 set xlabel 'message size (bytes)'
 set ylabel 'busbw (GB/s)'
 set grid
-set key left top
+set key right bottom
 set datafile missing '?'
 set format x '%.0s%c'
 set format y '%g'
