@@ -146,6 +146,44 @@ int SwitchList(CommandContext& ctx) {
   return kExitOk;
 }
 
+int ArnStatus(CommandContext& ctx, const std::string& switch_name) {
+  v1::ListSwitchesResponse switches;
+  if (int rc = Call(ctx, &AmStub::ListSwitches, v1::ListSwitchesRequest(), &switches)) return rc;
+  std::vector<v1::ArnStatus> reports;
+  bool found = false;
+  int rc = kExitOk;
+  for (const auto& sw : switches.switches()) {
+    if (!switch_name.empty() && sw.name() != switch_name) continue;
+    found = true;
+    auto agent =
+        v1::SwitchAgent::NewStub(grpc::CreateChannel(sw.agent_address(), grpc::InsecureChannelCredentials()));
+    grpc::ClientContext cc;
+    SetDeadline(ctx, cc);
+    v1::ArnStatus report;
+    grpc::Status status = agent->GetArnStatus(&cc, v1::GetArnStatusRequest(), &report);
+    if (!status.ok()) {
+      ctx.err << "incinctl: switch " << sw.name() << " (" << sw.agent_address()
+              << "): " << StatusCodeName(status.error_code()) << ": " << status.error_message() << '\n';
+      rc = ExitCodeFor(status.error_code());
+      continue;
+    }
+    reports.push_back(std::move(report));
+  }
+  if (!found) {
+    ctx.err << "incinctl: NOT_FOUND: "
+            << (switch_name.empty() ? "no switch registered" : "no switch " + switch_name) << " at the AM\n";
+    return kExitNotFound;
+  }
+  if (Json(ctx)) {
+    ctx.out << "[";
+    for (size_t i = 0; i < reports.size(); i++) ctx.out << (i ? ",\n" : "\n") << ToJson(reports[i], true);
+    ctx.out << "]\n";
+  } else {
+    for (const auto& r : reports) PrintArnStatus(r, ctx.out);
+  }
+  return rc;
+}
+
 int SwitchShow(CommandContext& ctx, const std::string& name) {
   v1::GetSwitchRequest request;
   request.set_name(name);
@@ -343,6 +381,14 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   sw_show->callback([&] { action = [&](CommandContext& c) { return SwitchShow(c, switch_name); }; });
 
   // ---- topology
+  CLI::App* arn = app.add_subcommand("arn", "Adaptive routing: link conditions, notices, best-path routes");
+  arn->require_subcommand(1);
+  std::string arn_switch;
+  CLI::App* arn_status =
+      arn->add_subcommand("status", "Per switch: its links, what others reported, routes with marks, events");
+  arn_status->add_option("--switch", arn_switch, "Only this switch (default: every registered switch)");
+  arn_status->callback([&] { action = [&](CommandContext& c) { return ArnStatus(c, arn_switch); }; });
+
   CLI::App* topo = app.add_subcommand("topology", "The AM's view of nodes and links");
   topo->require_subcommand(1);
   topo->footer(WithGlobals("Example:\n  incinctl topology show"));

@@ -65,6 +65,10 @@ struct EventsOptions {
 };
 int Events(CommandContext& ctx, const EventsOptions& options);
 
+// ARN and best-path state of one switch (name) or of every switch (empty),
+// asked of each switch agent at the address the AM knows for it.
+int ArnStatus(CommandContext& ctx, const std::string& switch_name);
+
 int Version(std::ostream& out, OutputFormat format);
 
 // The whole CLI. args excludes the program name. $INCIN_AM is read when

@@ -247,6 +247,55 @@ void PrintSwitch(const v1::SwitchSummary& s, std::ostream& out) {
   PrintPorts(s.ports(), out, "  ");
 }
 
+void PrintArnStatus(const v1::ArnStatus& st, std::ostream& out) {
+  out << "switch " << st.switch_name() << (st.enabled() ? "" : " (ARN off)") << '\n';
+  if (st.local_links_size()) {
+    out << "  own links\n";
+    Table t({"PORT", "PEER", "CONDITION", "SEVERITY", "UTILISATION", "SINCE"});
+    for (const auto& l : st.local_links()) {
+      char util[32];
+      std::snprintf(util, sizeof(util), "%.1f%%", l.utilisation() * 100);
+      t.AddRow({l.port(), OrDash(l.peer()), l.condition(), Num(l.severity()), util,
+                l.age_ms() ? FormatAgo(l.age_ms()) : "-"});
+    }
+    t.Print(out, "    ");
+  }
+  out << "  reported by others" << (st.remote_links_size() ? "" : ": nothing") << '\n';
+  if (st.remote_links_size()) {
+    Table t({"LINK", "CONDITION", "SEVERITY", "HEARD"});
+    for (const auto& l : st.remote_links())
+      t.AddRow(
+          {l.origin() + "->" + OrDash(l.peer()), l.condition(), Num(l.severity()), FormatAgo(l.age_ms())});
+    t.Print(out, "    ");
+  }
+  if (st.routes_size()) {
+    out << "  best-path routes\n";
+    Table t({"PREFIX", "DEST", "PORT", "VIA", "COST", "MARKS"});
+    for (const auto& r : st.routes()) {
+      if (r.hops_size() == 0) t.AddRow({r.prefix(), "(local)", "-", "-", "-", "-"});
+      for (const auto& h : r.hops()) {
+        std::string marks;
+        for (const auto& m : h.marks()) marks += (marks.empty() ? "" : ",") + m;
+        t.AddRow({r.prefix(), OrDash(r.dest_switch()), h.port(), OrDash(h.via_switch()), Num(h.cost()),
+                  OrDash(marks)});
+      }
+    }
+    t.Print(out, "    ");
+  }
+  std::string fwd;
+  for (const auto& [k, v] : st.forwarder()) fwd += (fwd.empty() ? "" : " ") + k + "=" + Num(v);
+  out << "  forwarder: " << OrDash(fwd) << '\n';
+  std::string rejects;
+  for (const auto& [k, v] : st.rejects())
+    if (v) rejects += (rejects.empty() ? "" : " ") + k + "=" + Num(v);
+  out << "  notices: sent " << st.notices_sent() << ", accepted " << st.notices_received() << ", rejected "
+      << OrDash(rejects) << '\n';
+  if (st.events_size()) {
+    out << "  events\n";
+    for (const auto& e : st.events()) out << "    " << e << '\n';
+  }
+}
+
 void PrintTopology(const v1::GetTopologyResponse& response, std::ostream& out) {
   out << "nodes\n";
   Table nodes({"NAME", "KIND", "PORTS"});

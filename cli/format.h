@@ -55,6 +55,7 @@ std::string JoinIds(const google::protobuf::RepeatedField<uint32_t>& ids);
 
 void PrintSwitchList(const v1::ListSwitchesResponse& response, std::ostream& out);
 void PrintSwitch(const v1::SwitchSummary& sw, std::ostream& out);
+void PrintArnStatus(const v1::ArnStatus& status, std::ostream& out);
 void PrintTopology(const v1::GetTopologyResponse& response, std::ostream& out);
 void PrintTreeList(const v1::ListTreesResponse& response, std::ostream& out);
 void PrintTree(const v1::Tree& tree, std::ostream& out);

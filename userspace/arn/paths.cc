@@ -18,6 +18,7 @@ bool RemoteState::Apply(const Message& m, uint64_t now_ns) {
       break;
   }
   bool changed = before.failed != s.failed || before.congestion != s.congestion;
+  if (changed) s.changed_ns = now_ns;
   if (!s.failed && s.congestion == 0) links_.erase(id);  // nothing left to remember
   return changed;
 }

@@ -28,7 +28,8 @@ struct LinkState {
   bool failed = false;
   uint8_t congestion = 0;  // severity 1..3, 0 = none
   uint32_t seq = 0;
-  uint64_t heard_ns = 0;  // last message about it (local clock)
+  uint64_t heard_ns = 0;    // last message about it (local clock)
+  uint64_t changed_ns = 0;  // when what it carries last changed (local clock)
 };
 
 class RemoteState {

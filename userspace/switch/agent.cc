@@ -266,6 +266,11 @@ v1::RegisterSwitchRequest Agent::BuildRegister(const std::string& agent_address)
   return req;
 }
 
+void Agent::SetLinkReporter(std::function<std::vector<v1::ArnLinkState>()> reporter) {
+  std::lock_guard<std::mutex> lock(mu_);
+  link_reporter_ = std::move(reporter);
+}
+
 v1::SwitchHeartbeatRequest Agent::BuildHeartbeat() {
   std::lock_guard<std::mutex> lock(mu_);
   v1::SwitchHeartbeatRequest req;
@@ -274,6 +279,8 @@ v1::SwitchHeartbeatRequest Agent::BuildHeartbeat() {
   FillPortsLocked(req.mutable_ports());
   req.set_free_slots(dp_->FreeSlots());
   for (uint32_t id : LiveTreeIdsLocked()) req.add_live_tree_ids(id);
+  if (link_reporter_)
+    for (auto& l : link_reporter_()) *req.add_arn_links() = std::move(l);
   return req;
 }
 

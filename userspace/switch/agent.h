@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -43,6 +44,12 @@ class Agent {
   // (logged per port), so the caller can heartbeat at once.
   bool RefreshPorts();
 
+  // The data path, for the routing agent's best-path table (its maps are
+  // independent of the tree state this class serialises).
+  const dp::Datapath& datapath() const { return *dp_; }
+  // Adds the routing agent's unhealthy links to every heartbeat.
+  void SetLinkReporter(std::function<std::vector<v1::ArnLinkState>()> reporter);
+
   // Shutdown: keep=true leaves programs attached and maps pinned for the next
   // agent; keep=false detaches and removes the pinned state.
   Status Stop(bool keep);
@@ -65,6 +72,7 @@ class Agent {
   // until the AM re-sends them).
   std::map<uint16_t, v1::TreeConfig> desired_;
   bool stopped_ = false;
+  std::function<std::vector<v1::ArnLinkState>()> link_reporter_;
 };
 
 }  // namespace inc::sw

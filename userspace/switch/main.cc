@@ -14,6 +14,8 @@
 
 #include "common/log.h"
 #include "switch/agent.h"
+#include "switch/arn_config.h"
+#include "switch/routing_agent.h"
 #include "switch/am_client.h"
 #include "switch/config.h"
 #include "switch/service.h"
@@ -114,10 +116,26 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
+  auto routing_settings = inc::sw::ParseRoutingSettings(config, *ports);
+  if (!routing_settings.ok()) {
+    return Fail((config_path.empty() ? "" : "config " + config_path + ": ") + routing_settings.status().message());
+  }
+
   auto agent = inc::sw::Agent::Start(config, *ports);
   if (!agent.ok()) return Fail(agent.status().message());
 
-  inc::sw::SwitchAgentService service(agent->get());
+  std::unique_ptr<inc::sw::RoutingAgent> routing;
+  if (!routing_settings->plan.empty() || routing_settings->arn_enabled) {
+    auto r = inc::sw::RoutingAgent::Start(std::move(*routing_settings), (*agent)->datapath(), config.switch_name());
+    if (!r.ok()) {
+      (void)(*agent)->Stop(config.keep_datapath_on_exit());
+      return Fail("routing: " + r.status().message());
+    }
+    routing = std::move(*r);
+    (*agent)->SetLinkReporter([p = routing.get()] { return p->UnhealthyLocalLinks(); });
+  }
+
+  inc::sw::SwitchAgentService service(agent->get(), routing.get());
   grpc::ServerBuilder builder;
   int bound_port = -1;
   builder.AddListeningPort(config.listen(), grpc::InsecureServerCredentials(), &bound_port);
@@ -174,6 +192,8 @@ int main(int argc, char** argv) {
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   server->Wait();
   LOG_INFO << "stopped serving SwitchAgent";
+  (*agent)->SetLinkReporter(nullptr);
+  routing.reset();
   inc::Status st = (*agent)->Stop(config.keep_datapath_on_exit());
   agent->reset();
   LOG_INFO << "exit" << (st.ok() ? "" : " with errors");

@@ -45,4 +45,16 @@ grpc::Status SwitchAgentService::Health(grpc::ServerContext* ctx, const v1::Heal
   return ToGrpcStatus(agent_->Health(resp));
 }
 
+grpc::Status SwitchAgentService::GetArnStatus(grpc::ServerContext* ctx, const v1::GetArnStatusRequest*,
+                                              v1::ArnStatus* resp) {
+  LOG_DEBUG << "GetArnStatus from " << ctx->peer();
+  if (!routing_) {
+    resp->set_switch_name(agent_->name());
+    resp->set_enabled(false);  // no routes, no ARN: everything is kernel-routed
+    return grpc::Status::OK;
+  }
+  *resp = routing_->Report();
+  return grpc::Status::OK;
+}
+
 }  // namespace inc::sw

@@ -4,12 +4,14 @@
 
 #include "inc/v1/inc.grpc.pb.h"
 #include "switch/agent.h"
+#include "switch/routing_agent.h"
 
 namespace inc::sw {
 
 class SwitchAgentService final : public v1::SwitchAgent::Service {
  public:
-  explicit SwitchAgentService(Agent* agent) : agent_(agent) {}
+  // routing may be null (no routes and no ARN configured).
+  SwitchAgentService(Agent* agent, const RoutingAgent* routing) : agent_(agent), routing_(routing) {}
 
   grpc::Status GetCapabilities(grpc::ServerContext* ctx, const v1::GetCapabilitiesRequest* req,
                                v1::GetCapabilitiesResponse* resp) override;
@@ -21,9 +23,12 @@ class SwitchAgentService final : public v1::SwitchAgent::Service {
                         v1::GetStatsResponse* resp) override;
   grpc::Status Health(grpc::ServerContext* ctx, const v1::HealthRequest* req,
                       v1::HealthResponse* resp) override;
+  grpc::Status GetArnStatus(grpc::ServerContext* ctx, const v1::GetArnStatusRequest* req,
+                            v1::ArnStatus* resp) override;
 
  private:
   Agent* agent_;
+  const RoutingAgent* routing_;
 };
 
 }  // namespace inc::sw

@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Many-flow UDP traffic for routing lab tests (RoCEv2-sized datagrams).
+
+  flow_probe.py send DST PORT --flows N --pps R --seconds S [--size B] [--sport-base P]
+      N flows (one socket each, source ports P..P+N-1: the entropy a RoCEv2
+      NIC puts in the UDP source port), round robin at R datagrams/s in
+      total for S seconds. Prints {"sent": [...per flow...], "start_ms": T}.
+  flow_probe.py recv PORT --seconds S
+      Counts for S seconds. Prints per flow: received, highest sequence
+      number, lost (sequence numbers never seen below the highest), and the
+      longest silence between two datagrams of the flow (the outage a path
+      change caused), plus when the last datagram of each flow was sent.
+"""
+import argparse
+import json
+import socket
+import struct
+import sys
+import time
+
+HDR = struct.Struct("!HId")  # flow, seq, send time (s since epoch)
+
+
+def send(a):
+    socks = []
+    for f in range(a.flows):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind(("0.0.0.0", a.sport_base + f))
+        socks.append(s)
+    pad = bytes(max(0, a.size - HDR.size))
+    sent = [0] * a.flows
+    start = time.time()
+    interval = 1.0 / a.pps
+    i = 0
+    while True:
+        now = time.time()
+        if now - start >= a.seconds:
+            break
+        due = start + i * interval
+        if due > now:
+            time.sleep(due - now)
+        f = i % a.flows
+        try:
+            socks[f].sendto(HDR.pack(f, sent[f], time.time()) + pad, (a.dst, a.port))
+        except OSError:
+            pass  # no route for a moment: the datagram is lost, as on a wire
+        sent[f] += 1
+        i += 1
+    print(json.dumps({"sent": sent, "start_ms": int(start * 1000)}))
+
+
+def recv(a):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+    s.bind(("0.0.0.0", a.port))
+    s.settimeout(0.2)
+    print("ready", file=sys.stderr, flush=True)
+    flows = {}
+    end = time.time() + a.seconds
+    while time.time() < end:
+        try:
+            data = s.recv(65536)
+        except socket.timeout:
+            continue
+        if len(data) < HDR.size:
+            continue
+        f, seq, t_sent = HDR.unpack_from(data)
+        now = time.time()
+        st = flows.setdefault(f, {"received": 0, "max_seq": -1, "gap_ms": 0.0, "last": now,
+                                  "last_sent_ms": 0})
+        st["gap_ms"] = max(st["gap_ms"], (now - st["last"]) * 1000)
+        st["last"] = now
+        st["received"] += 1
+        st["max_seq"] = max(st["max_seq"], seq)
+        st["last_sent_ms"] = int(t_sent * 1000)
+    out = {}
+    for f, st in sorted(flows.items()):
+        out[str(f)] = {"received": st["received"], "max_seq": st["max_seq"],
+                       "lost": st["max_seq"] + 1 - st["received"], "longest_gap_ms": round(st["gap_ms"], 1),
+                       "last_sent_ms": st["last_sent_ms"]}
+    print(json.dumps({"flows": out, "received": sum(v["received"] for v in out.values()),
+                      "lost": sum(v["lost"] for v in out.values())}))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    ps = sub.add_parser("send")
+    ps.add_argument("dst")
+    ps.add_argument("port", type=int)
+    ps.add_argument("--flows", type=int, default=16)
+    ps.add_argument("--pps", type=float, default=1000)
+    ps.add_argument("--seconds", type=float, default=5)
+    ps.add_argument("--size", type=int, default=1024)
+    ps.add_argument("--sport-base", type=int, default=49152)
+    pr = sub.add_parser("recv")
+    pr.add_argument("port", type=int)
+    pr.add_argument("--seconds", type=float, default=10)
+    a = p.parse_args()
+    send(a) if a.cmd == "send" else recv(a)
+
+
+if __name__ == "__main__":
+    main()
