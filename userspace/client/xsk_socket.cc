@@ -14,6 +14,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
 
 #include "common/log.h"
@@ -71,6 +73,9 @@ Status XskSocket::MapRing(Ring* ring, const char* name, uint64_t pgoff, const vo
 }
 
 Status XskSocket::Init() {
+  spin_us_ = opt_.spin_us;
+  if (const char* spin = std::getenv("INC_XSK_SPIN_US"))
+    spin_us_ = static_cast<uint32_t>(std::strtoul(spin, nullptr, 10));
   if (!IsPowerOfTwo(opt_.frame_size) || opt_.frame_size < 2048)
     return InvalidArgument("frame_size must be a power of two >= 2048");
   if (!IsPowerOfTwo(opt_.rx_ring) || !IsPowerOfTwo(opt_.tx_ring))
@@ -296,6 +301,17 @@ Expected<size_t> XskSocket::Receive(const FrameHandler& handler, int timeout_ms,
   if (LoadAcquire(tx_.consumer) != tx_.cached_prod) INC_RETURN_IF_ERROR(Kick());
   rx_.cached_prod = LoadAcquire(rx_.producer);
   uint32_t avail = rx_.cached_prod - rx_.cached_cons;
+  if (!avail && timeout_ms != 0 && spin_us_ > 0) {
+    // A result usually lands within tens of microseconds; sleeping in poll()
+    // costs a wake-up on top. Yield instead of burning the core, so a peer
+    // process sharing it (whose contribution we may be waiting for) runs.
+    auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us_);
+    do {
+      sched_yield();
+      rx_.cached_prod = LoadAcquire(rx_.producer);
+      avail = rx_.cached_prod - rx_.cached_cons;
+    } while (!avail && std::chrono::steady_clock::now() < until);
+  }
   if (!avail && timeout_ms != 0) {
     pollfd pfd{fd_, POLLIN, 0};
     int r = poll(&pfd, 1, timeout_ms);
