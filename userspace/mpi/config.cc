@@ -9,6 +9,7 @@ namespace inc::mpi {
 const std::vector<EnvVar> kEnvVars = {
     {"INCMPI_ENABLE", "1", "0 = every call goes to MPI (counted as reason=disabled)"},
     {"INCMPI_MIN_BYTES", "0", "messages smaller than this (bytes one rank contributes) use MPI's algorithm"},
+    {"INCMPI_MAX_BYTES", "0", "messages larger than this use MPI's algorithm; 0 = no limit"},
     {"INCMPI_AM", "(none)", "incamd address host:port; unset = no INC group (reason=no_group)"},
     {"INCMPI_IFACE", "(default route's)", "the worker's interface toward its switch"},
     {"INCMPI_TRANSPORT", "afxdp", "libinc transport"},
@@ -83,6 +84,11 @@ Expected<Config> ParseConfig(const EnvLookup& env) {
   if (get("INCMPI_ENABLE", &v)) INC_RETURN_IF_ERROR(ParseBool("INCMPI_ENABLE", v, &c.enable));
   if (get("INCMPI_MIN_BYTES", &v))
     INC_RETURN_IF_ERROR(ParseU64("INCMPI_MIN_BYTES", v, 1ull << 40, &c.min_bytes));
+  if (get("INCMPI_MAX_BYTES", &v))
+    INC_RETURN_IF_ERROR(ParseU64("INCMPI_MAX_BYTES", v, 1ull << 40, &c.max_bytes));
+  if (c.max_bytes && c.max_bytes < c.min_bytes)
+    return InvalidArgument("INCMPI_MAX_BYTES=" + std::to_string(c.max_bytes) + " is below INCMPI_MIN_BYTES=" +
+                           std::to_string(c.min_bytes) + ": nothing would be offloaded");
   get("INCMPI_AM", &c.am);
   if (!c.am.empty() && c.am.find(':') == std::string::npos)
     return Bad("INCMPI_AM", c.am, "host:port of incamd");

@@ -18,6 +18,7 @@ enum class SummaryMode { kOff, kRank0, kAll };
 struct Config {
   bool enable = true;                             // INCMPI_ENABLE
   uint64_t min_bytes = 0;                         // INCMPI_MIN_BYTES: smaller messages use MPI's algorithm
+  uint64_t max_bytes = 0;                         // INCMPI_MAX_BYTES: larger ones too (0 = no limit)
   std::string am;                                 // INCMPI_AM: host:port of incamd ("" = no INC)
   std::string iface;                              // INCMPI_IFACE: "" = the interface of the default route
   std::string transport = "afxdp";                // INCMPI_TRANSPORT

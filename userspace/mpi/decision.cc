@@ -23,6 +23,7 @@ const char* ReasonName(Reason r) {
     case Reason::kUnsupportedOpForDtype: return "unsupported_op_for_dtype";
     case Reason::kFloatSumDisabled: return "float_sum_disabled";
     case Reason::kBelowMinBytes: return "below_min_bytes";
+    case Reason::kAboveMaxBytes: return "above_max_bytes";
     case Reason::kSwitchUnsupported: return "switch_unsupported";
     case Reason::kCount: break;
   }
@@ -99,6 +100,7 @@ Decision Decide(const Config& config, const Request& q) {
     }
   }
   if (q.bytes < config.min_bytes) return Fallback(Reason::kBelowMinBytes);
+  if (config.max_bytes && q.bytes > config.max_bytes) return Fallback(Reason::kAboveMaxBytes);
   if (q.permuted_ranks && (q.call == Call::kAllgather || q.call == Call::kReduceScatterBlock))
     return Fallback(Reason::kPermutedRanks);
   d.offload = true;

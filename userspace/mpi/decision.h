@@ -44,6 +44,7 @@ enum class Reason {
   kUnsupportedOpForDtype,  // MIN/MAX on unsigned types
   kFloatSumDisabled,       // INCMPI_FLOAT_SUM=fallback
   kBelowMinBytes,          // smaller than INCMPI_MIN_BYTES
+  kAboveMaxBytes,          // larger than INCMPI_MAX_BYTES
   kSwitchUnsupported,      // the tree's switches do not offer this collective/type/op
   kCount
 };

@@ -3,7 +3,7 @@
  *
  * usage: incmpi_allreduce_bench [-b MIN_BYTES] [-e MAX_BYTES] [-f FACTOR]
  *                               [-i ITERS] [-w WARMUP] [-t float|int|double]
- * Sizes go MIN, MIN*FACTOR, ... MAX. Each size: WARMUP untimed calls, then
+ * Sizes go MIN, MIN*FACTOR, ... and MAX itself. Each size: WARMUP untimed calls, then
  * ITERS timed calls (fewer for big sizes: at least 3, at most ITERS, about
  * 64 MiB moved per rank); time per call = the slowest rank's average. The
  * inputs are small integers, so every element of the result is checked
@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
   if (rank == 0)
     printf("# incmpi_allreduce_bench: %d ranks, %s sum\n#%11s %8s %12s %12s %8s\n", n, type, "bytes", "iters",
            "avg_us", "busbw_MBps", "wrong");
-  for (long bytes = min; bytes <= max; bytes *= factor) {
+  for (long bytes = min; bytes <= max; bytes = bytes < max && bytes * factor > max ? max : bytes * factor) {
     long count = bytes / esize;
     for (long i = 0; i < count; i++) {
       long v = (rank + i) % 50;

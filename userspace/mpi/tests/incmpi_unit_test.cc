@@ -25,6 +25,7 @@ TEST(IncMpiConfig, DefaultsWhenNothingIsSet) {
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_TRUE(c->enable);
   EXPECT_EQ(c->min_bytes, 0u);
+  EXPECT_EQ(c->max_bytes, 0u);
   EXPECT_EQ(c->am, "");
   EXPECT_EQ(c->transport, "afxdp");
   EXPECT_EQ(c->join_timeout_ms, 30000u);
@@ -45,6 +46,7 @@ TEST(IncMpiConfig, EmptyValueMeansDefault) {
 TEST(IncMpiConfig, ParsesEveryVariable) {
   auto c = Parse({{"INCMPI_ENABLE", "0"},
                   {"INCMPI_MIN_BYTES", "64K"},
+                  {"INCMPI_MAX_BYTES", "4M"},
                   {"INCMPI_AM", "172.31.0.1:50051"},
                   {"INCMPI_IFACE", "eth0"},
                   {"INCMPI_TRANSPORT", "afxdp"},
@@ -61,6 +63,7 @@ TEST(IncMpiConfig, ParsesEveryVariable) {
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_FALSE(c->enable);
   EXPECT_EQ(c->min_bytes, 65536u);
+  EXPECT_EQ(c->max_bytes, 4u << 20);
   EXPECT_EQ(c->am, "172.31.0.1:50051");
   EXPECT_EQ(c->iface, "eth0");
   EXPECT_EQ(c->job_id, "job7");
@@ -100,10 +103,14 @@ TEST(IncMpiConfig, BadValuesAreInvalidArgumentNamingTheVariable) {
       {{"INCMPI_FALLBACK_LOG", "some"}},
       {{"INCMPI_SUMMARY", "2"}},
       {{"INCMPI_JOB_ID", std::string(101, 'j')}},
+      {{"INCMPI_MAX_BYTES", "1x"}},
+      {{"INCMPI_MIN_BYTES", "1M"}, {"INCMPI_MAX_BYTES", "64K"}},
   };
   for (const auto& env : bad) {
     auto c = Parse(env);
-    const std::string& name = env.begin()->first;
+    const std::string& name = env.begin()->first == "INCMPI_MAX_BYTES" || env.size() == 1
+                                  ? env.begin()->first
+                                  : std::string("INCMPI_MAX_BYTES");
     ASSERT_FALSE(c.ok()) << name << "=" << env.begin()->second;
     EXPECT_EQ(c.status().code(), Code::kInvalidArgument);
     EXPECT_NE(c.status().message().find(name), std::string::npos) << c.status().message();
@@ -216,6 +223,11 @@ TEST(IncMpiDecision, EachFallbackReason) {
     EXPECT_EQ(d.reason, k.want) << k.what << ": got " << ReasonName(d.reason);
   }
   EXPECT_TRUE(Decide(c, perm_ar).offload) << "permuted ranks do not matter to Allreduce";
+  c.max_bytes = 4096;
+  EXPECT_EQ(Decide(c, R(Call::kAllreduce, Elem::kInt32, OpKind::kSum, 1025, 4)).reason,
+            Reason::kAboveMaxBytes);
+  EXPECT_TRUE(Decide(c, R(Call::kAllreduce, Elem::kInt32, OpKind::kSum, 1024, 4)).offload)
+      << "4096 B = maximum";
   EXPECT_TRUE(Decide(c, R(Call::kAllreduce, Elem::kInt32, OpKind::kSum, 16, 4)).offload) << "64 B = minimum";
 }
 
