@@ -8,7 +8,9 @@
  * (end A <-> a | wire ns | b <-> end B); this program runs on both wire
  * interfaces, forwards every frame to the other one with bpf_redirect and
  * drops a configurable fraction of them, per direction, optionally only
- * RoCEv2 (UDP 4791) frames. netns-tests/inclab configures it with bpftool
+ * RoCEv2 (UDP 4791) frames, and can limit each direction's rate with a
+ * token bucket (a bottleneck link: what exceeds the rate is dropped). netns-tests/inclab configures
+ * it with bpftool
  * (`inclab fault`), so the map layouts below are that script's ABI too.
  */
 #include <linux/bpf.h>
@@ -31,11 +33,22 @@ struct link_fault_port {
 };
 
 enum link_fault_counter {
-	LF_SEEN = 0,	  /* frames that entered the port */
-	LF_ELIGIBLE = 1,  /* frames the drop rule applies to */
-	LF_DROPPED = 2,	  /* frames dropped on purpose */
-	LF_FORWARDED = 3, /* frames handed to the other interface */
-	LF_NCOUNTERS = 4,
+	LF_SEEN = 0,	     /* frames that entered the port */
+	LF_ELIGIBLE = 1,     /* frames the drop rule applies to */
+	LF_DROPPED = 2,	     /* frames dropped on purpose */
+	LF_FORWARDED = 3,    /* frames handed to the other interface */
+	LF_RATE_DROPPED = 4, /* frames over the rate limit */
+	LF_NCOUNTERS = 5,
+};
+
+/* Token bucket of one direction (key: dir); rate 0 = unlimited. */
+struct link_fault_rate {
+	struct bpf_spin_lock lock;
+	__u32 pad;
+	__u64 bytes_per_sec;
+	__u64 burst_bytes;
+	__u64 tokens;
+	__u64 last_ns;
 };
 
 /* Wire configuration: ingress ifindex -> where to forward and what to drop. */
@@ -45,6 +58,14 @@ struct {
 	__type(key, __u32);
 	__type(value, struct link_fault_port);
 } lf_ports SEC(".maps");
+
+/* Rate limit per direction (key 0 or 1): set by `inclab fault --rate-mbps`. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct link_fault_rate);
+} lf_rate SEC(".maps");
 
 /* Per-CPU counters, key = dir * LF_NCOUNTERS + enum link_fault_counter. */
 struct {
@@ -82,6 +103,30 @@ static __always_inline int lf_is_rocev2(struct xdp_md *ctx)
 	return udp->dest == bpf_htons(ROCEV2_UDP_PORT);
 }
 
+/* Returns 1 if the frame fits the direction's rate (and takes its tokens). */
+static __always_inline int lf_rate_allows(__u32 dir, __u64 len)
+{
+	struct link_fault_rate *r = bpf_map_lookup_elem(&lf_rate, &dir);
+	__u64 now, dt, tokens;
+	int ok;
+
+	if (!r || !r->bytes_per_sec)
+		return 1;
+	now = bpf_ktime_get_ns();
+	bpf_spin_lock(&r->lock);
+	dt = now - r->last_ns;
+	if (dt > 1000000000ULL)
+		dt = 1000000000ULL; /* keeps dt * rate inside u64 */
+	tokens = r->tokens + dt * r->bytes_per_sec / 1000000000ULL;
+	if (tokens > r->burst_bytes)
+		tokens = r->burst_bytes;
+	r->last_ns = now;
+	ok = tokens >= len;
+	r->tokens = ok ? tokens - len : tokens;
+	bpf_spin_unlock(&r->lock);
+	return ok;
+}
+
 SEC("xdp")
 int link_fault(struct xdp_md *ctx)
 {
@@ -97,6 +142,10 @@ int link_fault(struct xdp_md *ctx)
 			lf_count(port->dir, LF_DROPPED);
 			return XDP_DROP;
 		}
+	}
+	if (!lf_rate_allows(port->dir & 1, (__u64)(ctx->data_end - ctx->data))) {
+		lf_count(port->dir, LF_RATE_DROPPED);
+		return XDP_DROP;
 	}
 	lf_count(port->dir, LF_FORWARDED);
 	return bpf_redirect(port->egress_ifindex, 0);
