@@ -16,6 +16,7 @@
 . "$(dirname "$0")/lib.sh" "$1" mpi
 KIND=${2:?single or two}
 require_bins incamd incswitchd incinctl mpi_coverage libincmpi.so
+# shellcheck disable=SC2034  # TEST_OK is lib.sh's (keeps the lab logs quiet on a skip)
 command -v mpirun >/dev/null || { echo "SKIP: mpirun not installed (openmpi-bin)" >&2; TEST_OK=1; exit 77; }
 COVERAGE=$(find "$INCLAB_BUILD" -maxdepth 4 -type f -name mpi_coverage -perm -u+x | head -n1)
 LIBINCMPI=$(find "$INCLAB_BUILD" -maxdepth 4 -type f -name libincmpi.so | head -n1)
@@ -92,11 +93,16 @@ for reason in user_op unsupported_op subcomm below_min_bytes; do
 done
 "$INCLAB" ctl "$L" -o json tree list | python3 -c '
 import json, sys
+kind = sys.argv[1]
 trees = json.load(sys.stdin).get("trees", [])
 mine = [t for t in trees if t.get("job_id", "").startswith("mpi-")]
 left = [t for t in mine if str(t.get("state", "")).upper().replace("TREE_", "") in ("ACTIVE", "PENDING")]
-print(f"  MPI job trees at the AM after MPI_Finalize: {len(mine)}, still active or pending: {len(left)}")
-sys.exit(1 if left else 0)' || fail "the MPI job's tree is still live at the AM after MPI_Finalize"
+roots = [t.get("root_switch", "") for t in mine]
+print(f"  MPI job trees at the AM after MPI_Finalize: {len(mine)} (root {roots}), still active or pending: {len(left)}")
+# The two-level job must have been aggregated at a spine.
+want = "spine" if kind == "two" else "leaf0"
+sys.exit(1 if left or len(mine) != 1 or not roots[0].startswith(want) else 0)' "$KIND" ||
+  fail "the MPI job did not have exactly one tree rooted at the expected switch, or it is still live after MPI_Finalize"
 
 # The AM's port is closed: every rank fails to join, all fall back together.
 run noam --preload "$LIBINCMPI" -x INCMPI_AM=172.31.0.1:1 -x INCMPI_JOIN_TIMEOUT_MS=2000 \
