@@ -13,7 +13,6 @@ const char* ReasonName(Reason r) {
     case Reason::kSingleRank: return "single_rank";
     case Reason::kSubcomm: return "subcomm";
     case Reason::kThreadMultiple: return "thread_multiple";
-    case Reason::kPermutedRanks: return "permuted_ranks";
     case Reason::kInvalidArgs: return "invalid_args";
     case Reason::kEmpty: return "empty";
     case Reason::kNoncontiguousDtype: return "noncontiguous_dtype";
@@ -101,8 +100,6 @@ Decision Decide(const Config& config, const Request& q) {
   }
   if (q.bytes < config.min_bytes) return Fallback(Reason::kBelowMinBytes);
   if (config.max_bytes && q.bytes > config.max_bytes) return Fallback(Reason::kAboveMaxBytes);
-  if (q.permuted_ranks && (q.call == Call::kAllgather || q.call == Call::kReduceScatterBlock))
-    return Fallback(Reason::kPermutedRanks);
   d.offload = true;
   return d;
 }

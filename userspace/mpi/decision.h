@@ -34,7 +34,6 @@ enum class Reason {
   kSingleRank,             // communicator of one rank
   kSubcomm,                // not the group of MPI_COMM_WORLD (split into subsets)
   kThreadMultiple,         // a derived communicator under MPI_THREAD_MULTIPLE
-  kPermutedRanks,          // rank order differs from MPI_COMM_WORLD (Allgather, Reduce_scatter_block)
   kInvalidArgs,            // null handles, mismatched sizes: MPI reports the error
   kEmpty,                  // nothing to move (count 0)
   kNoncontiguousDtype,     // a derived datatype that is not a contiguous run of one basic type
@@ -58,10 +57,9 @@ struct Request {
   bool valid = true;                   // handles not null, sizes consistent
   bool contiguous = true;              // every datatype involved
   Elem elem = Elem::kBytes;
-  OpKind op = OpKind::kNone;    // reductions only
-  uint64_t count = 0;           // elements (Barrier: ignored)
-  uint64_t bytes = 0;           // what one rank contributes
-  bool permuted_ranks = false;  // communicator ranks are a permutation of the group's
+  OpKind op = OpKind::kNone;  // reductions only
+  uint64_t count = 0;         // elements (Barrier: ignored)
+  uint64_t bytes = 0;         // what one rank contributes
 };
 
 struct Decision {

@@ -591,15 +591,23 @@ int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, 
   q.op = ClassifyOp(op);
   q.count = recvcount > 0 ? static_cast<uint64_t>(recvcount) * t.elems : 0;
   q.bytes = recvcount > 0 ? static_cast<uint64_t>(recvcount) * t.size * static_cast<uint64_t>(size) : 0;
-  q.permuted_ranks = st && st->permuted;
   return Dispatch(
       comm, q,
       [&](const Decision& d) {
+        const auto* in = static_cast<const uint8_t*>(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf);
+        if (st && st->permuted) {
+          // libinc gives world rank w block w: put comm block c where its
+          // owner's world rank is.
+          const uint64_t blk = q.bytes / static_cast<uint64_t>(size);
+          std::vector<uint8_t> world_order(q.bytes);
+          for (int c = 0; c < size; c++)
+            std::memcpy(world_order.data() + st->to_world[c] * blk, in + c * blk, blk);
+          return g->inc->ReduceScatter(world_order.data(), recvbuf, q.count, d.dtype, d.op);
+        }
         if (sendbuf != MPI_IN_PLACE) return g->inc->ReduceScatter(sendbuf, recvbuf, q.count, d.dtype, d.op);
         // The input is recvbuf itself; its first block is overwritten.
-        std::vector<uint8_t> in(static_cast<const uint8_t*>(recvbuf),
-                                static_cast<const uint8_t*>(recvbuf) + q.bytes);
-        return g->inc->ReduceScatter(in.data(), recvbuf, q.count, d.dtype, d.op);
+        std::vector<uint8_t> copy(in, in + q.bytes);
+        return g->inc->ReduceScatter(copy.data(), recvbuf, q.count, d.dtype, d.op);
       },
       [&] { return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm); });
 }
@@ -624,7 +632,6 @@ int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, voi
   q.elem = Elem::kBytes;
   q.count = block;
   q.bytes = block;
-  q.permuted_ranks = st && st->permuted;
   return Dispatch(
       comm, q,
       [&](const Decision&) -> inc::Status {
@@ -635,12 +642,25 @@ int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, voi
           own.assign(recv + me * block, recv + (me + 1) * block);
           send = own.data();
         }
-        if (block % 2 == 0) return g->inc->AllGather(send, recv, block / 2, DataType::kFloat16);
-        for (uint32_t r = 0; r < g->inc->world_size(); r++) {
-          uint8_t* dst = recv + r * block;
-          if (static_cast<int>(r) == me) std::memcpy(dst, send, block);
-          INC_RETURN_IF_ERROR(BroadcastBytes(dst, block, r, static_cast<int>(r) == me));
+        // libinc's blocks are in world rank order; a permuted communicator
+        // gathers into a copy and reorders.
+        const bool permuted = st && st->permuted;
+        const uint32_t n = g->inc->world_size();
+        std::vector<uint8_t> world_order(permuted ? block * n : 0);
+        uint8_t* out = permuted ? world_order.data() : recv;
+        if (block % 2 == 0) {
+          INC_RETURN_IF_ERROR(g->inc->AllGather(send, out, block / 2, DataType::kFloat16));
+        } else {
+          const uint32_t mine = static_cast<uint32_t>(g->rank);
+          for (uint32_t w = 0; w < n; w++) {
+            uint8_t* dst = out + w * block;
+            if (w == mine) std::memcpy(dst, send, block);
+            INC_RETURN_IF_ERROR(BroadcastBytes(dst, block, w, w == mine));
+          }
         }
+        if (permuted)
+          for (uint32_t c = 0; c < n; c++)
+            std::memcpy(recv + c * block, out + st->to_world[c] * block, block);
         return inc::Status::Ok();
       },
       [&] { return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm); });

@@ -195,10 +195,6 @@ TEST(IncMpiDecision, EachFallbackReason) {
   invalid.valid = false;
   Request subcomm = R(Call::kAllreduce, Elem::kInt32, OpKind::kSum, 100, 4);
   subcomm.comm_reason = Reason::kSubcomm;
-  Request perm_ag = R(Call::kAllgather, Elem::kBytes, OpKind::kNone, 100, 4);
-  perm_ag.permuted_ranks = true;
-  Request perm_ar = R(Call::kAllreduce, Elem::kInt32, OpKind::kSum, 100, 4);
-  perm_ar.permuted_ranks = true;
   const Case cases[] = {
       {"user op", R(Call::kAllreduce, Elem::kInt32, OpKind::kUser, 100, 4), Reason::kUserOp},
       {"MPI_PROD", R(Call::kReduce, Elem::kFloat64, OpKind::kOtherPredefined, 100, 8),
@@ -215,14 +211,12 @@ TEST(IncMpiDecision, EachFallbackReason) {
       {"vector type", noncontig, Reason::kNoncontiguousDtype},
       {"null handle", invalid, Reason::kInvalidArgs},
       {"split comm", subcomm, Reason::kSubcomm},
-      {"permuted allgather", perm_ag, Reason::kPermutedRanks},
   };
   for (const Case& k : cases) {
     Decision d = Decide(c, k.q);
     EXPECT_FALSE(d.offload) << k.what;
     EXPECT_EQ(d.reason, k.want) << k.what << ": got " << ReasonName(d.reason);
   }
-  EXPECT_TRUE(Decide(c, perm_ar).offload) << "permuted ranks do not matter to Allreduce";
   c.max_bytes = 4096;
   EXPECT_EQ(Decide(c, R(Call::kAllreduce, Elem::kInt32, OpKind::kSum, 1025, 4)).reason,
             Reason::kAboveMaxBytes);

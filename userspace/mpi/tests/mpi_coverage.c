@@ -350,6 +350,8 @@ static void run_suite(const struct comm* cm, int full) {
   allgather_bytes(cm, 3, 0);
   allgather_bytes(cm, 4, 0);
   allgather_bytes(cm, 1200, 0);
+  allgather_bytes(cm, 1001, 0);
+  allgather_bytes(cm, 13, 1);
   allgather_bytes(cm, 5, 1);
   allgather_bytes(cm, 400, 1);
   for (int i = 0; i < 10; i++) MPI_Barrier(cm->c);
