@@ -21,8 +21,11 @@ finish() {
 }
 trap finish EXIT
 
+# Fresh /run and /tmp: the overlay would otherwise show the host's lab
+# directories (/tmp/inclab-*) to the guest's inclab.
 mount -t tmpfs tmpfs /run
-mkdir -p /run/netns /tmp "$OUT"
+mount -t tmpfs tmpfs /tmp
+mkdir -p /run/netns "$OUT"
 mount -t bpf bpf /sys/fs/bpf
 mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null || true
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 incinout "$OUT" || {
@@ -68,6 +71,8 @@ fi
 
 # A scenario is TOPOLOGY[:PHASE+PHASE...] (rxe-scenario.sh); the default
 # phases run everything the topology is meant to show in one lab.
+# TCG on a shared host starts daemons slowly: give switch registration time.
+export WAIT_SECONDS=300
 for s in $SCEN; do
   topo=${s%%:*}
   phases=${s#*:}

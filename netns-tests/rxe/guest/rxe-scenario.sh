@@ -19,7 +19,8 @@
 TOPO=${2:?single or two}
 PHASES=${3:-verbs}
 RXE_RESULTS=${RXE_RESULTS:-/dev/null}
-lab_up a "$TOPO"
+# TCG under a busy host can stall a member for seconds: heartbeats get 30 s.
+lab_up a "$TOPO" --member-timeout-ms 30000
 L=a
 PFX=$P$L
 LOGS=/tmp/inclab-$PFX/logs
