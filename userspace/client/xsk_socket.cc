@@ -33,6 +33,11 @@ namespace {
 // frames sitting in the ring.
 constexpr uint32_t kTxBatch = 32;
 
+// A sched_yield() that returns this late means another task ran a time
+// slice on the core (peer ranks' bursts are tens of microseconds).
+constexpr auto kSlowYield = std::chrono::microseconds(300);
+constexpr auto kNoSpinAfterSlowYield = std::chrono::milliseconds(100);
+
 bool IsPowerOfTwo(uint32_t v) {
   return v && !(v & (v - 1));
 }
@@ -305,12 +310,26 @@ Expected<size_t> XskSocket::Receive(const FrameHandler& handler, int timeout_ms,
     // A result usually lands within tens of microseconds; sleeping in poll()
     // costs a wake-up on top. Yield instead of burning the core, so a peer
     // process sharing it (whose contribution we may be waiting for) runs.
-    auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us_);
-    do {
-      sched_yield();
+    // On a machine busy with other work a yield hands the core to them for a
+    // whole time slice, where a wake-up from poll() would have preempted
+    // them: one yield that long turns spinning off for a while.
+    auto now = std::chrono::steady_clock::now();
+    if (now >= no_spin_until_) {
+      const auto until = now + std::chrono::microseconds(spin_us_);
+      do {
+        sched_yield();
+        auto after = std::chrono::steady_clock::now();
+        if (after - now > kSlowYield) {
+          no_spin_until_ = after + kNoSpinAfterSlowYield;
+          break;
+        }
+        now = after;
+        rx_.cached_prod = LoadAcquire(rx_.producer);
+        avail = rx_.cached_prod - rx_.cached_cons;
+      } while (!avail && now < until);
       rx_.cached_prod = LoadAcquire(rx_.producer);
       avail = rx_.cached_prod - rx_.cached_cons;
-    } while (!avail && std::chrono::steady_clock::now() < until);
+    }
   }
   if (!avail && timeout_ms != 0) {
     pollfd pfd{fd_, POLLIN, 0};

@@ -8,6 +8,7 @@
 // ring, and a veth has one queue.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -97,7 +98,8 @@ class XskSocket : public PacketIo {
   std::vector<uint32_t> tx_len_;  // length of the frame in each TX buffer
   PacketIoStats stats_;
   uint64_t cq_bogus_ = 0;
-  uint32_t spin_us_ = 0;  // options' spin_us after the environment override
+  uint32_t spin_us_ = 0;                                   // options' spin_us after the environment override
+  std::chrono::steady_clock::time_point no_spin_until_{};  // spinning paused (busy machine)
 
   xsk_redirect* skel_ = nullptr;
   uint32_t old_prog_id_ = 0;
