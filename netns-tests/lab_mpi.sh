@@ -43,8 +43,9 @@ run() {
   # the first log is kept. A second hang, or any wrong result, fails.
   if [ "$rc" != 0 ] && grep -q "time limit for job execution has been reached" "$OUT/$tag.log" &&
     ! grep -q "^mpi_coverage:" "$OUT/$tag.log"; then
-    mv "$OUT/$tag.log" "$OUT/$tag.hang.log"
-    note "$KIND: run $tag: the job hung before finishing (log $OUT/$tag.hang.log); retrying once"
+    # Outside the lab dir, which a passing test removes.
+    mv "$OUT/$tag.log" "/tmp/lab_mpi-$L-$tag.hang.log"
+    note "$KIND: run $tag: the job hung before finishing (log /tmp/lab_mpi-$L-$tag.hang.log); retrying once"
     rc=0
     timeout 90 "$MPIRUN" "$L" --timeout 80 "${opts[@]}" -- "$COVERAGE" "$@" >"$OUT/$tag.log" 2>&1 || rc=$?
   fi
