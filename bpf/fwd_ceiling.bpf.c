@@ -19,7 +19,6 @@
 #include <bpf/bpf_helpers.h>
 
 #include "inc_abi.h"
-#include "fwd_ceiling_abi.h"
 
 /* Worker-facing ports (key: ingress ifindex): member QPN and ICRC deltas. */
 struct {

@@ -24,7 +24,7 @@
 
 #include "common/status.h"
 #include "fwd_ceiling.skel.h"
-#include "fwd_ceiling_abi.h"
+#include "common/abi.h"
 #include "fwd_ceiling_port.h"
 
 namespace {

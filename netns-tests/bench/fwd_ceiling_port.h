@@ -9,7 +9,7 @@
 
 #include "common/net.h"
 #include "common/status.h"
-#include "fwd_ceiling_abi.h"
+#include "common/abi.h"
 
 namespace inc::bench {
 

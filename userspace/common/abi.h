@@ -38,3 +38,4 @@ static_assert(offsetof(inc_tree_cfg, parent) == 32);
 static_assert(sizeof(inc_tree_cfg) == 88, "inc_tree_cfg layout");
 static_assert(sizeof(inc_counters) == 64, "inc_counters layout");
 static_assert(INC_MAX_PAYLOAD_BYTES % 8 == 0);
+static_assert(sizeof(fwd_port) == 8 + 4 * FWD_MAX_UDP_LEN, "fwd_port layout (benchmark ceiling)");
