@@ -22,9 +22,21 @@ finish() {
 trap finish EXIT
 
 # Fresh /run and /tmp: the overlay would otherwise show the host's lab
-# directories (/tmp/inclab-*) to the guest's inclab.
+# directories (/tmp/inclab-*) to the guest's inclab. A checkout or build tree
+# that lives under /tmp (CI clones there) is bound back into the fresh /tmp.
+SRC_ROOT=$(cd "$GUEST_DIR/../../.." && pwd)
+KEEP=""
+for p in "$SRC_ROOT" "$BUILD"; do
+  case "$p" in /tmp/?*) KEEP="$KEEP /tmp/$(echo "${p#/tmp/}" | cut -d/ -f1)" ;; esac
+done
+mkdir -p /mnt/hosttmp
+mount --bind /tmp /mnt/hosttmp
 mount -t tmpfs tmpfs /run
 mount -t tmpfs tmpfs /tmp
+for k in $(printf '%s\n' $KEEP | sort -u); do
+  mkdir -p "$k"
+  mount --bind "/mnt/hosttmp/${k#/tmp/}" "$k"
+done
 mkdir -p /run/netns "$OUT"
 mount -t bpf bpf /sys/fs/bpf
 mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null || true
