@@ -22,9 +22,9 @@
 #include <string>
 #include <vector>
 
+#include "common/abi.h"
 #include "common/status.h"
 #include "fwd_ceiling.skel.h"
-#include "common/abi.h"
 #include "fwd_ceiling_port.h"
 
 namespace {

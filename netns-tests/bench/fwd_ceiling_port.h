@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "common/abi.h"
 #include "common/net.h"
 #include "common/status.h"
-#include "common/abi.h"
 
 namespace inc::bench {
 

@@ -14,10 +14,10 @@
 
 #include "common/log.h"
 #include "switch/agent.h"
-#include "switch/arn_config.h"
-#include "switch/routing_agent.h"
 #include "switch/am_client.h"
+#include "switch/arn_config.h"
 #include "switch/config.h"
+#include "switch/routing_agent.h"
 #include "switch/service.h"
 
 namespace {
@@ -118,7 +118,8 @@ int main(int argc, char** argv) {
 
   auto routing_settings = inc::sw::ParseRoutingSettings(config, *ports);
   if (!routing_settings.ok()) {
-    return Fail((config_path.empty() ? "" : "config " + config_path + ": ") + routing_settings.status().message());
+    return Fail((config_path.empty() ? "" : "config " + config_path + ": ") +
+                routing_settings.status().message());
   }
 
   auto agent = inc::sw::Agent::Start(config, *ports);
@@ -126,7 +127,8 @@ int main(int argc, char** argv) {
 
   std::unique_ptr<inc::sw::RoutingAgent> routing;
   if (!routing_settings->plan.empty() || routing_settings->arn_enabled) {
-    auto r = inc::sw::RoutingAgent::Start(std::move(*routing_settings), (*agent)->datapath(), config.switch_name());
+    auto r = inc::sw::RoutingAgent::Start(std::move(*routing_settings), (*agent)->datapath(),
+                                          config.switch_name());
     if (!r.ok()) {
       (void)(*agent)->Stop(config.keep_datapath_on_exit());
       return Fail("routing: " + r.status().message());
