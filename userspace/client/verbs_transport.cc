@@ -13,16 +13,6 @@
 namespace inc::client {
 namespace {
 
-uint16_t Get16(const uint8_t* p) {
-  return static_cast<uint16_t>(p[0] << 8 | p[1]);
-}
-uint32_t Get32(const uint8_t* p) {
-  return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3];
-}
-uint64_t Get64(const uint8_t* p) {
-  return uint64_t{Get32(p)} << 32 | Get32(p + 4);
-}
-
 // RoCEv2 over IPv4 headers an IB MTU does not count: IPv4 + UDP + BTH + RETH
 // + IMMDT + ICRC (the IB MTU limits the bytes after IMMDT).
 constexpr uint32_t kRoceV2Overhead = 20 + 8 + 12 + 16 + 4 + 4;
@@ -71,8 +61,8 @@ struct DeviceList {
 Expected<VerbsWrite> WriteFromFrame(const uint8_t* f, size_t len) {
   if (len < INC_FRAME_OVERHEAD)
     return InvalidArgument("frame of " + std::to_string(len) + " bytes is too short");
-  if (Get16(f + 12) != 0x0800 || f[INC_OFF_IP] != 0x45 || f[INC_OFF_IP + 9] != 17 ||
-      Get16(f + INC_OFF_UDP + 2) != INC_ROCEV2_UDP_PORT)
+  if (LoadBe16(f + 12) != 0x0800 || f[INC_OFF_IP] != 0x45 || f[INC_OFF_IP + 9] != 17 ||
+      LoadBe16(f + INC_OFF_UDP + 2) != INC_ROCEV2_UDP_PORT)
     return InvalidArgument("not an IPv4 RoCEv2 frame");
   const uint8_t* bth = f + INC_OFF_BTH;
   if (bth[0] != INC_BTH_OPCODE_UC_WRITE_ONLY_IMM)
@@ -80,37 +70,18 @@ Expected<VerbsWrite> WriteFromFrame(const uint8_t* f, size_t len) {
                            " is not UC RDMA WRITE ONLY WITH IMMEDIATE");
   const size_t pad = (bth[1] >> 4) & 0x3;
   VerbsWrite w;
-  w.dest_qpn = Get32(bth + 4) & INC_QPN_MASK;
-  w.remote_va = Get64(f + INC_OFF_RETH);
-  w.rkey = Get32(f + INC_OFF_RETH + 8);
-  w.imm = Get32(f + INC_OFF_IMMDT);
+  w.dest_qpn = LoadBe32(bth + 4) & INC_QPN_MASK;
+  w.remote_va = LoadBe64(f + INC_OFF_RETH);
+  w.rkey = LoadBe32(f + INC_OFF_RETH + 8);
+  w.imm = LoadBe32(f + INC_OFF_IMMDT);
   w.offset = INC_OFF_INC;
   if (len < INC_OFF_INC + INC_ICRC_LEN + pad) return InvalidArgument("frame shorter than its pad");
   w.length = len - INC_OFF_INC - INC_ICRC_LEN - pad;
-  const uint32_t dma = Get32(f + INC_OFF_RETH + 12);
+  const uint32_t dma = LoadBe32(f + INC_OFF_RETH + 12);
   if (dma != w.length)
     return InvalidArgument("RETH DMA length " + std::to_string(dma) + " != " + std::to_string(w.length) +
                            " bytes after IMMDT");
   return w;
-}
-
-IncHeader DecodeIncHeader(const uint8_t* h) {
-  IncHeader o;
-  o.version = h[0] >> 4;
-  o.flags = h[0] & 0x0F;
-  o.collective = h[1];
-  o.dtype = h[2];
-  o.op = h[3];
-  o.tree_id = Get16(h + 4);
-  o.rank = Get16(h + 6);
-  o.msg_id = Get32(h + 8);
-  o.slot = Get16(h + 12);
-  o.count = Get16(h + 14);
-  o.key = Get32(h + 16);
-  o.exponent = static_cast<int8_t>(h[20]);
-  o.root_rank = h[21];
-  o.reserved = Get16(h + 22);
-  return o;
 }
 
 Expected<size_t> FrameFromCompletion(const ResultAddressing& a, uint32_t imm, const uint8_t* data, size_t len,

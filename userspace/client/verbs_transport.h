@@ -70,9 +70,6 @@ struct ResultAddressing {
   uint32_t slot_stride = 0;
 };
 
-// Decodes the 24-byte INC header (big-endian fields).
-IncHeader DecodeIncHeader(const uint8_t* p);
-
 // The slot a result for message `imm` lands in (the switch writes
 // va_base + slot * stride with slot = the INC header's slot = msg id mod pool).
 inline size_t ResultOffset(uint32_t imm, uint32_t pool_size, uint32_t slot_stride) {

@@ -20,23 +20,33 @@ void Put64(uint8_t* p, uint64_t v) {
   Put32(p, static_cast<uint32_t>(v >> 32));
   Put32(p + 4, static_cast<uint32_t>(v));
 }
-uint16_t Get16(const uint8_t* p) {
-  return static_cast<uint16_t>(p[0] << 8 | p[1]);
-}
-uint32_t Get32(const uint8_t* p) {
-  return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3];
-}
-uint64_t Get64(const uint8_t* p) {
-  return uint64_t{Get32(p)} << 32 | Get32(p + 4);
-}
 
 }  // namespace
+
+IncHeader DecodeIncHeader(const uint8_t* h) {
+  IncHeader o;
+  o.version = h[0] >> 4;
+  o.flags = h[0] & 0x0F;
+  o.collective = h[1];
+  o.dtype = h[2];
+  o.op = h[3];
+  o.tree_id = LoadBe16(h + 4);
+  o.rank = LoadBe16(h + 6);
+  o.msg_id = LoadBe32(h + 8);
+  o.slot = LoadBe16(h + 12);
+  o.count = LoadBe16(h + 14);
+  o.key = LoadBe32(h + 16);
+  o.exponent = static_cast<int8_t>(h[20]);
+  o.root_rank = h[21];
+  o.reserved = LoadBe16(h + 22);
+  return o;
+}
 
 uint16_t Ipv4HeaderChecksum(const uint8_t* ip) {
   uint32_t sum = 0;
   for (int i = 0; i < 20; i += 2) {
     if (i == 10) continue;
-    sum += Get16(ip + i);
+    sum += LoadBe16(ip + i);
   }
   while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
   return static_cast<uint16_t>(~sum);
@@ -112,15 +122,15 @@ Expected<std::vector<uint8_t>> BuildFrame(const FrameSpec& spec) {
 
 Expected<ParsedFrame> ParseFrame(const uint8_t* f, size_t len) {
   if (len < INC_FRAME_OVERHEAD) return InvalidArgument("frame shorter than INC headers");
-  if (Get16(f + 12) != 0x0800) return InvalidArgument("not IPv4");
+  if (LoadBe16(f + 12) != 0x0800) return InvalidArgument("not IPv4");
   const uint8_t* ip = f + INC_OFF_IP;
   if (ip[0] != 0x45) return InvalidArgument("IPv4 version/IHL not 4/5");
   if (ip[9] != 17) return InvalidArgument("not UDP");
-  uint16_t ip_len = Get16(ip + 2);
+  uint16_t ip_len = LoadBe16(ip + 2);
   if (size_t{ip_len} + 14 > len || ip_len < 20 + 8) return InvalidArgument("bad IPv4 total length");
   const uint8_t* udp = f + INC_OFF_UDP;
-  if (Get16(udp + 2) != INC_ROCEV2_UDP_PORT) return InvalidArgument("not UDP port 4791");
-  uint16_t udp_len = Get16(udp + 4);
+  if (LoadBe16(udp + 2) != INC_ROCEV2_UDP_PORT) return InvalidArgument("not UDP port 4791");
+  uint16_t udp_len = LoadBe16(udp + 4);
   if (udp_len != ip_len - 20) return InvalidArgument("UDP length disagrees with IPv4 length");
   size_t end = INC_OFF_UDP + size_t{udp_len};
   if (end < INC_FRAME_OVERHEAD) return InvalidArgument("UDP payload shorter than INC headers");
@@ -129,39 +139,25 @@ Expected<ParsedFrame> ParseFrame(const uint8_t* f, size_t len) {
   std::memcpy(p.src_mac.bytes.data(), f + 6, 6);
   p.tos = ip[1];
   p.ttl = ip[8];
-  p.ip_id = Get16(ip + 4);
-  p.src_ip.host = Get32(ip + 12);
-  p.dst_ip.host = Get32(ip + 16);
-  p.udp_sport = Get16(udp);
+  p.ip_id = LoadBe16(ip + 4);
+  p.src_ip.host = LoadBe32(ip + 12);
+  p.dst_ip.host = LoadBe32(ip + 16);
+  p.udp_sport = LoadBe16(udp);
   const uint8_t* bth = f + INC_OFF_BTH;
   p.opcode = bth[0];
   if (p.opcode != INC_BTH_OPCODE_UC_WRITE_ONLY_IMM)
     return InvalidArgument("BTH opcode is not UC WRITE ONLY with immediate");
   p.bth_flags = bth[1];
-  p.pkey = Get16(bth + 2);
+  p.pkey = LoadBe16(bth + 2);
   p.bth_resv8 = bth[4];
-  p.dest_qpn = Get32(bth + 4) & INC_QPN_MASK;
-  p.psn = Get32(bth + 8) & INC_PSN_MASK;
+  p.dest_qpn = LoadBe32(bth + 4) & INC_QPN_MASK;
+  p.psn = LoadBe32(bth + 8) & INC_PSN_MASK;
   const uint8_t* reth = f + INC_OFF_RETH;
-  p.va = Get64(reth);
-  p.rkey = Get32(reth + 8);
-  p.dma_len = Get32(reth + 12);
-  p.imm = Get32(f + INC_OFF_IMMDT);
-  const uint8_t* h = f + INC_OFF_INC;
-  p.inc.version = h[0] >> 4;
-  p.inc.flags = h[0] & 0x0F;
-  p.inc.collective = h[1];
-  p.inc.dtype = h[2];
-  p.inc.op = h[3];
-  p.inc.tree_id = Get16(h + 4);
-  p.inc.rank = Get16(h + 6);
-  p.inc.msg_id = Get32(h + 8);
-  p.inc.slot = Get16(h + 12);
-  p.inc.count = Get16(h + 14);
-  p.inc.key = Get32(h + 16);
-  p.inc.exponent = static_cast<int8_t>(h[20]);
-  p.inc.root_rank = h[21];
-  p.inc.reserved = Get16(h + 22);
+  p.va = LoadBe64(reth);
+  p.rkey = LoadBe32(reth + 8);
+  p.dma_len = LoadBe32(reth + 12);
+  p.imm = LoadBe32(f + INC_OFF_IMMDT);
+  p.inc = DecodeIncHeader(f + INC_OFF_INC);
   p.payload = f + INC_OFF_PAYLOAD;
   p.payload_len = end - INC_FRAME_OVERHEAD;
   if (p.dma_len != sizeof(inc_hdr) + p.payload_len)

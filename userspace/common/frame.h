@@ -87,6 +87,20 @@ struct ParsedFrame {
   bool icrc_ok = false;
 };
 
+// Big-endian field readers for wire headers.
+inline uint16_t LoadBe16(const uint8_t* p) {
+  return static_cast<uint16_t>(p[0] << 8 | p[1]);
+}
+inline uint32_t LoadBe32(const uint8_t* p) {
+  return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3];
+}
+inline uint64_t LoadBe64(const uint8_t* p) {
+  return uint64_t{LoadBe32(p)} << 32 | LoadBe32(p + 4);
+}
+
+// Decodes the 24-byte INC header at h.
+IncHeader DecodeIncHeader(const uint8_t* h);
+
 // Parses and checks framing (Ethernet/IPv4/UDP 4791/BTH opcode/lengths).
 // Does not reject a bad ICRC: see ParsedFrame::icrc_ok.
 Expected<ParsedFrame> ParseFrame(const uint8_t* frame, size_t len);
