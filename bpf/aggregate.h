@@ -18,6 +18,9 @@ enum inc_outcome {
 	INC_OUT_RESEND_PARTIAL,	 /* retransmission: partial is with the parent */
 	INC_OUT_REPLICATE,	 /* leaf: result from the parent stored */
 	INC_OUT_FINISH,		 /* SUM complete: inc_finish_slot must run */
+	INC_OUT_RESULT_UP,	 /* leaf, pulled: send the held result upward */
+	INC_OUT_PULL_IGNORED,	 /* leaf, pulled: no result for that message */
+	INC_OUT_ADOPTED,	 /* root: a child's result became the slot's */
 	INC_OUT_DROP_BASE = 100, /* + enum inc_drop_reason */
 };
 
@@ -263,21 +266,48 @@ unlock:
 	return out;
 }
 
-/* Stores a RESULT from the parent in the slot copy (leaf role). */
+/* Who sent the frame inc_update_slot applies, besides child ranks 0..63. */
+#define INC_FROM_PARENT	      INC_MAX_CHILDREN	     /* a RESULT */
+#define INC_FROM_PARENT_PULL  (INC_MAX_CHILDREN + 1) /* a PULL */
+#define INC_FROM_CHILD_RESULT 128		     /* + child rank: an answered PULL */
+
+/* A PULL from the parent (leaf role): only a finished copy of that very
+ * message has something the new root lacks. Whatever is still aggregating
+ * or waiting reaches the parent through the members' own retransmissions. */
+static __always_inline int inc_answer_pull(struct inc_slot *s, __u32 msg)
+{
+	int out = INC_OUT_PULL_IGNORED;
+
+	bpf_spin_lock(&s->lock);
+	if (s->state == INC_SLOT_DONE && s->msg_id == msg)
+		out = INC_OUT_RESULT_UP;
+	bpf_spin_unlock(&s->lock);
+	return out;
+}
+
+/* Stores a RESULT from the parent in the slot copy (leaf role), or (root
+ * role, `adopt`) the result a child switch answered a PULL with: the old
+ * root finished that message before the tree moved, so it is the whole
+ * group's result. */
 static __always_inline int inc_store_result(struct inc_slot *s, const struct inc_tree_cfg *tree,
 					    const struct inc_hdr *h,
 					    const struct inc_scratch *payload, __u32 msg,
-					    __u32 count, __u32 payload_len)
+					    __u32 count, __u32 payload_len, int adopt)
 {
-	int out = INC_OUT_REPLICATE;
+	int out = adopt ? INC_OUT_ADOPTED : INC_OUT_REPLICATE;
 
 	bpf_spin_lock(&s->lock);
 	if (s->state != INC_SLOT_EMPTY && s->msg_id != msg && !inc_msg_newer(msg, s->msg_id)) {
 		out = INC_OUT_DROP_BASE + INC_DROP_STALE;
 		goto unlock;
 	}
-	if (s->state == INC_SLOT_DONE && s->msg_id == msg)
-		goto unlock; /* the parent resent it: replicate again */
+	if (s->state == INC_SLOT_DONE && s->msg_id == msg) {
+		/* The parent resent it: replicate again. A second answer
+		 * to a pull is a duplicate. */
+		if (adopt)
+			out = INC_OUT_DROP_BASE + INC_DROP_DUPLICATE;
+		goto unlock;
+	}
 	inc_copy_lanes(s->acc, payload->buf, payload_len);
 	s->msg_id = msg;
 	s->bitmap = tree->children_mask;
@@ -320,9 +350,8 @@ unlock:
 
 /* Global (verified once, with unknown arguments) so the lane loops under the
  * lock are not re-verified for every path that reaches them. Applies the
- * frame (already validated, payload in scratch) to the slot copy: a RESULT
- * from the parent when rank >= INC_MAX_CHILDREN, else child rank's
- * contribution. Returns an enum inc_outcome. */
+ * frame (already validated, payload in scratch) to the slot copy: child
+ * rank's contribution, or what INC_FROM_* says. Returns an enum inc_outcome. */
 __attribute__((noinline)) int inc_update_slot(struct xdp_md *ctx, __u32 slot_idx, __u32 tree_id,
 					      __u32 rank)
 {
@@ -346,8 +375,11 @@ __attribute__((noinline)) int inc_update_slot(struct xdp_md *ctx, __u32 slot_idx
 		return INC_OUT_DROP_BASE + INC_DROP_BAD_COUNT;
 	count = bpf_ntohs(p.inc->count);
 	msg = bpf_ntohl(p.inc->msg_id);
+	if (rank == INC_FROM_PARENT_PULL)
+		return inc_answer_pull(s, msg);
 	if (rank >= INC_MAX_CHILDREN)
-		return inc_store_result(s, tree, p.inc, payload, msg, count, len);
+		return inc_store_result(s, tree, p.inc, payload, msg, count, len,
+					rank >= INC_FROM_CHILD_RESULT);
 	out = inc_contribute(s, tree, p.inc, payload, msg, rank, count, len);
 	if (out == INC_OUT_FINISH)
 		out = inc_finish_slot(slot_idx, msg, tree->children_mask,

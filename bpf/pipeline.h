@@ -12,6 +12,8 @@ enum inc_emit_mode {
 	INC_EMIT_RESEND_RESULT, /* result to one child */
 	INC_EMIT_PARTIAL,	/* partial aggregate to the parent */
 	INC_EMIT_RESEND_PARTIAL,
+	INC_EMIT_PULL,	    /* root: ask every child switch for the message */
+	INC_EMIT_RESULT_UP, /* leaf: the held result to the parent, on a pull */
 };
 
 /* Global (verified once) so the CRC and copy loops are not re-verified at
@@ -65,13 +67,22 @@ __attribute__((noinline)) int inc_emit(struct xdp_md *ctx, __u32 slot_idx, __u32
 	p.payload_len = udp_len - 8 - INC_UDP_FIXED;
 	count = s->count;
 
-	if (mode == INC_EMIT_PARTIAL || mode == INC_EMIT_RESEND_PARTIAL) {
+	if (mode == INC_EMIT_PARTIAL || mode == INC_EMIT_RESEND_PARTIAL ||
+	    mode == INC_EMIT_RESULT_UP) {
 		ep = &tree->parent;
 		psn_key = inc_psn_index(tree_id, INC_PEER_PARENT);
 		flags = s->flags & INC_FLAG_OVERFLOW;
 		if (mode == INC_EMIT_RESEND_PARTIAL)
 			flags |= INC_FLAG_RETRANSMIT;
+		if (mode == INC_EMIT_RESULT_UP)
+			flags |= INC_FLAG_RESULT;
 		out_rank = tree->rank_at_parent;
+	} else if (mode == INC_EMIT_PULL) {
+		flags = INC_FLAG_PULL;
+		out_rank = INC_RANK_RESULT;
+		count = 0;
+		ep = 0;
+		psn_key = 0;
 	} else {
 		flags = INC_FLAG_RESULT | (s->flags & INC_FLAG_OVERFLOW);
 		out_rank = INC_RANK_RESULT;
@@ -104,6 +115,8 @@ __attribute__((noinline)) int inc_emit(struct xdp_md *ctx, __u32 slot_idx, __u32
 		return inc_drop(INC_DROP_INTERNAL, tree_id, rank);
 	if (mode == INC_EMIT_PARTIAL) {
 		inc_stat_add(INC_STAT_PARTIALS_TX, 1);
+	} else if (mode == INC_EMIT_RESULT_UP) {
+		inc_stat_add(INC_STAT_PULL_ANSWERS, 1);
 	} else {
 		inc_stat_add(INC_STAT_RESENDS, 1);
 		if (mode == INC_EMIT_RESEND_RESULT)
@@ -115,7 +128,7 @@ __attribute__((noinline)) int inc_emit(struct xdp_md *ctx, __u32 slot_idx, __u32
 
 static __always_inline int inc_ingress(struct xdp_md *ctx)
 {
-	__u32 zero = 0, tree_id, msg, slot_no, count, rank, idx, elem;
+	__u32 zero = 0, tree_id, msg, slot_no, count, rank, from, idx, elem;
 	const struct inc_endpoint *ep;
 	struct inc_tree_cfg *tree;
 	struct inc_scratch *payload;
@@ -171,11 +184,14 @@ static __always_inline int inc_ingress(struct xdp_md *ctx)
 		return inc_drop(INC_DROP_BAD_COUNT, tree_id, INC_MAX_CHILDREN);
 
 	flags = h->ver_flags & 0xf;
-	if (flags & INC_FLAG_RESULT) {
+	if ((flags & INC_FLAG_PULL) || ((flags & INC_FLAG_RESULT) && tree->role == INC_ROLE_LEAF)) {
+		/* From the parent: a RESULT, or a PULL of the result. */
 		if (tree->role != INC_ROLE_LEAF || p.ip->saddr != tree->parent.peer_ip ||
-		    (bpf_ntohl(p.bth->resv_destqp) & INC_QPN_MASK) != tree->parent.switch_qpn)
+		    (bpf_ntohl(p.bth->resv_destqp) & INC_QPN_MASK) != tree->parent.switch_qpn ||
+		    (flags & INC_FLAG_PULL && flags & INC_FLAG_RESULT))
 			return inc_drop(INC_DROP_BAD_RESULT, tree_id, INC_MAX_CHILDREN);
 		rank = INC_MAX_CHILDREN;
+		from = flags & INC_FLAG_PULL ? INC_FROM_PARENT_PULL : INC_FROM_PARENT;
 		ep = 0;
 	} else {
 		rank = bpf_ntohs(h->rank);
@@ -193,10 +209,23 @@ static __always_inline int inc_ingress(struct xdp_md *ctx)
 		if (p.ip->saddr != ep->peer_ip ||
 		    (bpf_ntohl(p.bth->resv_destqp) & INC_QPN_MASK) != ep->switch_qpn)
 			return inc_drop(INC_DROP_BAD_SOURCE, tree_id, rank);
-		/* Broadcast data comes only from the side of the root. */
-		if (coll == INC_COLL_BROADCAST && count &&
-		    (h->root_rank < ep->member_lo || h->root_rank >= ep->member_hi))
+		from = rank;
+		if (flags & INC_FLAG_RESULT) {
+			/* A child switch answering the root's pull; a result
+			 * a subtree gets without data (Reduce elsewhere)
+			 * cannot stand for the group's. */
+			if (tree->role != INC_ROLE_ROOT)
+				return inc_drop(INC_DROP_BAD_RESULT, tree_id, rank);
+			if (!inc_child_gets_data(ep, coll, h->root_rank)) {
+				inc_stat_add(INC_STAT_PULLS_IGNORED, 1);
+				return XDP_DROP;
+			}
+			from = INC_FROM_CHILD_RESULT + rank;
+		} else if (coll == INC_COLL_BROADCAST && count &&
+			   (h->root_rank < ep->member_lo || h->root_rank >= ep->member_hi)) {
+			/* Broadcast data comes only from the side of the root. */
 			return inc_drop(INC_DROP_BAD_COUNT, tree_id, rank);
+		}
 	}
 
 	payload = bpf_map_lookup_elem(&scratch, &zero);
@@ -216,15 +245,18 @@ static __always_inline int inc_ingress(struct xdp_md *ctx)
 	if (!s)
 		return inc_drop(INC_DROP_BAD_SLOT, tree_id, rank);
 
-	if (flags & INC_FLAG_RESULT) {
-		r = inc_update_slot(ctx, idx, tree_id, INC_MAX_CHILDREN);
-		if (r >= INC_OUT_DROP_BASE)
-			return inc_drop(r - INC_OUT_DROP_BASE, tree_id, rank);
-		return inc_emit(ctx, idx, tree_id, rank, INC_EMIT_BROADCAST);
-	}
-
-	r = inc_update_slot(ctx, idx, tree_id, rank);
+	r = inc_update_slot(ctx, idx, tree_id, from);
 	switch (r) {
+	case INC_OUT_REPLICATE:
+		return inc_emit(ctx, idx, tree_id, rank, INC_EMIT_BROADCAST);
+	case INC_OUT_ADOPTED:
+		inc_stat_add(INC_STAT_ADOPTED, 1);
+		return inc_emit(ctx, idx, tree_id, rank, INC_EMIT_BROADCAST);
+	case INC_OUT_RESULT_UP:
+		return inc_emit(ctx, idx, tree_id, rank, INC_EMIT_RESULT_UP);
+	case INC_OUT_PULL_IGNORED:
+		inc_stat_add(INC_STAT_PULLS_IGNORED, 1);
+		return XDP_DROP;
 	case INC_OUT_CONSUMED:
 		inc_stat_add(INC_STAT_CONTRIB, 1);
 		return XDP_DROP;
@@ -253,10 +285,16 @@ static __always_inline int inc_ingress(struct xdp_md *ctx)
 				r == INC_OUT_RESEND_PARTIAL ? INC_EMIT_RESEND_PARTIAL
 							    : INC_EMIT_RESEND_RESULT);
 	default:
-		if (r == INC_OUT_DROP_BASE + INC_DROP_DUPLICATE) {
+		if (r == INC_OUT_DROP_BASE + INC_DROP_DUPLICATE && from < INC_MAX_CHILDREN) {
 			inc_stat_add(INC_STAT_RETRANS_RX, 1);
 			if (tc)
 				tc->retransmissions++;
+			/* A child retransmits what the root already counted:
+			 * another child may hold the result from before the
+			 * tree moved here (section "Tree moves" of
+			 * docs/wire-format.md), so ask them all. */
+			if ((flags & INC_FLAG_RETRANSMIT) && tree->role == INC_ROLE_ROOT)
+				return inc_emit(ctx, idx, tree_id, rank, INC_EMIT_PULL);
 		}
 		if (r >= INC_OUT_DROP_BASE)
 			return inc_drop(r - INC_OUT_DROP_BASE, tree_id, rank);
@@ -271,7 +309,7 @@ static __always_inline int inc_egress(struct xdp_md *ctx)
 	struct inc_port_key key = {};
 	const struct inc_endpoint *ep;
 	struct inc_pkt p;
-	__u32 *rank, idx, crc_r, udp_len;
+	__u32 *rank, idx, crc_r, udp_len, stat;
 
 	if (inc_pkt_load(ctx, &p))
 		return XDP_DROP;
@@ -296,9 +334,10 @@ static __always_inline int inc_egress(struct xdp_md *ctx)
 	} else if (inc_load_icrc_field(ctx, &p, &crc_r)) {
 		return XDP_DROP;
 	}
+	stat = p.inc->ver_flags & INC_FLAG_PULL ? INC_STAT_PULLS_TX : INC_STAT_RESULTS_TX;
 	if (inc_address(ctx, &p, ep, inc_psn_index(key.tree_id, *rank), crc_r))
 		return XDP_DROP;
-	inc_stat_add(INC_STAT_RESULTS_TX, 1);
+	inc_stat_add(stat, 1);
 	inc_count_tx(key.tree_id, *rank, p.frame_len);
 	return XDP_PASS;
 }

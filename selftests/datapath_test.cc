@@ -1094,6 +1094,132 @@ TEST_F(DatapathTest, TwoLevelLeafRootLeafExchangeWithRetransmissionsInEveryState
   EXPECT_EQ(root.Stat("drops"), 0u);
 }
 
+// A link between two switches of a tree that takes its two endpoints:
+// `up` is the parent as the child switch sees it, `down` the child as the
+// parent sees it.
+struct SwitchLink {
+  Peer up, down;
+};
+
+SwitchLink LinkSwitches(int child_port, int parent_port, uint32_t parent_qpn, uint32_t child_qpn,
+                        uint16_t member_lo, uint16_t member_hi) {
+  SwitchLink l{MakePeer(child_port, 0), MakePeer(parent_port, 0)};
+  l.up.peer_mac = l.down.port_mac;
+  l.up.peer_ip = l.down.switch_ip;
+  l.down.peer_mac = l.up.port_mac;
+  l.down.peer_ip = l.up.switch_ip;
+  l.up.peer_qpn = l.down.switch_qpn = parent_qpn;
+  l.up.switch_qpn = l.down.peer_qpn = child_qpn;
+  l.up.va = l.down.va = 0;
+  l.up.rkey = l.down.rkey = 0;
+  l.up.stride = l.down.stride = 0;
+  l.down.member_lo = member_lo;
+  l.down.member_hi = member_hi;
+  return l;
+}
+
+// The tree moved to a new root after the old root had sent message m's result
+// to leaf 1 but not to leaf 2 (docs/wire-format.md, "Tree moves"). The new
+// root pulls m when leaf 2 retransmits what it already counted; leaf 1
+// answers with the result it holds; the root adopts it and leaf 2 gets it.
+TEST_F(DatapathTest, TwoLevelMovedTreeNewRootPullsTheResultALeafStillHolds) {
+  Switch leaf(UniqueName("leaf"));
+  Switch root(UniqueName("newroot"));
+  ASSERT_TRUE(leaf.dp && root.dp);
+  TreeParams t;
+  t.tree_id = 12;
+  auto members = Kids(2);
+  SwitchLink old_link = LinkSwitches(20, 21, 0x700, 0x800, 0, 2);
+  SwitchLink new_link = LinkSwitches(22, 23, 0x701, 0x801, 0, 2);
+  SwitchLink leaf2 = LinkSwitches(24, 25, 0x702, 0x802, 2, 4);  // only its root side is used
+  TreeParams lt = t;
+  lt.role = INC_ROLE_LEAF;
+  TreeSpec ls = MakeTree(lt, members);
+  ls.parent = old_link.up.ToEndpoint();
+  ASSERT_TRUE(leaf.dp->ConfigureTree(ls).ok());
+
+  const uint32_t msg = 5;
+  auto p0 = Payload(INC_DTYPE_INT32, 60, 11), p1 = Payload(INC_DTYPE_INT32, 60, 12),
+       p23 = Payload(INC_DTYPE_INT32, 60, 13);
+  IncHeader h0 = Header(t, 0, msg, 60), h1 = Header(t, 1, msg, 60);
+  ASSERT_EQ(TestRun(leaf.prog(), FromPeer(members[0], h0, p0), members[0].ifindex).retval, XDP_DROP);
+  ASSERT_EQ(TestRun(leaf.prog(), FromPeer(members[1], h1, p1), members[1].ifindex).retval, XDP_REDIRECT);
+  // The old root's result reaches leaf 1, which replicates it.
+  auto total = Reference(INC_DTYPE_INT32, INC_OP_SUM, {p0, p1, p23}).bytes;
+  IncHeader rh = ResultHeader(h1, 60);
+  ASSERT_EQ(TestRun(leaf.prog(), FromPeer(old_link.up, rh, total), old_link.up.ifindex).retval, XDP_REDIRECT);
+
+  // The AM moves the tree: leaf 1 gets a new parent (its slots stay), the
+  // new root knows leaf 1 (rank 0) and leaf 2 (rank 1).
+  ls.parent = new_link.up.ToEndpoint();
+  ASSERT_TRUE(leaf.dp->ConfigureTree(ls).ok());
+  TreeParams rt = t;
+  rt.role = INC_ROLE_ROOT;
+  ASSERT_TRUE(root.dp->ConfigureTree(MakeTree(rt, {new_link.down, leaf2.down})).ok());
+
+  // Leaf 2 never got m: its members retransmit, it resends its partial.
+  IncHeader p2h = Header(t, 1, msg, 60, INC_COLL_ALLREDUCE);
+  p2h.flags = INC_FLAG_RETRANSMIT;
+  auto partial2 = FromPeer(leaf2.down, p2h, p23);
+  ASSERT_EQ(TestRun(root.prog(), partial2, leaf2.down.ifindex).retval, XDP_DROP) << "counted";
+  auto pull = TestRun(root.prog(), partial2, leaf2.down.ifindex);
+  ASSERT_EQ(pull.retval, XDP_REDIRECT) << "a counted child retransmits: pull every child switch";
+  IncHeader pull_hdr = h1;
+  pull_hdr.flags = INC_FLAG_PULL;
+  pull_hdr.rank = INC_RANK_RESULT;
+  pull_hdr.count = 0;
+  ExpectBroadcastFrame(pull.out, pull_hdr, {});
+  EXPECT_EQ(root.Drops("duplicate"), 0u) << "the retransmission became a pull, not a drop";
+
+  // Leaf 1 gets the pull (as the egress program addresses it) and answers
+  // with the result it holds, flagged RESULT, as its rank at the parent.
+  auto answer = TestRun(leaf.prog(), FromPeer(new_link.up, pull_hdr, {}), new_link.up.ifindex);
+  ASSERT_EQ(answer.retval, XDP_TX);
+  auto parsed = ParseFrame(answer.out.data(), answer.out.size());
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(parsed->inc.flags, INC_FLAG_RESULT);
+  EXPECT_EQ(parsed->inc.rank, 0);
+  EXPECT_EQ(parsed->inc.msg_id, msg);
+  ASSERT_EQ(parsed->payload_len, total.size());
+  EXPECT_EQ(0, std::memcmp(parsed->payload, total.data(), total.size()));
+  EXPECT_EQ(parsed->dest_qpn, new_link.up.peer_qpn) << "addressed to the new parent";
+  EXPECT_TRUE(CheckIcrc(answer.out.data(), answer.out.size()));
+  EXPECT_EQ(leaf.Stat("pull_answers"), 1u);
+
+  // The root adopts it as m's result and sends it to every child.
+  auto adopted = TestRun(root.prog(), answer.out, new_link.down.ifindex);
+  ASSERT_EQ(adopted.retval, XDP_REDIRECT);
+  ExpectBroadcastFrame(adopted.out, ResultHeader(h1, 60), total);
+  EXPECT_EQ(root.Stat("results_adopted"), 1u);
+  // A second answer is a duplicate; leaf 2 retransmitting again gets m.
+  ASSERT_EQ(TestRun(root.prog(), answer.out, new_link.down.ifindex).retval, XDP_DROP);
+  EXPECT_EQ(root.Drops("duplicate"), 1u);
+  auto resend = TestRun(root.prog(), partial2, leaf2.down.ifindex);
+  ASSERT_EQ(resend.retval, XDP_TX);
+  auto to2 = ParseFrame(resend.out.data(), resend.out.size());
+  ASSERT_TRUE(to2.ok());
+  EXPECT_EQ(to2->inc.flags, INC_FLAG_RESULT);
+  ASSERT_EQ(to2->payload_len, total.size());
+  EXPECT_EQ(0, std::memcmp(to2->payload, total.data(), total.size()));
+
+  // A pull for a message leaf 1 has not finished is ignored, not answered.
+  IncHeader other = pull_hdr;
+  other.msg_id = msg + 1;
+  other.slot = static_cast<uint16_t>((msg + 1) % t.pool);
+  EXPECT_EQ(TestRun(leaf.prog(), FromPeer(new_link.up, other, {}), new_link.up.ifindex).retval, XDP_DROP);
+  EXPECT_EQ(leaf.Stat("pulls_ignored"), 1u);
+  // Pulls and child results are only what a parent and a root take.
+  EXPECT_EQ(TestRun(leaf.prog(), FromPeer(members[0], other, {}), members[0].ifindex).retval, XDP_DROP);
+  IncHeader both = pull_hdr;
+  both.flags = INC_FLAG_PULL | INC_FLAG_RESULT;
+  EXPECT_EQ(TestRun(leaf.prog(), FromPeer(new_link.up, both, {}), new_link.up.ifindex).retval, XDP_DROP);
+  IncHeader from_member = ResultHeader(h0, 60);
+  from_member.rank = 0;
+  EXPECT_EQ(TestRun(leaf.prog(), FromPeer(members[0], from_member, total), members[0].ifindex).retval,
+            XDP_DROP);
+  EXPECT_EQ(leaf.Drops("bad_result"), 3u) << "pull from a member, pull+result, result from a member";
+}
+
 // A leaf whose subtree lacks the Reduce root stores the parent's count-0
 // result; a member's retransmitted full contribution must get that count-0
 // result back, not be dropped as bad_count.

@@ -29,7 +29,11 @@
 #define INC_FLAG_RESULT	    0x1
 #define INC_FLAG_RETRANSMIT 0x2
 #define INC_FLAG_OVERFLOW   0x4
-#define INC_FLAGS_MASK	    0x7
+/* Root -> child switches: "send me what you hold for this message". After a
+ * tree moved to a new root, a leaf that already holds the old root's result
+ * answers with it (RESULT from a child), so members that lost it recover. */
+#define INC_FLAG_PULL  0x8
+#define INC_FLAGS_MASK 0xF
 
 #define INC_RANK_RESULT		     0xFFFF /* rank field of switch-to-member results */
 #define INC_MAX_CHILDREN	     64
@@ -212,6 +216,10 @@ enum inc_stat {
 	INC_STAT_RETRANS_RX,	 /* retransmissions received */
 	INC_STAT_RESENDS,	 /* results or partials resent on retransmission */
 	INC_STAT_DROPS,		 /* sum of all drop reasons */
+	INC_STAT_PULLS_TX,	 /* root: pulls sent to child switches */
+	INC_STAT_PULL_ANSWERS,	 /* leaf: held results sent up on a pull */
+	INC_STAT_PULLS_IGNORED,	 /* leaf: pulls for a message not finished here */
+	INC_STAT_ADOPTED,	 /* root: results adopted from a child */
 	INC_STAT__MAX,
 };
 

@@ -48,6 +48,10 @@ const char* StatName(int stat) {
     case INC_STAT_RETRANS_RX: return "retransmissions_rx";
     case INC_STAT_RESENDS: return "resends";
     case INC_STAT_DROPS: return "drops";
+    case INC_STAT_PULLS_TX: return "pulls_tx";
+    case INC_STAT_PULL_ANSWERS: return "pull_answers";
+    case INC_STAT_PULLS_IGNORED: return "pulls_ignored";
+    case INC_STAT_ADOPTED: return "results_adopted";
     default: return "unknown";
   }
 }
