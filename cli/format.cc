@@ -349,6 +349,10 @@ void PrintTree(const v1::Tree& tr, std::ostream& out) {
   kv.Add("build time", FormatMicros(tr.build_us()));
   kv.Add("program time", FormatMicros(tr.program_us()));
   kv.Add("error reports", Num(tr.error_reports()));
+  kv.Add("generation", Num(tr.generation()));
+  if (tr.moves() != 0)
+    kv.Add("moves", Num(tr.moves()) + " (last " + FormatUnixMs(tr.last_move_unix_ms()) + ": " +
+                        tr.last_move_reason() + ")");
   kv.Print(out, "  ");
   out << "switches\n";
   Table sw({"SWITCH", "ROLE", "PARENT", ">SLOT BASE", ">CHILDREN"});

@@ -66,6 +66,8 @@ void ApplyConfig(const v1::AmConfig& c, AmOptions* o) {
   if (c.default_elems_per_packet()) o->default_elems_per_packet = c.default_elems_per_packet();
   if (c.switch_rpc_timeout_ms()) o->switch_rpc_timeout_ms = c.switch_rpc_timeout_ms();
   if (c.dismantled_retention_ms()) o->dismantled_retention_ms = c.dismantled_retention_ms();
+  if (c.move_on_congestion_severity()) o->move_on_congestion_severity = c.move_on_congestion_severity();
+  if (c.tree_move_holddown_ms()) o->tree_move_holddown_ms = c.tree_move_holddown_ms();
 }
 
 Manager::Manager(AmOptions options, Topology topology)
@@ -236,27 +238,199 @@ void Manager::DropMemberLocked(TreePtr t, uint32_t rank) {
   cv_.notify_all();
 }
 
-// Dismantles every tree that uses a port of this switch that is down.
+bool Manager::PortCongestedLocked(const std::string& switch_name, const std::string& port) const {
+  if (opts_.move_on_congestion_severity == 0) return false;
+  auto s = switches_.find(switch_name);
+  if (s == switches_.end()) return false;
+  auto c = s->second.congested_ports.find(port);
+  return c != s->second.congested_ports.end() && c->second >= opts_.move_on_congestion_severity;
+}
+
+// Trees that use a port of this switch that is down move to another spine
+// when the port is on a leaf-spine link (and are dismantled when no spine
+// can take them, or when the port faces a member); by policy, trees also
+// move off congested leaf-spine links, at most once per hold-down.
 void Manager::CheckPortsLocked(const std::string& switch_name, Ops* ops) {
   const SwitchRec& rec = switches_.at(switch_name);
-  std::vector<std::pair<TreePtr, std::string>> doomed;
+  struct Problem {
+    TreePtr tree;
+    std::string why;
+    bool failed = false;
+    bool switch_link = false;
+  };
+  std::vector<Problem> problems;
   for (const auto& [id, t] : live_) {
     if (!t->plan) continue;
     const PlanSwitch* ps = t->plan->Find(switch_name);
     if (!ps) continue;
-    std::vector<std::string> used;
-    for (const auto& c : ps->children) used.push_back(c.port);
-    if (!ps->parent_port.empty()) used.push_back(ps->parent_port);
-    for (const auto& port : used) {
+    std::vector<std::pair<std::string, bool>> used;  // (port, leads to a switch)
+    for (const auto& c : ps->children) used.emplace_back(c.port, c.is_switch);
+    if (!ps->parent_port.empty()) used.emplace_back(ps->parent_port, true);
+    std::optional<Problem> congested;
+    for (const auto& [port, to_switch] : used) {
       auto p = rec.ports.find(port);
       if (p == rec.ports.end() || !p->second.up) {
-        doomed.emplace_back(t, "switch " + switch_name + " port " + port +
-                                   (p == rec.ports.end() ? " disappeared" : " went down"));
+        congested.reset();
+        problems.push_back({t,
+                            "switch " + switch_name + " port " + port +
+                                (p == rec.ports.end() ? " disappeared" : " went down"),
+                            true, to_switch});
         break;
       }
+      if (to_switch && !congested && PortCongestedLocked(switch_name, port))
+        congested = Problem{t,
+                            "switch " + switch_name + " port " + port + " is congested (ARN severity " +
+                                std::to_string(rec.congested_ports.at(port)) + ")",
+                            false, true};
+    }
+    if (congested) problems.push_back(*congested);
+  }
+  for (auto& pr : problems) {
+    TreePtr& t = pr.tree;
+    if (Dismantled(t->state)) continue;
+    if (!pr.failed) {
+      // Congestion: damped, and a tree that cannot move keeps running.
+      if (t->state != v1::TREE_ACTIVE || t->programming ||
+          MsSince(t->last_move_attempt) < opts_.tree_move_holddown_ms)
+        continue;
+      t->last_move_attempt = Clock::now();
+      std::string why_not;
+      if (!MoveTreeLocked(t, pr.why, ops, &why_not))
+        EventLocked(
+            "tree_move_skipped",
+            "tree " + std::to_string(t->id) + " (job " + t->job + ") stays: " + pr.why + "; " + why_not,
+            t->id, switch_name, t->job);
+      continue;
+    }
+    std::string why_not = "the port faces a member";
+    if (pr.switch_link && MoveTreeLocked(t, pr.why, ops, &why_not)) continue;
+    DismantleLocked(t, v1::TREE_FAILED, pr.why + (pr.switch_link ? "; cannot move: " + why_not : ""), ops);
+  }
+}
+
+namespace {
+
+// Members keep their switch, slot and index, and every leaf keeps its
+// children: only the root and the leaf-root links may differ.
+bool SameLeaves(const TreePlan& a, const TreePlan& b) {
+  if (a.switches.size() != b.switches.size() || a.member_index_of_rank != b.member_index_of_rank ||
+      a.pool_size != b.pool_size || a.elems_per_packet != b.elems_per_packet)
+    return false;
+  for (size_t r = 0; r < a.member_slot.size(); ++r)
+    if (a.member_slot[r].switch_index != b.member_slot[r].switch_index ||
+        a.member_slot[r].rank_at_switch != b.member_slot[r].rank_at_switch)
+      return false;
+  for (size_t i = 1; i < a.switches.size(); ++i) {
+    const PlanSwitch &x = a.switches[i], &y = b.switches[i];
+    if (x.name != y.name || x.role != y.role || x.rank_at_parent != y.rank_at_parent ||
+        x.children.size() != y.children.size())
+      return false;
+    for (size_t c = 0; c < x.children.size(); ++c)
+      if (x.children[c].port != y.children[c].port || x.children[c].rank != y.children[c].rank ||
+          x.children[c].is_switch != y.children[c].is_switch)
+        return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool Manager::MoveTreeLocked(const TreePtr& t, const std::string& why, Ops* ops, std::string* why_not) {
+  if (t->state != v1::TREE_ACTIVE || t->programming || !t->plan || !t->alloc) {
+    *why_not = "the tree is not active";
+    return false;
+  }
+  if (t->plan->switches.size() < 2) {
+    *why_not = "a single-level tree has no other switch to use";
+    return false;
+  }
+  const auto t0 = Clock::now();
+  // The builder skips down ports; congested ones are hidden from it the same way.
+  auto views = ViewsLocked();
+  for (auto& [name, view] : views)
+    for (auto& [port, state] : view.ports)
+      if (PortCongestedLocked(name, port)) state.up = false;
+  Requirements req = t->req;
+  req.pool_size = t->plan->pool_size;
+  req.elems_per_packet = t->plan->elems_per_packet;
+  req.dtype_mask = t->plan->dtype_mask;
+  req.op_mask = t->plan->op_mask;
+  req.coll_mask = t->plan->coll_mask;
+  std::vector<MemberPlacement> placements;
+  for (uint32_t r = 0; r < t->world; ++r) placements.push_back({r, t->members[r].spec.host});
+  auto plan = BuildTreePlan(topo_, views, placements, req);
+  if (!plan) {
+    *why_not = plan.status().message();
+    return false;
+  }
+  if (!SameLeaves(*t->plan, *plan)) {
+    *why_not = "every usable tree would move members to other switches";
+    return false;
+  }
+  const PlanSwitch old_root = t->plan->switches[0];
+  const PlanSwitch& new_root = plan->switches[0];
+  TreeAlloc alloc = *t->alloc;
+  if (new_root.name != old_root.name) {
+    TreePlan only_new;
+    only_new.pool_size = plan->pool_size;
+    only_new.switches = {new_root};
+    auto fresh = pool_.Allocate(only_new);
+    if (!fresh) {
+      *why_not = fresh.status().message();
+      return false;
+    }
+    TreePlan only_old;
+    only_old.pool_size = t->plan->pool_size;
+    only_old.switches = {old_root};
+    TreeAlloc old_alloc;
+    old_alloc.per_switch[old_root.name] = alloc.per_switch.at(old_root.name);
+    pool_.Free(only_old, old_alloc);
+    alloc.per_switch.erase(old_root.name);
+    alloc.per_switch[new_root.name] = fresh->per_switch.at(new_root.name);
+  }
+  const std::string old_root_name = old_root.name, new_root_name = new_root.name;
+  t->plan = std::move(*plan);
+  t->alloc = std::move(alloc);
+  ++t->generation;
+  auto cfgs = ConfigsLocked(*t);
+  if (!cfgs) {
+    // The tree now holds the new resources; dismantling releases them and
+    // removes it from the switches of its old configs.
+    *why_not = cfgs.status().message();
+    return false;
+  }
+  for (const auto& [sw, cfg] : *cfgs) {
+    SwitchOp op;
+    op.configure = true;
+    op.switch_name = sw;
+    op.address = switches_.at(sw).agent_address;
+    op.tree_id = t->id;
+    op.config = cfg;
+    ops->push_back(std::move(op));
+  }
+  if (old_root_name != new_root_name) {
+    auto s = switches_.find(old_root_name);
+    if (s != switches_.end() && !s->second.agent_address.empty()) {
+      SwitchOp op;
+      op.switch_name = old_root_name;
+      op.address = s->second.agent_address;
+      op.tree_id = t->id;
+      ops->push_back(std::move(op));
     }
   }
-  for (auto& [t, why] : doomed) DismantleLocked(t, v1::TREE_FAILED, why, ops);
+  t->configs = std::move(*cfgs);
+  ++t->moves;
+  t->last_move_ms = UnixMs();
+  t->last_move_reason = why;
+  t->last_move_attempt = Clock::now();
+  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count();
+  t->build_us += us;
+  EventLocked("tree_moved",
+              "tree " + std::to_string(t->id) + " (job " + t->job + ") moved from root " + old_root_name +
+                  " to root " + new_root_name + " (generation " + std::to_string(t->generation) +
+                  ", planned in " + std::to_string(us) + " us): " + why,
+              t->id, new_root_name, t->job);
+  return true;
 }
 
 Expected<std::map<std::string, v1::TreeConfig>> Manager::ConfigsLocked(const TreeRec& t) const {
@@ -692,6 +866,8 @@ Expected<v1::MemberHeartbeatResponse> Manager::MemberHeartbeat(const v1::MemberH
   v1::MemberHeartbeatResponse resp;
   resp.set_tree_state(t->state);
   resp.set_reason(t->reason);
+  resp.set_generation(t->generation);
+  if (t->plan) resp.set_root_switch(t->plan->switches[0].name);
   if (t->state == v1::TREE_ACTIVE) {
     MemberRec& m = t->members[req.rank()];
     if (!m.joined)
@@ -825,7 +1001,25 @@ Expected<v1::SwitchHeartbeatResponse> Manager::SwitchHeartbeat(const v1::SwitchH
       }
       rec.ports[pname] = ps;
     }
-    if (changed) CheckPortsLocked(rec.name, &ops);
+    std::map<std::string, uint32_t> congested;
+    for (const auto& l : req.arn_links())
+      if (l.condition() == "congested" && !l.port().empty()) congested[l.port()] = l.severity();
+    if (congested != rec.congested_ports) {
+      for (const auto& [port, sev] : congested)
+        if (!rec.congested_ports.count(port) || rec.congested_ports.at(port) != sev)
+          EventLocked("link_congested",
+                      "switch " + rec.name + " port " + port + " congested, severity " + std::to_string(sev),
+                      0, rec.name);
+      for (const auto& [port, sev] : rec.congested_ports)
+        if (!congested.count(port))
+          EventLocked("link_uncongested", "switch " + rec.name + " port " + port + " is no longer congested",
+                      0, rec.name);
+      rec.congested_ports = std::move(congested);
+      changed = true;
+    }
+    // Congestion that outlasts a hold-down is checked again.
+    if (changed || (opts_.move_on_congestion_severity && !rec.congested_ports.empty()))
+      CheckPortsLocked(rec.name, &ops);
     for (uint32_t id : req.live_tree_ids()) {
       auto t = live_.find(id);
       if (t != live_.end() && WantedOnLocked(*t->second, rec.name)) continue;
@@ -853,10 +1047,17 @@ void Manager::CheckHeartbeats() {
       rec.alive = false;
       const std::string why = "switch " + name + " missed heartbeats for " + std::to_string(silent) + " ms";
       EventLocked("switch_lost", why, 0, name);
-      std::vector<TreePtr> doomed;
+      std::vector<TreePtr> hit;
       for (const auto& [id, t] : live_)
-        if (t->plan && t->plan->Find(name)) doomed.push_back(t);
-      for (const auto& t : doomed) DismantleLocked(t, v1::TREE_FAILED, why, &ops);
+        if (t->plan && t->plan->Find(name)) hit.push_back(t);
+      for (const auto& t : hit) {
+        // A lost root of a two-level tree is replaced like a failed link.
+        std::string why_not = "the switch is a leaf or single-level switch of the tree";
+        if (t->plan->switches.size() > 1 && t->plan->switches[0].name == name &&
+            MoveTreeLocked(t, why, &ops, &why_not))
+          continue;
+        DismantleLocked(t, v1::TREE_FAILED, why + "; cannot move: " + why_not, &ops);
+      }
     }
     std::vector<std::pair<TreePtr, std::string>> doomed;
     for (const auto& [id, t] : live_) {
@@ -1041,6 +1242,10 @@ v1::Tree Manager::TreeToProtoLocked(const TreeRec& t) const {
   p.set_program_us(t.program_us);
   p.set_error_reports(t.error_reports);
   p.set_joined(t.joined);
+  p.set_generation(t.generation);
+  p.set_moves(t.moves);
+  p.set_last_move_unix_ms(t.last_move_ms);
+  p.set_last_move_reason(t.last_move_reason);
   p.set_pool_size(t.plan ? t.plan->pool_size : t.req.pool_size);
   p.set_elems_per_packet(t.plan ? t.plan->elems_per_packet : t.req.elems_per_packet);
   if (t.plan) {

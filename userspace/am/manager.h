@@ -37,8 +37,12 @@ struct AmOptions {
   uint32_t default_elems_per_packet = 240;
   uint32_t switch_rpc_timeout_ms = 3000;
   uint32_t dismantled_retention_ms = 600000;
-  size_t max_dismantled = 256;  // dismantled trees kept for operators
-  size_t max_events = 1000;     // events kept for WatchEvents replay
+  // Trees move off failed leaf-spine links always; off congested ones when
+  // a switch reports them with at least this ARN severity (0 = never).
+  uint32_t move_on_congestion_severity = 0;
+  uint32_t tree_move_holddown_ms = 10000;  // least time between congestion moves of one tree
+  size_t max_dismantled = 256;             // dismantled trees kept for operators
+  size_t max_events = 1000;                // events kept for WatchEvents replay
 };
 
 // Applies the non-zero fields of an AmConfig.
@@ -135,12 +139,17 @@ class Manager {
     uint64_t build_us = 0, program_us = 0;
     uint32_t error_reports = 0;
     uint32_t generation = 0;
+    uint32_t moves = 0;
+    uint64_t last_move_ms = 0;
+    std::string last_move_reason;
+    Clock::time_point last_move_attempt{};
   };
   struct SwitchRec {
     std::string name;
     std::string agent_address;
     Caps caps;
     std::map<std::string, PortState> ports;
+    std::map<std::string, uint32_t> congested_ports;  // port -> ARN severity, from heartbeats
     bool registered = false;
     bool alive = false;
     Clock::time_point last_heartbeat;
@@ -164,6 +173,12 @@ class Manager {
   void FailPendingLocked(TreePtr t, const Status& why);
   void DropMemberLocked(TreePtr t, uint32_t rank);
   void CheckPortsLocked(const std::string& switch_name, Ops* ops);
+  // Moves a two-level tree to another root (or another link to its root)
+  // that avoids down and congested ports; members keep their leaf, slot and
+  // rank, so they need not act. False (with why_not) when no such tree
+  // exists or the tree cannot move now.
+  bool MoveTreeLocked(const TreePtr& t, const std::string& why, Ops* ops, std::string* why_not);
+  bool PortCongestedLocked(const std::string& switch_name, const std::string& port) const;
   bool WantedOnLocked(const TreeRec& t, const std::string& switch_name) const;
   TreePtr FindTreeLocked(uint32_t tree_id, const std::string& job) const;
   v1::Tree TreeToProtoLocked(const TreeRec& t) const;

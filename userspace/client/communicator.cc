@@ -210,6 +210,7 @@ class Communicator::Impl {
   std::atomic<uint64_t> hb_failed{0};
   mutable std::mutex state_mu;
   std::string tree_state = "ACTIVE";
+  uint32_t tree_generation = 0;  // heartbeat thread only
 
   ~Impl() {
     // Heartbeats keep running while lingering.
@@ -444,6 +445,14 @@ class Communicator::Impl {
         {
           std::lock_guard<std::mutex> l(state_mu);
           tree_state = TreeStateName(resp.tree_state());
+        }
+        // A moved tree keeps this member's switch, QPN and slots: only say so.
+        if (resp.generation() && resp.generation() != tree_generation) {
+          if (tree_generation) {
+            LOG_INFO << "tree " << asg.tree_id << " moved: root switch now " << resp.root_switch()
+                     << " (generation " << resp.generation() << ")";
+          }
+          tree_generation = resp.generation();
         }
         if (resp.tree_state() == inc::v1::TREE_FAILED || resp.tree_state() == inc::v1::TREE_DESTROYED) {
           LOG_ERROR << "AM reports tree " << asg.tree_id << " " << TreeStateName(resp.tree_state());

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -396,6 +397,140 @@ TEST_F(AmDaemonTest, PortDownOnTheTreeFailsIt) {
   // Heartbeat-triggered removals run on the AM's background worker.
   EXPECT_TRUE(Eventually([&] { return agents_["spine0"]->removes() == std::vector<uint32_t>{id}; }));
   EXPECT_TRUE(Eventually([&] { return agents_["leaf00"]->trees().empty(); }));
+}
+
+// A heartbeat from `sw` reporting all its ports, `down` ones down, and ARN
+// congestion on `congested` (port -> severity).
+grpc::Status Beat(v1::AggregationManager::Stub* stub, const v1::TopologyFile& file, const std::string& sw,
+                  const std::set<std::string>& down, const std::map<std::string, uint32_t>& congested = {}) {
+  auto reg = testing::MakeRegistration(file, sw, "x:1");
+  v1::SwitchHeartbeatRequest hb;
+  hb.set_switch_name(sw);
+  for (auto p : reg.ports()) {
+    p.set_up(!down.count(p.name()));
+    *hb.add_ports() = p;
+  }
+  for (const auto& [port, severity] : congested) {
+    v1::ArnLinkState* l = hb.add_arn_links();
+    l->set_origin(sw);
+    l->set_port(port);
+    l->set_condition("congested");
+    l->set_severity(severity);
+  }
+  grpc::ClientContext ctx;
+  v1::SwitchHeartbeatResponse hr;
+  return stub->SwitchHeartbeat(&ctx, hb, &hr);
+}
+
+TEST_F(AmDaemonTest, LeafSpineLinkDownMovesTheTreeToTheOtherSpineWithoutTouchingMembers) {
+  Boot();
+  auto results = JoinHosts("move", {"h00_0", "h01_2"});
+  for (const auto& r : results) ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  const uint32_t id = results[0].assignment.tree_id();
+  ASSERT_EQ(GetTree(id).root_switch(), "spine0");
+  const v1::TreeConfig leaf0_before = agents_["leaf00"]->trees().at(id);
+  const v1::TreeConfig leaf1_before = agents_["leaf01"]->trees().at(id);
+
+  ASSERT_TRUE(Beat(stub_.get(), file_, "leaf01", {"up0"}).ok());
+  v1::Tree t = GetTree(id);
+  EXPECT_EQ(t.state(), v1::TREE_ACTIVE) << t.reason();
+  EXPECT_EQ(t.root_switch(), "spine1");
+  EXPECT_EQ(t.moves(), 1u);
+  EXPECT_EQ(t.generation(), 2u);
+  EXPECT_NE(t.last_move_reason().find("switch leaf01 port up0 went down"), std::string::npos)
+      << t.last_move_reason();
+  // The new root is programmed, both leaves point at it, the old root lets go.
+  ASSERT_TRUE(Eventually([&] { return agents_["spine1"]->trees().count(id) == 1; }));
+  ASSERT_TRUE(Eventually([&] { return agents_["spine0"]->trees().count(id) == 0; }));
+  ASSERT_TRUE(Eventually([&] { return agents_["leaf01"]->trees().at(id).parent().port() == "up1"; }));
+  ASSERT_TRUE(Eventually([&] { return agents_["leaf00"]->trees().at(id).parent().port() == "up1"; }));
+  const v1::TreeConfig root = agents_["spine1"]->trees().at(id);
+  EXPECT_EQ(root.role(), v1::ROOT);
+  ASSERT_EQ(root.children_size(), 2);
+  for (const auto& [name, before] : std::vector<std::pair<std::string, v1::TreeConfig>>{
+           {"leaf00", leaf0_before}, {"leaf01", leaf1_before}}) {
+    const v1::TreeConfig now = agents_[name]->trees().at(id);
+    // Members keep talking to the same leaf QPNs, and the leaf keeps its slots.
+    EXPECT_EQ(now.slot_base(), before.slot_base()) << name;
+    EXPECT_EQ(now.role(), v1::LEAF);
+    ASSERT_EQ(now.children_size(), before.children_size());
+    for (int c = 0; c < now.children_size(); ++c)
+      EXPECT_EQ(now.children(c).SerializeAsString(), before.children(c).SerializeAsString()) << name;
+    EXPECT_EQ(now.parent().peer_qpn(), root.children(static_cast<int>(now.rank_at_parent())).switch_qpn());
+    EXPECT_EQ(now.parent().switch_qpn(), root.children(static_cast<int>(now.rank_at_parent())).peer_qpn());
+  }
+  // Members learn it from their heartbeat answer; nothing else changes for them.
+  grpc::ClientContext ctx;
+  v1::MemberHeartbeatRequest hb;
+  hb.set_job_id("move");
+  hb.set_rank(1);
+  hb.set_tree_id(id);
+  v1::MemberHeartbeatResponse hr;
+  ASSERT_TRUE(stub_->MemberHeartbeat(&ctx, hb, &hr).ok());
+  EXPECT_EQ(hr.tree_state(), v1::TREE_ACTIVE);
+  EXPECT_EQ(hr.root_switch(), "spine1");
+  EXPECT_EQ(hr.generation(), 2u);
+  // The resources of the old root are free again.
+  EXPECT_EQ(manager_->ResourceUsage().live_trees, 1u);
+
+  // Now leaf01 loses its other uplink too: no spine reaches both leaves.
+  ASSERT_TRUE(Beat(stub_.get(), file_, "leaf01", {"up0", "up1"}).ok());
+  t = GetTree(id);
+  EXPECT_EQ(t.state(), v1::TREE_FAILED);
+  EXPECT_NE(t.reason().find("cannot move"), std::string::npos) << t.reason();
+  EXPECT_TRUE(Eventually([&] { return agents_["spine1"]->trees().empty(); }));
+  EXPECT_EQ(manager_->ResourceUsage().qpns, 0u);
+}
+
+TEST_F(AmDaemonTest, CongestedLinkMovesTheTreeByPolicyOnlyAtTheSeverityAndOncePerHoldDown) {
+  AmOptions o;
+  o.move_on_congestion_severity = 2;
+  o.tree_move_holddown_ms = 600000;
+  Boot(o);
+  auto results = JoinHosts("hot", {"h00_0", "h01_1"});
+  for (const auto& r : results) ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  const uint32_t id = results[0].assignment.tree_id();
+  ASSERT_EQ(GetTree(id).root_switch(), "spine0");
+  ASSERT_TRUE(Beat(stub_.get(), file_, "leaf00", {}, {{"up0", 1}}).ok());
+  EXPECT_EQ(GetTree(id).root_switch(), "spine0") << "severity 1 is below the policy";
+  ASSERT_TRUE(Beat(stub_.get(), file_, "leaf00", {}, {{"up0", 2}}).ok());
+  v1::Tree t = GetTree(id);
+  EXPECT_EQ(t.state(), v1::TREE_ACTIVE);
+  EXPECT_EQ(t.root_switch(), "spine1");
+  EXPECT_NE(t.last_move_reason().find("congested"), std::string::npos) << t.last_move_reason();
+  // The new path gets congested too: held down, the tree stays and runs.
+  ASSERT_TRUE(Beat(stub_.get(), file_, "leaf00", {}, {{"up0", 2}, {"up1", 3}}).ok());
+  t = GetTree(id);
+  EXPECT_EQ(t.state(), v1::TREE_ACTIVE);
+  EXPECT_EQ(t.root_switch(), "spine1");
+  EXPECT_EQ(t.moves(), 1u);
+}
+
+TEST_F(AmDaemonTest, LostRootSwitchIsReplacedByAnotherSpine) {
+  AmOptions o;
+  o.switch_heartbeat_timeout_ms = 300;
+  Boot(o);
+  std::atomic<bool> spine0_silent{false};
+  auto stub = stub_.get();
+  Repeater beats([&, stub] {
+    for (const char* sw : {"leaf00", "leaf01", "spine0", "spine1"}) {
+      if (spine0_silent && std::string(sw) == "spine0") continue;
+      grpc::ClientContext ctx;
+      v1::SwitchHeartbeatRequest hb;
+      hb.set_switch_name(sw);
+      v1::SwitchHeartbeatResponse hr;
+      stub->SwitchHeartbeat(&ctx, hb, &hr);
+    }
+  });
+  auto results = JoinHosts("lost", {"h00_0", "h01_0"});
+  for (const auto& r : results) ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  const uint32_t id = results[0].assignment.tree_id();
+  ASSERT_EQ(GetTree(id).root_switch(), "spine0");
+  spine0_silent = true;
+  ASSERT_TRUE(Eventually([&] { return GetTree(id).root_switch() == "spine1"; }));
+  EXPECT_EQ(GetTree(id).state(), v1::TREE_ACTIVE);
+  EXPECT_TRUE(Eventually([&] { return agents_["spine1"]->trees().count(id) == 1; }));
+  spine0_silent = false;
 }
 
 TEST_F(AmDaemonTest, ConfigureFailureRollsBackAndFailsEveryMemberWithTheCause) {
