@@ -46,6 +46,11 @@ int main(int argc, char** argv) {
     }
     inc::SetLogLevel(level);
   }
+  if (config.move_on_congestion_severity() > 3) {
+    LOG_ERROR << "config: move_on_congestion_severity " << config.move_on_congestion_severity()
+              << " is not in 0..3 (0 = never move trees off congested links)";
+    return 2;
+  }
   if (config.topology_file().empty()) {
     LOG_ERROR << "no topology: give --topology FILE or topology_file in the config";
     return 2;
