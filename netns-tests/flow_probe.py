@@ -9,7 +9,8 @@
       Counts for S seconds. Prints per flow: received, highest sequence
       number, lost (sequence numbers never seen below the highest), and the
       longest silence between two datagrams of the flow (the outage a path
-      change caused), plus when the last datagram of each flow was sent.
+      change caused), plus when the last datagram of each flow was sent, and
+      the datagrams received in each second since the first ("per_second").
 """
 import argparse
 import json
@@ -56,6 +57,8 @@ def recv(a):
     s.settimeout(0.2)
     print("ready", file=sys.stderr, flush=True)
     flows = {}
+    per_second = []  # datagrams received in each second since the first one
+    first = None
     end = time.time() + a.seconds
     while time.time() < end:
         try:
@@ -66,6 +69,10 @@ def recv(a):
             continue
         f, seq, t_sent = HDR.unpack_from(data)
         now = time.time()
+        first = now if first is None else first
+        sec = int(now - first)
+        per_second.extend([0] * (sec + 1 - len(per_second)))
+        per_second[sec] += 1
         st = flows.setdefault(f, {"received": 0, "max_seq": -1, "gap_ms": 0.0, "last": now,
                                   "last_sent_ms": 0})
         st["gap_ms"] = max(st["gap_ms"], (now - st["last"]) * 1000)
@@ -79,7 +86,7 @@ def recv(a):
                        "lost": st["max_seq"] + 1 - st["received"], "longest_gap_ms": round(st["gap_ms"], 1),
                        "last_sent_ms": st["last_sent_ms"]}
     print(json.dumps({"flows": out, "received": sum(v["received"] for v in out.values()),
-                      "lost": sum(v["lost"] for v in out.values())}))
+                      "lost": sum(v["lost"] for v in out.values()), "per_second": per_second}))
 
 
 def main():

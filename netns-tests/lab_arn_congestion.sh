@@ -75,6 +75,13 @@ print(f"  bottleneck drops: baseline {100 * base_rate:.2f}% of sent, with ARN {1
       f"({base_rate / max(arn_rate, 1e-9):.1f}x fewer)")
 assert arn_rate * 3 < base_rate, "ARN did not cut the bottleneck's drops to a third of the baseline"
 PY
+python3 - "$T/recv-7300.json" "$T/recv-7301.json" "$PPS" <<'PY'
+import json, sys
+pps = int(sys.argv[3])
+for name, f in (("baseline", sys.argv[1]), ("with ARN", sys.argv[2])):
+    secs = json.load(open(f)).get("per_second", [])
+    print(f"  goodput per second, {name} (offered {pps}/s, 1 KiB each): " + " ".join(str(n) for n in secs))
+PY
 python3 - "$asent" "$arecv" "$adrop" <<'PY' || fail "datagrams were lost beyond the bottleneck's drops"
 import sys
 sent, got, drop = map(int, sys.argv[1:4])
