@@ -1013,6 +1013,31 @@ TEST_F(DatapathTest, LeafDropsResultFromAnyoneButItsParent) {
 
 // -------------------------------------------------- leaf -> root -> leaf --
 
+// A link between two switches of a tree that takes its two endpoints:
+// `up` is the parent as the child switch sees it, `down` the child as the
+// parent sees it.
+struct SwitchLink {
+  Peer up, down;
+};
+
+// Switches ignore VA, rkey and stride toward each other.
+SwitchLink LinkSwitches(int child_port, int parent_port, uint32_t parent_qpn, uint32_t child_qpn,
+                        uint16_t member_lo, uint16_t member_hi) {
+  SwitchLink l{MakePeer(child_port, 0), MakePeer(parent_port, 0)};
+  l.up.peer_mac = l.down.port_mac;
+  l.up.peer_ip = l.down.switch_ip;
+  l.down.peer_mac = l.up.port_mac;
+  l.down.peer_ip = l.up.switch_ip;
+  l.up.peer_qpn = l.down.switch_qpn = parent_qpn;
+  l.up.switch_qpn = l.down.peer_qpn = child_qpn;
+  l.up.va = l.down.va = 0;
+  l.up.rkey = l.down.rkey = 0;
+  l.up.stride = l.down.stride = 0;
+  l.down.member_lo = member_lo;
+  l.down.member_hi = member_hi;
+  return l;
+}
+
 TEST_F(DatapathTest, TwoLevelLeafRootLeafExchangeWithRetransmissionsInEveryState) {
   Switch leaf(UniqueName("leaf"));
   Switch root(UniqueName("root"));
@@ -1021,21 +1046,9 @@ TEST_F(DatapathTest, TwoLevelLeafRootLeafExchangeWithRetransmissionsInEveryState
   t.tree_id = 9;
   // Leaf: members 0, 1 on ports 0, 1; uplink port 10 to the root's port 11.
   auto members = Kids(2);
-  Peer up = MakePeer(10, 0);    // the root as seen from the leaf
-  Peer down = MakePeer(11, 0);  // the leaf as seen from the root
-  up.peer_mac = down.port_mac;
-  up.peer_ip = down.switch_ip;
-  down.peer_mac = up.port_mac;
-  down.peer_ip = up.switch_ip;
-  up.peer_qpn = 0x777;  // root's switch QPN for the leaf
-  down.switch_qpn = 0x777;
-  up.switch_qpn = 0x888;  // leaf's QPN that the root's results carry
-  down.peer_qpn = 0x888;
-  up.va = down.va = 0;  // switches ignore VA/rkey toward them
-  up.rkey = down.rkey = 0;
-  up.stride = down.stride = 0;
-  down.member_lo = 0;
-  down.member_hi = 2;
+  // The root's switch QPN for the leaf is 0x777, the leaf's QPN that the
+  // root's results carry 0x888.
+  auto [up, down] = LinkSwitches(10, 11, 0x777, 0x888, 0, 2);
   Peer m2 = MakePeer(12, 2);  // member 2 directly on the root
   TreeParams lt = t;
   lt.role = INC_ROLE_LEAF;
@@ -1092,30 +1105,6 @@ TEST_F(DatapathTest, TwoLevelLeafRootLeafExchangeWithRetransmissionsInEveryState
   EXPECT_EQ(leaf.Stat("partials_tx"), 1u);
   EXPECT_EQ(leaf.Stat("drops"), 1u);
   EXPECT_EQ(root.Stat("drops"), 0u);
-}
-
-// A link between two switches of a tree that takes its two endpoints:
-// `up` is the parent as the child switch sees it, `down` the child as the
-// parent sees it.
-struct SwitchLink {
-  Peer up, down;
-};
-
-SwitchLink LinkSwitches(int child_port, int parent_port, uint32_t parent_qpn, uint32_t child_qpn,
-                        uint16_t member_lo, uint16_t member_hi) {
-  SwitchLink l{MakePeer(child_port, 0), MakePeer(parent_port, 0)};
-  l.up.peer_mac = l.down.port_mac;
-  l.up.peer_ip = l.down.switch_ip;
-  l.down.peer_mac = l.up.port_mac;
-  l.down.peer_ip = l.up.switch_ip;
-  l.up.peer_qpn = l.down.switch_qpn = parent_qpn;
-  l.up.switch_qpn = l.down.peer_qpn = child_qpn;
-  l.up.va = l.down.va = 0;
-  l.up.rkey = l.down.rkey = 0;
-  l.up.stride = l.down.stride = 0;
-  l.down.member_lo = member_lo;
-  l.down.member_hi = member_hi;
-  return l;
 }
 
 // The tree moved to a new root after the old root had sent message m's result
@@ -1230,19 +1219,7 @@ TEST_F(DatapathTest, TwoLevelReduceLeafAnswersRetransmissionWithStoredCountZeroR
   TreeParams t;
   t.tree_id = 10;
   auto members = Kids(2);
-  Peer up = MakePeer(10, 0);
-  Peer down = MakePeer(11, 0);
-  up.peer_mac = down.port_mac;
-  up.peer_ip = down.switch_ip;
-  down.peer_mac = up.port_mac;
-  down.peer_ip = up.switch_ip;
-  up.peer_qpn = down.switch_qpn = 0x777;
-  up.switch_qpn = down.peer_qpn = 0x888;
-  up.va = down.va = 0;
-  up.rkey = down.rkey = 0;
-  up.stride = down.stride = 0;
-  down.member_lo = 0;
-  down.member_hi = 2;
+  auto [up, down] = LinkSwitches(10, 11, 0x777, 0x888, 0, 2);
   Peer m2 = MakePeer(12, 2);  // the Reduce root, directly on the root switch
   TreeParams lt = t;
   lt.role = INC_ROLE_LEAF;
