@@ -163,16 +163,26 @@ int main(int argc, char** argv) {
     LOG_INFO << "no AM address: running standalone (SwitchAgent service only)";
   }
 
-  // Link state: a port going down must reach the AM in the next heartbeat,
-  // so the monitor heartbeats at once on a change.
+  // Link state: a port going down, or ARN finding a link congested or
+  // healthy again, must reach the AM in the next heartbeat (it moves trees
+  // off bad links), so the monitor heartbeats at once on a change.
   std::mutex monitor_mu;
   std::condition_variable monitor_cv;
   bool monitor_stop = false;
   std::thread monitor([&] {
+    std::string arn_seen;  // the unhealthy links last reported, as text
     std::unique_lock<std::mutex> lock(monitor_mu);
     while (!monitor_cv.wait_for(lock, std::chrono::milliseconds(200), [&] { return monitor_stop; })) {
       lock.unlock();
-      if ((*agent)->RefreshPorts() && am_client) am_client->Nudge();
+      bool changed = (*agent)->RefreshPorts();
+      if (routing) {
+        std::string now;
+        for (const auto& l : routing->UnhealthyLocalLinks())
+          now += l.port() + ":" + l.condition() + ":" + std::to_string(l.severity()) + ";";
+        changed |= now != arn_seen;
+        arn_seen = std::move(now);
+      }
+      if (changed && am_client) am_client->Nudge();
       lock.lock();
     }
   });
