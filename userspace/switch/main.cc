@@ -17,6 +17,7 @@
 #include "switch/am_client.h"
 #include "switch/arn_config.h"
 #include "switch/config.h"
+#include "switch/credit_config.h"
 #include "switch/routing_agent.h"
 #include "switch/service.h"
 
@@ -121,6 +122,15 @@ int main(int argc, char** argv) {
     return Fail((config_path.empty() ? "" : "config " + config_path + ": ") +
                 routing_settings.status().message());
   }
+
+  auto credit_settings = inc::sw::ParseCreditSettings(config.credit(), *ports);
+  if (!credit_settings.ok())
+    return Fail((config_path.empty() ? "" : "config " + config_path + ": ") +
+                credit_settings.status().message());
+  // The credit agent (signalling, credit gate, hold queue) is being built
+  // (issue 8); a config that asks for it must not be silently ignored.
+  if (credit_settings->enabled)
+    return Fail("credit.enabled: credit-based flow control is not available in this incswitchd yet");
 
   auto agent = inc::sw::Agent::Start(config, *ports);
   if (!agent.ok()) return Fail(agent.status().message());

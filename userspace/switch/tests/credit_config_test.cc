@@ -1,0 +1,122 @@
+// The credit part of the switch config: a good config becomes the settings
+// the credit agent runs with, and each mistake is rejected naming its field.
+#include "switch/credit_config.h"
+
+#include <google/protobuf/util/json_util.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace inc::sw {
+namespace {
+
+std::vector<PortInfo> GatewayPorts() {
+  std::vector<PortInfo> ports(3);
+  ports[0].name = "w0";
+  ports[0].ifindex = 2;
+  ports[1].name = "wan0";
+  ports[1].ifindex = 3;
+  ports[2].name = "wan1";
+  ports[2].ifindex = 4;
+  return ports;
+}
+
+const char* kGood = R"({
+  "enabled": true, "reserveBytes": 131072, "returnQuantumBytes": 8192, "heartbeatMs": 50,
+  "keyHex": "000102030405060708090a0b0c0d0e0f", "keyId": 7,
+  "ports": [
+    {"port": "wan0", "neighborIp": "10.3.1.2", "nextHopMac": "02:1a:00:03:00:02", "cost": 10},
+    {"port": "wan1", "neighborIp": "10.3.3.2", "nextHopMac": "02:1a:00:03:02:02", "cost": 20}],
+  "flows": [
+    {"flow": {"srcIp": "10.0.0.2", "dstIp": "10.0.3.2", "udpSport": 49152, "destQpn": 4096}},
+    {"flow": {"srcIp": "10.0.1.2", "dstIp": "10.0.3.2", "udpSport": 49152, "destQpn": 4096}, "ports": ["wan1"]}],
+  "localPrefixes": ["10.0.0.0/23"]
+})";
+
+Expected<CreditSettings> Parse(const std::string& json) {
+  v1::CreditConfig c;
+  auto st = google::protobuf::util::JsonStringToMessage(json, &c);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  return ParseCreditSettings(c, GatewayPorts());
+}
+
+// The good config with one JSON fragment replaced.
+std::string With(const std::string& from, const std::string& to) {
+  std::string s = kGood;
+  auto at = s.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return at == std::string::npos ? s : s.replace(at, from.size(), to);
+}
+
+TEST(CreditConfig, GoodConfigBecomesPortsFlowsAndLimits) {
+  auto s = Parse(kGood);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_TRUE(s->enabled);
+  EXPECT_EQ(s->reserve_bytes, 131072u);
+  EXPECT_EQ(s->return_quantum_bytes, 8192u);
+  EXPECT_EQ(s->heartbeat_ms, 50u);
+  EXPECT_EQ(s->return_flush_ms, 5u) << "default";
+  EXPECT_TRUE(s->authenticate);
+  EXPECT_EQ(s->key[15], 0x0f);
+  EXPECT_EQ(s->key_id, 7u);
+  ASSERT_EQ(s->ports.size(), 2u);
+  EXPECT_EQ(s->ports[1].name, "wan1");
+  EXPECT_EQ(s->ports[1].ifindex, 4u);
+  EXPECT_EQ(s->ports[1].neighbor.ToString(), "10.3.3.2");
+  EXPECT_EQ(s->ports[1].next_hop_mac.ToString(), "02:1a:00:03:02:02");
+  ASSERT_EQ(s->flows.size(), 2u);
+  EXPECT_EQ(s->flows[0].id.ToString(), "10.0.0.2:49152>10.0.3.2 qp 4096");
+  EXPECT_EQ(s->flows[0].ports, (std::vector<size_t>{0, 1})) << "no ports: every credit port";
+  EXPECT_EQ(s->flows[1].ports, (std::vector<size_t>{1}));
+  ASSERT_EQ(s->local_prefixes.size(), 1u);
+  EXPECT_EQ(s->local_prefixes[0].ToString(), "10.0.0.0/23");
+}
+
+TEST(CreditConfig, DisabledNeedsNothingElse) {
+  auto s = Parse(R"({"enabled": false, "reserveBytes": 1})");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_FALSE(s->enabled);
+}
+
+TEST(CreditConfig, EachMistakeNamesItsField) {
+  struct Case {
+    std::string json, field;
+  } cases[] = {
+      {With("\"reserveBytes\": 131072", "\"reserveBytes\": 100"), "credit.reserve_bytes"},
+      {With("\"returnQuantumBytes\": 8192", "\"returnQuantumBytes\": 100000"), "credit.return_quantum_bytes"},
+      {With("\"heartbeatMs\": 50", "\"heartbeatMs\": 5"), "credit.heartbeat_ms"},
+      {With("0f\"", "0g\""), "credit.key_hex"},
+      {With("\"port\": \"wan1\"", "\"port\": \"eth9\""), "credit.ports[1].port"},
+      {With("\"port\": \"wan1\"", "\"port\": \"wan0\""), "credit.ports[1].port"},
+      {With("\"neighborIp\": \"10.3.1.2\"", "\"neighborIp\": \"10.3.1\""), "credit.ports[0].neighbor_ip"},
+      {With("\"nextHopMac\": \"02:1a:00:03:00:02\"", "\"nextHopMac\": \"02:1a\""),
+       "credit.ports[0].next_hop_mac"},
+      {With("\"srcIp\": \"10.0.0.2\"", "\"srcIp\": \"x\""), "credit.flows[0].flow.src_ip"},
+      {With("\"udpSport\": 49152, \"destQpn\": 4096}}", "\"udpSport\": 0, \"destQpn\": 4096}}"),
+       "credit.flows[0].flow.udp_sport"},
+      {With("\"destQpn\": 4096}, \"ports\"", "\"destQpn\": 16777216}, \"ports\""),
+       "credit.flows[1].flow.dest_qpn"},
+      {With("\"ports\": [\"wan1\"]", "\"ports\": [\"wan7\"]"), "credit.flows[1].ports[0]"},
+      {With("\"srcIp\": \"10.0.1.2\"", "\"srcIp\": \"10.0.0.2\""), "credit.flows[1].flow"},
+      {With("\"10.0.0.0/23\"", "\"10.0.0.0/33\""), "credit.local_prefixes[0]"},
+  };
+  for (const auto& c : cases) {
+    auto s = Parse(c.json);
+    ASSERT_FALSE(s.ok()) << c.field;
+    EXPECT_EQ(s.status().code(), Code::kInvalidArgument) << c.field;
+    EXPECT_EQ(s.status().message().rfind(c.field + ":", 0), 0u) << s.status().message();
+  }
+}
+
+TEST(CreditConfig, MegabyteUnitNeedsWholeMegabytes) {
+  auto bad = Parse(With("\"enabled\": true,", "\"enabled\": true, \"megabyteUnit\": true,"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("whole number of MB"), std::string::npos);
+  auto good = Parse(With("\"reserveBytes\": 131072", "\"megabyteUnit\": true, \"reserveBytes\": 2097152"));
+  ASSERT_TRUE(good.ok()) << good.status().ToString();
+  EXPECT_TRUE(good->megabyte_unit);
+}
+
+}  // namespace
+}  // namespace inc::sw
