@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/abi.h"
+#include "common/siphash.h"
 #include "common/status.h"
 
 namespace inc::arn {
@@ -44,7 +45,7 @@ struct Message {
 
 // A group's shared 128-bit key; all zeros = messages are not authenticated
 // (their auth field is 0 and receivers only check the origin).
-using AuthKey = std::array<uint8_t, 16>;
+using AuthKey = SipKey;
 Expected<AuthKey> ParseAuthKey(const std::string& hex);  // 32 hex digits
 
 std::vector<uint8_t> Encode(const Message& m, const AuthKey& key);
@@ -64,9 +65,8 @@ enum class Reject {
 };
 const char* RejectName(Reject r);
 
-// SipHash-2-4 (Aumasson and Bernstein): a keyed 64-bit hash, cheap for
-// short messages.
-uint64_t SipHash24(const AuthKey& key, const uint8_t* data, size_t len);
+// SipHash-2-4 lives in common/siphash.h (shared with the RSVP credit MAC).
+using inc::SipHash24;
 // The auth field: SipHash-2-4 of the message bytes before it, folded to 32
 // bits; enough to keep a host on the fabric from steering traffic with
 // forged notices.
