@@ -1,0 +1,175 @@
+// The per-switch RSVP credit signalling state machine (issue 8), pure logic:
+// the clock, the sending of a message on an interface and the report of
+// events are injected, so incswitchd drives it from its RSVP socket and the
+// unit tests drive a small in-memory network. Design: docs/credit.md.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "credit/ledger.h"
+#include "credit/rsvp.h"
+
+namespace inc::credit {
+
+struct Interface {
+  std::string name;
+  uint32_t ip = 0;            // this node's address on the link (host order)
+  uint32_t neighbour_ip = 0;  // the node at the other end
+};
+
+enum class Role { kSenderGateway, kTransit, kReceiverGateway };
+const char* RoleName(Role r);
+enum class HopState { kPrimary, kBackup, kFailed };
+const char* HopStateName(HopState s);
+
+struct NodeConfig {
+  std::string name;
+  std::vector<Interface> interfaces;
+  uint64_t key_id = 1;  // 48 bits; our signing key
+  SipKey key{};
+  KeyRing peer_keys;  // keys we accept besides our own
+  uint32_t heartbeat_ms = 300;
+  uint64_t reserve_bytes = 1ull << 20;  // buffer this node holds per flow
+  CreditUnit unit = CreditUnit::kBytes;
+  uint64_t quantum_bytes = 64 * 1024;  // credit return batch
+  uint32_t flush_ms = 10;              // return a partial batch after this
+};
+
+// Per flow, on the nodes that know it in advance (the gateways). A transit
+// node that has no FlowConfig learns the flow from the PATH and floods it on
+// every interface but the one it came in on.
+struct FlowConfig {
+  FlowId flow;
+  Role role = Role::kTransit;
+  std::vector<std::string> downstream;  // interfaces toward the receiver
+};
+
+struct Event {
+  enum class Kind { kNextHopAdded, kPrimaryChanged, kNextHopFailed, kNoPath, kFlowEnded };
+  Kind kind;
+  FlowId flow;
+  std::string interface;  // the next hop's, when there is one
+  uint32_t hop = 0;
+};
+const char* EventKindName(Event::Kind k);
+
+struct NextHopStatus {
+  std::string interface;
+  uint32_t address = 0;
+  HopState state = HopState::kBackup;
+  uint64_t buffer = 0, granted = 0, consumed = 0, available = 0, outstanding = 0;
+  uint64_t last_return_ns = 0;
+};
+struct UpstreamStatus {
+  std::string interface;
+  uint32_t address = 0;
+  uint64_t freed_total = 0, pending = 0, resv_messages = 0, resv_bytes = 0, data_bytes = 0;
+  double overhead = 0;  // credit bytes on the wire / data bytes freed
+};
+struct FlowStatus {
+  FlowId flow;
+  Role role = Role::kTransit;
+  std::vector<NextHopStatus> next_hops;  // primary first
+  std::vector<UpstreamStatus> upstreams;
+  uint64_t queued_bytes = 0;
+  uint64_t messages_in = 0, messages_out = 0;
+};
+struct NodeCounters {
+  uint64_t received = 0, sent = 0;
+  RejectCounts rejects{};
+  uint64_t unknown_interface = 0;  // a message on an interface we do not have
+  uint64_t wrong_neighbour = 0;    // RSVP_HOP is not that interface's neighbour
+  uint64_t unknown_flow = 0;       // RESV/PathTear for a flow we hold no state of
+  uint64_t unexpected = 0;         // e.g. a RESV at the receiver gateway
+};
+
+class Node {
+ public:
+  using Clock = std::function<uint64_t()>;  // nanoseconds, monotonic
+  using SendFn = std::function<void(const std::vector<uint8_t>& message, const std::string& interface)>;
+  using EventFn = std::function<void(const Event&)>;
+
+  static Expected<std::unique_ptr<Node>> Create(NodeConfig config, Clock clock, SendFn send,
+                                                EventFn on_event);
+
+  Status ConfigureFlow(const FlowConfig& flow);
+  // Sender gateway: flood a Credit-PATH on every downstream interface.
+  Status StartFlow(const FlowId& flow);
+  // Sender gateway: flood the PathTear and free the flow.
+  Status Terminate(const FlowId& flow);
+  // One RSVP message (the IP payload) that arrived on `interface`.
+  void Receive(const uint8_t* data, size_t len, const std::string& interface);
+
+  // Data path hooks. Consume: take credit on the primary next hop for a
+  // packet; returns its interface, RESOURCE_EXHAUSTED when the credit does
+  // not cover it (the caller holds the packet), UNAVAILABLE without a live
+  // next hop. Forwarded: bytes that came from upstream on `from` left this
+  // node's buffer; they return to that upstream in the next batch.
+  Expected<std::string> Consume(const FlowId& flow, uint64_t bytes);
+  Status Forwarded(const FlowId& flow, const std::string& from, uint64_t bytes);
+  Status SetQueuedBytes(const FlowId& flow, uint64_t bytes);
+  // Liveness checks and credit return batches due now.
+  void Tick();
+
+  std::vector<FlowStatus> Flows() const;
+  Expected<FlowStatus> Flow(const FlowId& flow) const;
+  size_t flow_count() const { return flows_.size(); }
+  const NodeCounters& counters() const { return counters_; }
+  const std::string& name() const { return config_.name; }
+
+ private:
+  struct NextHop {
+    std::string interface;
+    uint32_t address = 0;
+    HopState state = HopState::kBackup;
+    CreditAccount account;
+    LivenessMonitor live;
+    uint64_t last_return_ns = 0;
+  };
+  struct Upstream {
+    std::string interface;
+    uint32_t address = 0;
+    ReturnBatcher batcher;
+  };
+  struct FlowEntry {
+    FlowId flow;
+    Role role = Role::kTransit;
+    bool configured = false;
+    bool path_flooded = false;
+    std::vector<std::string> downstream;
+    std::vector<NextHop> next_hops;  // in order of arrival
+    std::map<std::string, Upstream> upstreams;
+    uint64_t queued_bytes = 0;
+    uint64_t messages_in = 0, messages_out = 0;
+  };
+
+  Node(NodeConfig config, Clock clock, SendFn send, EventFn on_event);
+  const Interface* FindInterface(const std::string& name) const;
+  uint32_t Lih(const std::string& name) const;
+  Credit OwnCredit(uint64_t freed_total) const;
+  void Send(FlowEntry* f, Message m, const std::string& interface);
+  void SendResv(FlowEntry& f, Upstream& up);
+  void OnPath(const Message& m, const Interface& in);
+  void OnResv(const Message& m, const Interface& in);
+  void OnTear(const Message& m, const Interface& in);
+  void FloodTear(FlowEntry& f, uint8_t ttl);
+  void Emit(Event::Kind kind, const FlowId& flow, const NextHop* hop);
+  NextHop* Primary(FlowEntry& f);
+
+  NodeConfig config_;
+  Clock clock_;
+  SendFn send_;
+  EventFn on_event_;
+  Receiver receiver_;
+  Signer signer_;
+  std::map<FlowId, FlowEntry> flows_;
+  NodeCounters counters_;
+};
+
+}  // namespace inc::credit
