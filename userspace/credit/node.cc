@@ -40,6 +40,7 @@ const char* EventKindName(Event::Kind k) {
     case Event::Kind::kNextHopFailed: return "next_hop_failed";
     case Event::Kind::kNoPath: return "no_path";
     case Event::Kind::kFlowEnded: return "flow_ended";
+    case Event::Kind::kNextHopRecovered: return "next_hop_recovered";
   }
   return "unknown";
 }
@@ -156,14 +157,19 @@ Status Node::StartFlow(const FlowId& flow) {
     return FailedPrecondition("flow " + flow.ToString() +
                               ": only the sender gateway starts it, this node is " + RoleName(f.role));
   f.path_flooded = true;
+  FloodPath(f);
+  return Status::Ok();
+}
+
+void Node::FloodPath(FlowEntry& f) {
+  f.last_path_ns = clock_();
   for (const auto& d : f.downstream) {
     Message m;
     m.type = MsgType::kCreditPath;
-    m.flow = flow;
+    m.flow = f.flow;
     m.period_ms = config_.heartbeat_ms;
     Send(&f, m, d);
   }
-  return Status::Ok();
 }
 
 void Node::FloodTear(FlowEntry& f, uint8_t ttl) {
@@ -218,6 +224,7 @@ void Node::OnPath(const Message& m, const Interface& in) {
     FlowEntry& f = flows_[m.flow];
     f.flow = m.flow;
     f.role = Role::kTransit;
+    f.learned_from = in.name;
     for (const auto& i : config_.interfaces)
       if (i.name != in.name) f.downstream.push_back(i.name);
     it = flows_.find(m.flow);
@@ -238,7 +245,10 @@ void Node::OnPath(const Message& m, const Interface& in) {
   }
   // Every device on the path answers upstream with its credit at once.
   SendResv(f, up->second);
-  if (f.role == Role::kTransit && !f.path_flooded && m.send_ttl > 1) {
+  // A transit floods the first PATH and the refreshes that come the same
+  // way; PATHs from other upstreams are answered only, so meshes do not loop.
+  if (f.learned_from.empty()) f.learned_from = in.name;
+  if (f.role == Role::kTransit && in.name == f.learned_from && m.send_ttl > 1) {
     f.path_flooded = true;
     for (const auto& d : f.downstream) {
       if (d == in.name) continue;
@@ -267,19 +277,35 @@ void Node::OnResv(const Message& m, const Interface& in) {
   for (auto& h : f.next_hops)
     if (h.interface == in.name) hop = &h;
   if (!hop) {
+    const Interface* iface = FindInterface(in.name);
     f.next_hops.push_back(NextHop{in.name, m.hop.address, HopState::kBackup, CreditAccount(),
-                                  LivenessMonitor(config_.heartbeat_ms * kNsPerMs), now});
+                                  LivenessMonitor(config_.heartbeat_ms * kNsPerMs), now,
+                                  iface ? iface->cost : 0});
     hop = &f.next_hops.back();
-    // The first next hop to answer is the primary; later ones are backups.
-    bool has_primary = Primary(f) != nullptr;
-    if (!has_primary) hop->state = HopState::kPrimary;
     Emit(Event::Kind::kNextHopAdded, f.flow, hop);
-    if (!has_primary) Emit(Event::Kind::kPrimaryChanged, f.flow, hop);
+    PreferCheapest(f, hop);
+  } else if (hop->state == HopState::kFailed) {
+    // Alive again (it answered a refreshed PATH or its link healed). What
+    // was outstanding on it is gone: the account starts a new baseline.
+    hop->account = CreditAccount();
+    hop->live = LivenessMonitor(config_.heartbeat_ms * kNsPerMs);
+    hop->state = HopState::kBackup;
+    Emit(Event::Kind::kNextHopRecovered, f.flow, hop);
+    PreferCheapest(f, hop);
   }
-  if (hop->state == HopState::kFailed) return;  // it comes back only with a new PATH
   hop->account.Grant(m.credit->BufferBytes(), m.credit->freed_total);
   hop->live.Returned(now);
   hop->last_return_ns = now;
+}
+
+void Node::PreferCheapest(FlowEntry& f, NextHop* candidate) {
+  // The cheapest live next hop is the primary; on equal cost the one that
+  // answered first keeps it (no flapping between equal paths).
+  NextHop* primary = Primary(f);
+  if (primary && primary->cost <= candidate->cost) return;
+  if (primary) primary->state = HopState::kBackup;
+  candidate->state = HopState::kPrimary;
+  Emit(Event::Kind::kPrimaryChanged, f.flow, candidate);
 }
 
 void Node::OnTear(const Message& m, const Interface& in) {
@@ -338,6 +364,9 @@ Status Node::SetQueuedBytes(const FlowId& flow, uint64_t bytes) {
 void Node::Tick() {
   uint64_t now = clock_();
   for (auto& [id, f] : flows_) {
+    if (f.role == Role::kSenderGateway && f.path_flooded && config_.refresh_ms &&
+        now - f.last_path_ns >= config_.refresh_ms * kNsPerMs)
+      FloodPath(f);
     for (auto& [name, up] : f.upstreams)
       if (up.batcher.ShouldSend(now)) SendResv(f, up);
     NextHop* p = Primary(f);
@@ -346,10 +375,7 @@ void Node::Tick() {
     Emit(Event::Kind::kNextHopFailed, f.flow, p);
     NextHop* promoted = nullptr;
     for (auto& h : f.next_hops)
-      if (h.state == HopState::kBackup) {
-        promoted = &h;
-        break;
-      }
+      if (h.state == HopState::kBackup && (!promoted || h.cost < promoted->cost)) promoted = &h;
     if (promoted) {
       promoted->state = HopState::kPrimary;
       Emit(Event::Kind::kPrimaryChanged, f.flow, promoted);

@@ -21,6 +21,7 @@ struct Interface {
   std::string name;
   uint32_t ip = 0;            // this node's address on the link (host order)
   uint32_t neighbour_ip = 0;  // the node at the other end
+  uint32_t cost = 0;          // lower is preferred as the primary next hop
 };
 
 enum class Role { kSenderGateway, kTransit, kReceiverGateway };
@@ -39,6 +40,7 @@ struct NodeConfig {
   CreditUnit unit = CreditUnit::kBytes;
   uint64_t quantum_bytes = 64 * 1024;  // credit return batch
   uint32_t flush_ms = 10;              // return a partial batch after this
+  uint32_t refresh_ms = 1000;          // sender gateway re-floods PATH; 0 = never
 };
 
 // Per flow, on the nodes that know it in advance (the gateways). A transit
@@ -51,7 +53,7 @@ struct FlowConfig {
 };
 
 struct Event {
-  enum class Kind { kNextHopAdded, kPrimaryChanged, kNextHopFailed, kNoPath, kFlowEnded };
+  enum class Kind { kNextHopAdded, kPrimaryChanged, kNextHopFailed, kNoPath, kFlowEnded, kNextHopRecovered };
   Kind kind;
   FlowId flow;
   std::string interface;  // the next hop's, when there is one
@@ -131,6 +133,7 @@ class Node {
     CreditAccount account;
     LivenessMonitor live;
     uint64_t last_return_ns = 0;
+    uint32_t cost = 0;
   };
   struct Upstream {
     std::string interface;
@@ -142,6 +145,8 @@ class Node {
     Role role = Role::kTransit;
     bool configured = false;
     bool path_flooded = false;
+    std::string learned_from;  // a transit floods only PATHs from here
+    uint64_t last_path_ns = 0;
     std::vector<std::string> downstream;
     std::vector<NextHop> next_hops;  // in order of arrival
     std::map<std::string, Upstream> upstreams;
@@ -161,6 +166,8 @@ class Node {
   void FloodTear(FlowEntry& f, uint8_t ttl);
   void Emit(Event::Kind kind, const FlowId& flow, const NextHop* hop);
   NextHop* Primary(FlowEntry& f);
+  void FloodPath(FlowEntry& f);
+  void PreferCheapest(FlowEntry& f, NextHop* candidate);
 
   NodeConfig config_;
   Clock clock_;

@@ -53,9 +53,11 @@ class Net {
   // Every message in flight, for tests that tamper with or replay one.
   std::vector<Delivery> log;
 
-  Net() {
+  explicit Net(uint32_t cost_sa = 0, uint32_t cost_sb = 0) {
     Link("S", "s-a", Ip(1, 1), "A", "a-s", Ip(1, 2));
     Link("S", "s-b", Ip(2, 1), "B", "b-s", Ip(2, 2));
+    ifaces_["S"][0].cost = cost_sa;
+    ifaces_["S"][1].cost = cost_sb;
     Link("A", "a-r", Ip(3, 1), "R", "r-a", Ip(3, 2));
     Link("B", "b-r", Ip(4, 1), "R", "r-b", Ip(4, 2));
     Add("S", 1 << 20, CreditUnit::kBytes);
@@ -268,8 +270,59 @@ TEST(CreditNode, ASilentPrimaryFailsOverToTheBackupAfterTheHeartbeat) {
   EXPECT_EQ(SendThrough(net, 3000, 1024), 3000u * 1024);  // more than B's 2 MiB: returns keep it going
   EXPECT_EQ(net.HopOf("S", "s-b").state, HopState::kPrimary);
   // The failed hop's account keeps what was in flight (the transport's
-  // business); a late RESV from it does not revive it.
+  // business) until it recovers.
   EXPECT_EQ(net.HopOf("S", "s-a").outstanding, 4096u);
+}
+
+TEST(CreditNode, TheCheapestNextHopIsPrimaryWhateverAnsweredFirst) {
+  Net net(/*cost_sa=*/20, /*cost_sb=*/10);
+  ASSERT_TRUE(net["S"].StartFlow(Flow()).ok());
+  net.Pump();
+  EXPECT_EQ(net.HopOf("S", "s-a").state, HopState::kBackup);
+  EXPECT_EQ(net.HopOf("S", "s-b").state, HopState::kPrimary);
+  auto out = net["S"].Consume(Flow(), 1024);
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(*out, "s-b");
+  const auto& ev = net.events["S"];
+  ASSERT_EQ(ev.size(), 4u);  // added s-a, primary s-a, added s-b, primary s-b
+  EXPECT_EQ(ev[3].kind, Event::Kind::kPrimaryChanged);
+  EXPECT_EQ(ev[3].interface, "s-b");
+}
+
+TEST(CreditNode, AFailedHopThatSpeaksAgainRecoversAsABackup) {
+  Net net;
+  ASSERT_TRUE(net["S"].StartFlow(Flow()).ok());
+  net.Pump();
+  net.cut.insert({"A", "a-s"});
+  ASSERT_TRUE(net["S"].Consume(Flow(), 4096).ok());
+  net.now += 300 * kMs;
+  net.TickAll();
+  ASSERT_EQ(net.HopOf("S", "s-a").state, HopState::kFailed);
+  net.cut.clear();  // the link heals: A's next keepalive RESV gets through
+  net.now += 100 * kMs;
+  net.TickAll();
+  EXPECT_EQ(net.HopOf("S", "s-a").state, HopState::kBackup);
+  EXPECT_EQ(net.HopOf("S", "s-a").outstanding, 0u);  // the lost bytes are not owed any more
+  EXPECT_EQ(net.HopOf("S", "s-a").available, 256u * 1024);
+  EXPECT_EQ(net.HopOf("S", "s-b").state, HopState::kPrimary);
+  EXPECT_EQ(net.events["S"].back().kind, Event::Kind::kNextHopRecovered);
+}
+
+TEST(CreditNode, TheSenderRefreshesPathAndTransitsPassItOn) {
+  Net net;
+  ASSERT_TRUE(net["S"].StartFlow(Flow()).ok());
+  net.Pump();
+  uint64_t a_in = net["A"].Flow(Flow())->messages_in, r_in = net["R"].Flow(Flow())->messages_in;
+  net.now += 999 * kMs;
+  net["S"].Tick();
+  net.Pump();
+  EXPECT_EQ(net["A"].Flow(Flow())->messages_in, a_in);
+  net.now += 1 * kMs;
+  net["S"].Tick();
+  net.Pump();
+  EXPECT_EQ(net["A"].Flow(Flow())->messages_in, a_in + 2);  // the PATH and R's answer to it
+  EXPECT_EQ(net["R"].Flow(Flow())->messages_in, r_in + 2);  // via A and via B
+  EXPECT_EQ(net["S"].Flow(Flow())->next_hops.size(), 2u);
 }
 
 TEST(CreditNode, LosingEveryNextHopReportsNoPath) {
