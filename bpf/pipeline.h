@@ -5,6 +5,7 @@
 #define INC_PIPELINE_H
 
 #include "aggregate.h"
+#include "credit.h"
 #include "forward.h"
 
 enum inc_emit_mode {
@@ -143,6 +144,9 @@ static __always_inline int inc_ingress(struct xdp_md *ctx)
 	r = inc_parse(ctx, &p);
 	if (r == INC_PARSE_PASS) {
 		inc_stat_add(INC_STAT_PASS, 1);
+		r = inc_credit_gate(ctx);
+		if (r != INC_CREDIT_NOT_MINE)
+			return r;
 		return inc_bpt_forward(ctx);
 	}
 	if (r)

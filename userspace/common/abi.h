@@ -39,3 +39,16 @@ static_assert(sizeof(inc_tree_cfg) == 88, "inc_tree_cfg layout");
 static_assert(sizeof(inc_counters) == 64, "inc_counters layout");
 static_assert(INC_MAX_PAYLOAD_BYTES % 8 == 0);
 static_assert(sizeof(fwd_port) == 8 + 4 * FWD_MAX_UDP_LEN, "fwd_port layout (benchmark ceiling)");
+
+// Credit flow control (issue 8): map layouts of bpf/credit.h.
+static_assert(sizeof(inc_credit_flow_key) == 16, "inc_credit_flow_key layout");
+static_assert(offsetof(inc_credit_flow_key, sport) == 8);
+static_assert(offsetof(inc_credit_flow_key, dest_qpn) == 12);
+static_assert(sizeof(inc_credit_flow) == 24, "inc_credit_flow layout");
+static_assert(offsetof(inc_credit_flow, dmac) == 8);
+static_assert(offsetof(inc_credit_flow, smac) == 14);
+static_assert(offsetof(inc_credit_flow, flags) == 20);
+static_assert(sizeof(inc_credit_counters) == 32, "inc_credit_counters layout (mmaped)");
+static_assert(offsetof(inc_credit_counters, consumed) == 8);
+static_assert(offsetof(inc_credit_counters, queued) == 16);
+static_assert(sizeof(inc_credit_xsk_key) == 8, "inc_credit_xsk_key layout");
