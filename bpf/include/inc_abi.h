@@ -482,15 +482,15 @@ struct inc_credit_xsk_key {
 
 /* Per-CPU counters of the credit gate (map credit_stats). */
 enum inc_credit_stat {
-	INC_CREDIT_FORWARDED = 0,     /* credit covered it: sent to the next hop */
-	INC_CREDIT_FORWARDED_BYTES,   /* bytes of those frames */
-	INC_CREDIT_QUEUED_NO_CREDIT,  /* to the hold queue: credit short */
-	INC_CREDIT_QUEUED_BEHIND,     /* to the hold queue: earlier frames wait */
-	INC_CREDIT_QUEUED_NO_HOP,     /* to the hold queue: no valid next hop */
-	INC_CREDIT_DROP_NO_QUEUE,     /* had to wait but no hold-queue socket: dropped */
-	INC_CREDIT_DROP_MALFORMED,    /* UDP 4791 frame too short for a BTH: dropped */
-	INC_CREDIT_DROP_BAD_INDEX,    /* flow entry with index out of range: dropped */
-	INC_CREDIT_UNKNOWN_FLOW,      /* RoCEv2 of no credit flow: to the forwarder */
+	INC_CREDIT_FORWARDED = 0,    /* credit covered it: sent to the next hop */
+	INC_CREDIT_FORWARDED_BYTES,  /* bytes of those frames */
+	INC_CREDIT_QUEUED_NO_CREDIT, /* to the hold queue: credit short */
+	INC_CREDIT_QUEUED_BEHIND,    /* to the hold queue: earlier frames wait */
+	INC_CREDIT_QUEUED_NO_HOP,    /* to the hold queue: no valid next hop */
+	INC_CREDIT_DROP_NO_QUEUE,    /* had to wait but no hold-queue socket: dropped */
+	INC_CREDIT_DROP_MALFORMED,   /* UDP 4791 frame too short for a BTH: dropped */
+	INC_CREDIT_DROP_BAD_INDEX,   /* flow entry with index out of range: dropped */
+	INC_CREDIT_UNKNOWN_FLOW,     /* RoCEv2 of no credit flow: to the forwarder */
 	INC_CREDIT__MAX,
 };
 
