@@ -22,6 +22,7 @@
 #include "common/log.h"
 #include "datapath/datapath.h"
 #include "datapath/forwarding.h"
+#include "veth_netns.h"
 
 namespace inc::dp {
 namespace {
@@ -34,37 +35,14 @@ std::string PortName(int i) {
   return "fwd" + std::to_string(i);
 }
 
-int Sh(const std::string& cmd) {
-  return std::system((cmd + " >/dev/null 2>&1").c_str());
-}
-
 std::string SetupNetns() {
-  if (geteuid() != 0) return "needs root";
-  struct statfs fs {};
-  if (statfs("/sys/fs/bpf", &fs) != 0 || fs.f_type != 0xcafe4a11) return "bpffs not mounted at /sys/fs/bpf";
-  if (unshare(CLONE_NEWNET) != 0) return std::string("unshare(CLONE_NEWNET): ") + std::strerror(errno);
-  for (int i = 0; i < kPorts; i++) {
-    std::string p = PortName(i);
-    if (Sh("ip link add " + p + " address 02:00:00:00:0f:0" + std::to_string(i) + " type veth peer name " +
-           p + "p") != 0 ||
-        Sh("ip link set " + p + " up") != 0 || Sh("ip link set " + p + "p up") != 0)
-      return "creating veth " + p + " failed";
-  }
-  return "";
+  return selftest::SetupVethNetns("fwd", kPorts, "0f");
 }
 
-Mac HopMac(int i) {
-  return *Mac::Parse("02:00:00:00:aa:0" + std::to_string(i));
-}
+using selftest::HopMac;
+using selftest::IpChecksum;
 Mac PortMac(int i) {
   return *Mac::Parse("02:00:00:00:0f:0" + std::to_string(i));
-}
-
-uint16_t IpChecksum(const uint8_t* ip, size_t len) {
-  uint32_t sum = 0;
-  for (size_t i = 0; i + 1 < len; i += 2) sum += (ip[i] << 8) | ip[i + 1];
-  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
-  return static_cast<uint16_t>(~sum);
 }
 
 struct FrameSpec {
