@@ -59,23 +59,9 @@ bool Message::operator==(const Message& o) const {
 }
 
 Expected<AuthKey> ParseAuthKey(const std::string& hex) {
-  if (hex.size() != 32)
-    return InvalidArgument("ARN key must be 32 hex digits, got " + std::to_string(hex.size()));
-  AuthKey k{};
-  for (size_t i = 0; i < 16; i++) {
-    unsigned v = 0;
-    for (size_t j = 0; j < 2; j++) {
-      char c = hex[2 * i + j];
-      int d = (c >= '0' && c <= '9')   ? c - '0'
-              : (c >= 'a' && c <= 'f') ? c - 'a' + 10
-              : (c >= 'A' && c <= 'F') ? c - 'A' + 10
-                                       : -1;
-      if (d < 0) return InvalidArgument(std::string("ARN key: '") + c + "' is not a hex digit");
-      v = v * 16 + static_cast<unsigned>(d);
-    }
-    k[i] = static_cast<uint8_t>(v);
-  }
-  return k;
+  auto k = ParseSipKey(hex);
+  if (!k.ok()) return InvalidArgument("ARN " + k.status().message());
+  return *k;
 }
 
 uint32_t Digest(const AuthKey& key, const uint8_t* data, size_t len) {

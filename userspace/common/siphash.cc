@@ -51,4 +51,20 @@ uint64_t SipHash24(const SipKey& key, const uint8_t* data, size_t len) {
   return v0 ^ v1 ^ v2 ^ v3;
 }
 
+Expected<SipKey> ParseSipKey(const std::string& hex) {
+  if (hex.size() != 32)
+    return InvalidArgument("key must be 32 hex digits, got " + std::to_string(hex.size()));
+  SipKey k{};
+  for (size_t i = 0; i < 32; i++) {
+    const char c = hex[i];
+    const int d = (c >= '0' && c <= '9')   ? c - '0'
+                  : (c >= 'a' && c <= 'f') ? c - 'a' + 10
+                  : (c >= 'A' && c <= 'F') ? c - 'A' + 10
+                                           : -1;
+    if (d < 0) return InvalidArgument(std::string("key: '") + c + "' is not a hex digit");
+    k[i / 2] = static_cast<uint8_t>(k[i / 2] << 4 | d);
+  }
+  return k;
+}
+
 }  // namespace inc

@@ -7,11 +7,17 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <string>
+
+#include "common/status.h"
 
 namespace inc {
 
 using SipKey = std::array<uint8_t, 16>;
 
 uint64_t SipHash24(const SipKey& key, const uint8_t* data, size_t len);
+
+// A key written as 32 hex digits (either case); INVALID_ARGUMENT otherwise.
+Expected<SipKey> ParseSipKey(const std::string& hex);
 
 }  // namespace inc

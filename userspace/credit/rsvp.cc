@@ -118,19 +118,9 @@ uint16_t InetChecksum(const uint8_t* data, size_t len) {
 }
 
 Expected<SipKey> ParseKey(const std::string& hex) {
-  if (hex.size() != 32)
-    return InvalidArgument("RSVP key must be 32 hex digits, got " + std::to_string(hex.size()));
-  SipKey k{};
-  for (size_t i = 0; i < 32; i++) {
-    char c = hex[i];
-    int d = (c >= '0' && c <= '9')   ? c - '0'
-            : (c >= 'a' && c <= 'f') ? c - 'a' + 10
-            : (c >= 'A' && c <= 'F') ? c - 'A' + 10
-                                     : -1;
-    if (d < 0) return InvalidArgument(std::string("RSVP key: '") + c + "' is not a hex digit");
-    k[i / 2] = static_cast<uint8_t>(k[i / 2] << 4 | d);
-  }
-  return k;
+  auto k = ParseSipKey(hex);
+  if (!k.ok()) return InvalidArgument("RSVP " + k.status().message());
+  return *k;
 }
 
 std::vector<uint8_t> Encode(const Message& m, uint64_t key_id, const SipKey& key, uint64_t seq) {

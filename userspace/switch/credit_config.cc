@@ -4,6 +4,8 @@
 #include <set>
 #include <tuple>
 
+#include "common/siphash.h"
+
 namespace inc::sw {
 
 bool CreditFlowId::operator<(const CreditFlowId& o) const {
@@ -33,25 +35,6 @@ Expected<CreditFlowId> ParseCreditFlowId(const v1::CreditFlowKey& key, const std
   return id;
 }
 
-namespace {
-
-Expected<std::array<uint8_t, 16>> ParseKey(const std::string& hex) {
-  std::array<uint8_t, 16> key{};
-  if (hex.size() != 32) return InvalidArgument("must be 32 hex digits, not " + std::to_string(hex.size()));
-  for (size_t i = 0; i < 32; i++) {
-    const char c = hex[i];
-    int v = c >= '0' && c <= '9'   ? c - '0'
-            : c >= 'a' && c <= 'f' ? c - 'a' + 10
-            : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                   : -1;
-    if (v < 0) return InvalidArgument(std::string("'") + c + "' is not a hex digit");
-    key[i / 2] = static_cast<uint8_t>(key[i / 2] << 4 | v);
-  }
-  return key;
-}
-
-}  // namespace
-
 Expected<CreditSettings> ParseCreditSettings(const v1::CreditConfig& c, const std::vector<PortInfo>& ports) {
   CreditSettings s;
   s.enabled = c.enabled();
@@ -77,7 +60,7 @@ Expected<CreditSettings> ParseCreditSettings(const v1::CreditConfig& c, const st
                            " must exceed return_flush_ms (" + std::to_string(s.return_flush_ms) +
                            "), or healthy hops are declared failed");
   if (!c.key_hex().empty()) {
-    auto k = ParseKey(c.key_hex());
+    auto k = ParseSipKey(c.key_hex());
     if (!k.ok()) return InvalidArgument("credit.key_hex: " + k.status().message());
     s.key = *k;
     s.authenticate = true;

@@ -3,12 +3,12 @@
 // docs/credit.md.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "common/net.h"
+#include "common/siphash.h"
 #include "common/status.h"
 #include "datapath/forwarding.h"
 #include "inc/v1/inc.pb.h"
@@ -50,7 +50,7 @@ struct CreditSettings {
   uint32_t heartbeat_ms = 100;
   uint32_t refresh_ms = 1000;
   bool authenticate = false;
-  std::array<uint8_t, 16> key{};
+  SipKey key{};
   uint32_t key_id = 0;
   std::vector<CreditPort> ports;
   std::vector<CreditOriginFlow> flows;
