@@ -33,17 +33,18 @@ bool CreditAccount::Consume(uint64_t bytes) {
   return true;
 }
 
-void ReturnBatcher::Freed(uint64_t bytes) {
+void ReturnBatcher::Freed(uint64_t bytes, uint64_t now_ns) {
   freed_total_ += bytes;  // mod 2^64, the receiver compares serially
   pending_ += bytes;
   data_bytes_ += bytes;
+  last_freed_ns_ = now_ns;
 }
 
-bool ReturnBatcher::ShouldSend(uint64_t now_ns) const {
+bool ReturnBatcher::ShouldSend(uint64_t now_ns, bool back_pressured) const {
   if (pending_ >= quantum_ && pending_ > 0) return true;
   uint64_t since = sent_once_ ? now_ns - last_sent_ns_ : UINT64_MAX;
-  if (pending_ > 0 && since >= flush_ns_) return true;
-  return sent_once_ && since >= keepalive_ns_;
+  if (pending_ > 0) return now_ns - last_freed_ns_ >= flush_ns_ || since >= keepalive_ns_;
+  return back_pressured && sent_once_ && since >= keepalive_ns_;
 }
 
 void ReturnBatcher::Sent(uint64_t now_ns, uint64_t wire_bytes) {

@@ -56,8 +56,15 @@ class ReturnBatcher {
       : quantum_(quantum_bytes), flush_ns_(flush_ns), keepalive_ns_(keepalive_ns) {}
 
   // `bytes` of the flow left this hop's buffer (forwarded on).
-  void Freed(uint64_t bytes);
-  bool ShouldSend(uint64_t now_ns) const;
+  void Freed(uint64_t bytes, uint64_t now_ns);
+  // A RESV is due when a quantum is pending; when a partial batch is pending
+  // and the flow has been quiet for the flush interval, or the last RESV is
+  // a keepalive period old; and, with nothing pending, every keepalive
+  // period while this hop holds data of the flow it cannot forward
+  // (back_pressured), so the upstream does not declare it failed. An idle
+  // hop that holds nothing sends nothing: the upstream's liveness check
+  // needs returns only while it has bytes outstanding.
+  bool ShouldSend(uint64_t now_ns, bool back_pressured = false) const;
   // A RESV carrying freed_total() left, `wire_bytes` long (IP payload).
   void Sent(uint64_t now_ns, uint64_t wire_bytes);
 
@@ -74,6 +81,7 @@ class ReturnBatcher {
   uint64_t freed_total_ = 0;
   uint64_t pending_ = 0;
   uint64_t last_sent_ns_ = 0;
+  uint64_t last_freed_ns_ = 0;
   bool sent_once_ = false;
   uint64_t messages_ = 0;
   uint64_t credit_wire_bytes_ = 0;

@@ -217,16 +217,25 @@ void Node::Receive(const uint8_t* data, size_t len, const std::string& interface
   }
 }
 
+bool Node::IsLocal(uint32_t address) const {
+  for (const auto& [prefix, len] : config_.local_prefixes) {
+    uint32_t mask = len == 0 ? 0 : ~0u << (32 - len);
+    if ((address & mask) == (prefix & mask)) return true;
+  }
+  return false;
+}
+
 void Node::OnPath(const Message& m, const Interface& in) {
   auto it = flows_.find(m.flow);
   if (it == flows_.end()) {
     // A transit node learns the flow here and floods it away from `in`.
     FlowEntry& f = flows_[m.flow];
     f.flow = m.flow;
-    f.role = Role::kTransit;
+    f.role = IsLocal(m.flow.dst_ip) ? Role::kReceiverGateway : Role::kTransit;
     f.learned_from = in.name;
-    for (const auto& i : config_.interfaces)
-      if (i.name != in.name) f.downstream.push_back(i.name);
+    if (f.role == Role::kTransit)
+      for (const auto& i : config_.interfaces)
+        if (i.name != in.name) f.downstream.push_back(i.name);
     it = flows_.find(m.flow);
   }
   FlowEntry& f = it->second;
@@ -349,7 +358,7 @@ Status Node::Forwarded(const FlowId& flow, const std::string& from, uint64_t byt
   auto up = it->second.upstreams.find(from);
   if (up == it->second.upstreams.end())
     return NotFound("flow " + flow.ToString() + ": " + from + " is not an upstream interface");
-  up->second.batcher.Freed(bytes);
+  up->second.batcher.Freed(bytes, clock_());
   if (up->second.batcher.ShouldSend(clock_())) SendResv(it->second, up->second);
   return Status::Ok();
 }
@@ -368,7 +377,7 @@ void Node::Tick() {
         now - f.last_path_ns >= config_.refresh_ms * kNsPerMs)
       FloodPath(f);
     for (auto& [name, up] : f.upstreams)
-      if (up.batcher.ShouldSend(now)) SendResv(f, up);
+      if (up.batcher.ShouldSend(now, f.queued_bytes > 0)) SendResv(f, up);
     NextHop* p = Primary(f);
     if (!p || !p->live.Expired(now, p->account.Outstanding())) continue;
     p->state = HopState::kFailed;

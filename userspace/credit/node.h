@@ -41,6 +41,10 @@ struct NodeConfig {
   uint64_t quantum_bytes = 64 * 1024;  // credit return batch
   uint32_t flush_ms = 10;              // return a partial batch after this
   uint32_t refresh_ms = 1000;          // sender gateway re-floods PATH; 0 = never
+  // Destinations behind this node (address, prefix length; host order): a
+  // PATH of a flow to one of them makes this node the flow's receiver
+  // gateway, so the PATH goes no further.
+  std::vector<std::pair<uint32_t, uint8_t>> local_prefixes;
 };
 
 // Per flow, on the nodes that know it in advance (the gateways). A transit
@@ -156,6 +160,7 @@ class Node {
 
   Node(NodeConfig config, Clock clock, SendFn send, EventFn on_event);
   const Interface* FindInterface(const std::string& name) const;
+  bool IsLocal(uint32_t address) const;
   uint32_t Lih(const std::string& name) const;
   Credit OwnCredit(uint64_t freed_total) const;
   void Send(FlowEntry* f, Message m, const std::string& interface);

@@ -84,9 +84,9 @@ TEST(CreditAccount, AShrunkBufferReadsAsNoCreditNotAHugeOne) {
 TEST(ReturnBatcher, SendsWhenAQuantumIsFreed) {
   ReturnBatcher b(1000, 10 * kMs, 100 * kMs);
   b.Sent(0, 96);  // the initial RESV
-  b.Freed(400);
+  b.Freed(400, 1 * kMs);
   EXPECT_FALSE(b.ShouldSend(1 * kMs));
-  b.Freed(600);
+  b.Freed(600, 1 * kMs);
   EXPECT_TRUE(b.ShouldSend(1 * kMs));
   b.Sent(1 * kMs, 96);
   EXPECT_EQ(b.pending(), 0u);
@@ -94,26 +94,41 @@ TEST(ReturnBatcher, SendsWhenAQuantumIsFreed) {
   EXPECT_FALSE(b.ShouldSend(2 * kMs));
 }
 
-TEST(ReturnBatcher, FlushesAPartialBatchAfterTheInterval) {
+TEST(ReturnBatcher, FlushesAPartialBatchOnceTheFlowIsQuiet) {
   ReturnBatcher b(1000, 10 * kMs, 100 * kMs);
   b.Sent(0, 96);
-  b.Freed(10);
+  b.Freed(10, 0);
   EXPECT_FALSE(b.ShouldSend(9 * kMs));
   EXPECT_TRUE(b.ShouldSend(10 * kMs));
 }
 
-TEST(ReturnBatcher, KeepsAliveWithNothingFreed) {
+TEST(ReturnBatcher, ATrickleBelowTheQuantumIsReturnedWithinTheKeepalivePeriod) {
+  // 10 bytes every 5 ms: never quiet for the flush interval, never a quantum.
   ReturnBatcher b(1000, 10 * kMs, 100 * kMs);
-  EXPECT_FALSE(b.ShouldSend(500 * kMs));  // nothing before the first RESV
+  b.Sent(0, 96);
+  uint64_t now = 0;
+  while (!b.ShouldSend(now)) {
+    now += 5 * kMs;
+    b.Freed(10, now);
+  }
+  EXPECT_EQ(now, 100 * kMs);
+}
+
+TEST(ReturnBatcher, KeepsAliveOnlyWhileBackPressured) {
+  ReturnBatcher b(1000, 10 * kMs, 100 * kMs);
+  EXPECT_FALSE(b.ShouldSend(500 * kMs, true));  // nothing before the first RESV
   b.Sent(500 * kMs, 96);
-  EXPECT_FALSE(b.ShouldSend(599 * kMs));
-  EXPECT_TRUE(b.ShouldSend(600 * kMs));
+  EXPECT_FALSE(b.ShouldSend(599 * kMs, true));
+  EXPECT_TRUE(b.ShouldSend(600 * kMs, true));
+  // Holding nothing, an idle hop stays silent: nothing is outstanding on it.
+  EXPECT_FALSE(b.ShouldSend(600 * kMs, false));
+  EXPECT_FALSE(b.ShouldSend(60000 * kMs, false));
 }
 
 TEST(ReturnBatcher, FreedTotalWrapsMod2To64) {
   ReturnBatcher b(1, 1, 1);
-  b.Freed(UINT64_MAX);
-  b.Freed(5);
+  b.Freed(UINT64_MAX, 0);
+  b.Freed(5, 0);
   EXPECT_EQ(b.freed_total(), 4u);
   EXPECT_EQ(b.pending(), 4u);  // pending wraps too; it is the wire delta
 }
@@ -123,8 +138,8 @@ TEST(ReturnBatcher, OverheadOfA64KiBQuantumIsUnderOnePercent) {
   ReturnBatcher b(64 * 1024, 10 * kMs, 100 * kMs);
   uint64_t now = 0;
   for (int i = 0; i < 64 * 1024; i++) {
-    b.Freed(1024);
     now += 1000;
+    b.Freed(1024, now);
     if (b.ShouldSend(now)) b.Sent(now, 96);
   }
   EXPECT_EQ(b.messages(), 1024u);

@@ -53,7 +53,10 @@ class Net {
   // Every message in flight, for tests that tamper with or replay one.
   std::vector<Delivery> log;
 
-  explicit Net(uint32_t cost_sa = 0, uint32_t cost_sb = 0) {
+  // receiver_by_prefix: R knows only that the destination's /24 is behind it
+  // (incswitchd's local_prefixes), not the flow.
+  explicit Net(uint32_t cost_sa = 0, uint32_t cost_sb = 0, bool receiver_by_prefix = false)
+      : receiver_by_prefix_(receiver_by_prefix) {
     Link("S", "s-a", Ip(1, 1), "A", "a-s", Ip(1, 2));
     Link("S", "s-b", Ip(2, 1), "B", "b-s", Ip(2, 2));
     ifaces_["S"][0].cost = cost_sa;
@@ -65,7 +68,9 @@ class Net {
     Add("B", 2 << 20, CreditUnit::kMegabytes);  // the draft's MB unit
     Add("R", 512 * 1024, CreditUnit::kBytes);
     EXPECT_TRUE(nodes["S"]->ConfigureFlow({Flow(), Role::kSenderGateway, {"s-a", "s-b"}}).ok());
-    EXPECT_TRUE(nodes["R"]->ConfigureFlow({Flow(), Role::kReceiverGateway, {}}).ok());
+    if (!receiver_by_prefix) {
+      EXPECT_TRUE(nodes["R"]->ConfigureFlow({Flow(), Role::kReceiverGateway, {}}).ok());
+    }
   }
 
   Node& operator[](const std::string& n) { return *nodes.at(n); }
@@ -102,6 +107,7 @@ class Net {
   std::map<std::pair<std::string, std::string>, End> peer_;
   std::map<std::string, std::vector<Interface>> ifaces_;
   std::deque<Delivery> queue_;
+  bool receiver_by_prefix_ = false;
 
   void Link(const std::string& n1, const std::string& i1, uint32_t ip1, const std::string& n2,
             const std::string& i2, uint32_t ip2) {
@@ -122,6 +128,7 @@ class Net {
     c.unit = unit;
     c.quantum_bytes = 64 * 1024;
     c.flush_ms = 10;
+    if (name == "R" && receiver_by_prefix_) c.local_prefixes.push_back({Flow().dst_ip & 0xffffff00u, 24});
     auto node = Node::Create(
         c, [this] { return now; },
         [this, name](const std::vector<uint8_t>& bytes, const std::string& interface) {
@@ -191,6 +198,26 @@ TEST(CreditNode, PathAndResvGiveEveryHopItsNextHopsCredit) {
     for (uint64_t c : node->counters().rejects) EXPECT_EQ(c, 0u) << n;
     EXPECT_EQ(node->counters().wrong_neighbour, 0u) << n;
   }
+}
+
+TEST(CreditNode, APathToALocalPrefixMakesTheNodeItsReceiverGateway) {
+  Net net(0, 0, /*receiver_by_prefix=*/true);
+  ASSERT_TRUE(net["S"].StartFlow(Flow()).ok());
+  net.Pump();
+  auto r = net["R"].Flow(Flow());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->role, Role::kReceiverGateway);
+  EXPECT_TRUE(r->next_hops.empty());
+  EXPECT_EQ(r->upstreams.size(), 2u);
+  // R floods nothing back: A and B each learned one upstream only.
+  EXPECT_EQ(net["A"].Flow(Flow())->upstreams.size(), 1u);
+  EXPECT_EQ(net.HopOf("S", "s-a").available, 256u * 1024);
+  EXPECT_EQ(net.HopOf("A", "a-r").available, 512u * 1024);
+  // Data through R returns credit as for a configured receiver.
+  EXPECT_EQ(SendThrough(net, 100, 1024), 100u * 1024);
+  net.now += 20 * kMs;
+  net.TickAll();
+  EXPECT_EQ(net.HopOf("A", "a-r").available, 512u * 1024);
 }
 
 TEST(CreditNode, SenderStopsAtItsCreditAndReturnsRefillIt) {
@@ -298,8 +325,8 @@ TEST(CreditNode, AFailedHopThatSpeaksAgainRecoversAsABackup) {
   net.now += 300 * kMs;
   net.TickAll();
   ASSERT_EQ(net.HopOf("S", "s-a").state, HopState::kFailed);
-  net.cut.clear();  // the link heals: A's next keepalive RESV gets through
-  net.now += 100 * kMs;
+  net.cut.clear();  // the link heals: A answers S's next refreshed PATH
+  net.now += 1000 * kMs;
   net.TickAll();
   EXPECT_EQ(net.HopOf("S", "s-a").state, HopState::kBackup);
   EXPECT_EQ(net.HopOf("S", "s-a").outstanding, 0u);  // the lost bytes are not owed any more
@@ -344,9 +371,10 @@ TEST(CreditNode, KeepalivesHoldAnIdleButBackPressuredHopAlive) {
   Net net;
   ASSERT_TRUE(net["S"].StartFlow(Flow()).ok());
   net.Pump();
-  // A receives data but cannot forward it (no Forwarded): no credit returns,
-  // only keepalive RESVs every heartbeat/3.
+  // A receives data but cannot forward it (it holds it, no Forwarded): no
+  // credit returns, only keepalive RESVs every heartbeat/3.
   ASSERT_TRUE(net["S"].Consume(Flow(), 4096).ok());
+  ASSERT_TRUE(net["A"].SetQueuedBytes(Flow(), 4096).ok());
   for (int i = 0; i < 10; i++) {
     net.now += 100 * kMs;
     net.TickAll();
