@@ -30,6 +30,20 @@ static __always_inline void inc_credit_stat(__u32 stat, __u64 n)
 		*v += n;
 }
 
+/* Bytes that came in on this port and leave the switch: credit the agent
+ * returns to the upstream behind the port (no entry: not an upstream). */
+static __always_inline void inc_credit_freed(struct xdp_md *ctx, __u32 index, __u64 len)
+{
+	struct inc_credit_ingress_key key = {
+	    .index = index,
+	    .ifindex = ctx->ingress_ifindex,
+	};
+	__u64 *bytes = bpf_map_lookup_elem(&credit_ingress, &key);
+
+	if (bytes)
+		__sync_fetch_and_add(bytes, len);
+}
+
 /* Reserves len bytes of credit. Fetch-add first, give back on shortfall:
  * concurrent senders (both CPUs, the hold queue) can only under-spend. */
 static __always_inline int inc_credit_take(struct inc_credit_counters *c, __u64 len)
@@ -108,6 +122,11 @@ static __always_inline int inc_credit_gate(struct xdp_md *ctx)
 		inc_credit_stat(INC_CREDIT_DROP_BAD_INDEX, 1);
 		return XDP_DROP;
 	}
+	if (flow->flags & INC_CREDIT_COUNT_ONLY) {
+		inc_credit_freed(ctx, idx, len);
+		inc_credit_stat(INC_CREDIT_DELIVERED, 1);
+		return INC_CREDIT_NOT_MINE;
+	}
 	if (!(flow->flags & INC_CREDIT_HOP_VALID))
 		return inc_credit_hold(ctx, c, INC_CREDIT_QUEUED_NO_HOP);
 	if (*(volatile __u64 *)&c->queued)
@@ -127,6 +146,7 @@ static __always_inline int inc_credit_gate(struct xdp_md *ctx)
 		tx->packets++;
 		tx->bytes += len;
 	}
+	inc_credit_freed(ctx, idx, len);
 	inc_credit_stat(INC_CREDIT_FORWARDED, 1);
 	inc_credit_stat(INC_CREDIT_FORWARDED_BYTES, len);
 	return bpf_redirect(ifindex, 0);

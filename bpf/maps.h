@@ -184,6 +184,16 @@ struct {
 	__type(value, struct inc_credit_counters);
 } credit_counters SEC(".maps");
 
+/* (flow index, ingress port) -> bytes of the flow that came in on that port
+ * and left this switch (forwarded or delivered); the agent creates the
+ * entries of its upstream ports and returns credit from them. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4 * INC_CREDIT_MAX_FLOWS);
+	__type(key, struct inc_credit_ingress_key);
+	__type(value, __u64);
+} credit_ingress SEC(".maps");
+
 /* (ingress ifindex, rx queue) -> slot of credit_xsks holding the agent's
  * hold-queue AF_XDP socket for that queue. */
 struct {

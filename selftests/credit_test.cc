@@ -568,6 +568,40 @@ TEST_F(CreditTest, FailoverMovesTheFlowToTheBackupHopAtOnce) {
   EXPECT_EQ(s->counters.consumed, 2 * kFrameLen) << "failover must keep the flow's counters";
 }
 
+// The receiver gateway's flow: the gate counts the frame's bytes against the
+// port it came in on (the credit returned to the upstream behind that port)
+// and leaves routing to the next stage; a forwarded frame counts the same.
+TEST_F(CreditTest, BytesLeavingTheSwitchAreCountedPerIngressPort) {
+  const uint32_t in_port = if_nametoindex(PortName(0).c_str()), other = if_nametoindex(PortName(1).c_str());
+  CreditHop deliver;
+  deliver.count_only = true;
+  auto idx = table_->AddFlow(kFlow, deliver);
+  ASSERT_TRUE(idx.ok()) << idx.status().ToString();
+  ASSERT_TRUE(table_->Lookup(kFlow)->count_only);
+  ASSERT_TRUE(table_->WatchIngress(*idx, in_port).ok());
+  ASSERT_TRUE(table_->WatchIngress(*idx, in_port).ok()) << "watching twice must be harmless";
+  auto before = Counters();
+  auto in = Frame({});
+  RunResult r = TestRun(dp_->ingress_prog_fd(), in);
+  EXPECT_EQ(r.retval, static_cast<uint32_t>(XDP_PASS)) << "no route: the kernel delivers it";
+  EXPECT_EQ(r.out, in);
+  EXPECT_EQ(*table_->IngressBytes(*idx, in_port), kFrameLen);
+  EXPECT_EQ(table_->IngressBytes(*idx, other).status().code(), Code::kNotFound);
+  EXPECT_EQ(Counters()["delivered"] - before["delivered"], 1u);
+  EXPECT_EQ(table_->Read(kFlow)->consumed, 0u) << "a delivered frame takes no credit";
+  ASSERT_TRUE(table_->RemoveFlow(kFlow).ok());
+  EXPECT_EQ(table_->IngressBytes(*idx, in_port).status().code(), Code::kNotFound)
+      << "removing the flow must forget its ingress counters";
+
+  idx = table_->AddFlow(kFlow, Hop(1, 1));
+  ASSERT_TRUE(idx.ok());
+  ASSERT_TRUE(table_->SetGranted(kFlow, 10 * kFrameLen).ok());
+  ASSERT_TRUE(table_->WatchIngress(*idx, in_port).ok());
+  EXPECT_EQ(TestRun(dp_->ingress_prog_fd(), in).out, Forwarded(in, 1, 1));
+  EXPECT_EQ(TestRun(dp_->ingress_prog_fd(), in).out, Forwarded(in, 1, 1));
+  EXPECT_EQ(*table_->IngressBytes(*idx, in_port), 2 * kFrameLen);
+}
+
 TEST_F(CreditTest, TableRejectsBadInputWithSpecificCodes) {
   EXPECT_EQ(table_->AddFlow(kFlow, CreditHop{"nosuchport", HopMac(1)}).status().code(), Code::kNotFound);
   CreditFlowKey wide = kFlow;

@@ -443,6 +443,10 @@ struct inc_credit_flow_key {
 };
 
 #define INC_CREDIT_HOP_VALID 0x1 /* else frames wait in the hold queue */
+/* Receiver gateway: the flow's frames leave the credit domain here. The gate
+ * only counts their bytes per ingress port (credit_ingress, the credit this
+ * switch returns upstream) and passes them on to the forwarder/kernel. */
+#define INC_CREDIT_COUNT_ONLY 0x2
 
 /* Value of credit_flows: the flow's counter index and current next hop. The
  * agent replaces the whole entry on failover (one hash update, so XDP sees
@@ -474,6 +478,14 @@ struct inc_credit_counters {
 	__u64 held;
 };
 
+/* Key of credit_ingress: bytes of a flow that left this switch after coming
+ * in on a port. A switch returns credit to each upstream for what it freed of
+ * that upstream's bytes, and after a failover one flow arrives on two ports. */
+struct inc_credit_ingress_key {
+	__u32 index;   /* the flow's counter index */
+	__u32 ifindex; /* ingress port */
+};
+
 /* Key of credit_xsk_slots: the hold-queue socket bound to an rx queue. */
 struct inc_credit_xsk_key {
 	__u32 ifindex;
@@ -491,6 +503,7 @@ enum inc_credit_stat {
 	INC_CREDIT_DROP_MALFORMED,   /* UDP 4791 frame too short for a BTH: dropped */
 	INC_CREDIT_DROP_BAD_INDEX,   /* flow entry with index out of range: dropped */
 	INC_CREDIT_UNKNOWN_FLOW,     /* RoCEv2 of no credit flow: to the forwarder */
+	INC_CREDIT_DELIVERED,	     /* receiver gateway: counted, to the forwarder */
 	INC_CREDIT__MAX,
 };
 

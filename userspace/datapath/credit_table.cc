@@ -73,6 +73,7 @@ const char* CreditStatName(int stat) {
     case INC_CREDIT_DROP_MALFORMED: return "drop_malformed";
     case INC_CREDIT_DROP_BAD_INDEX: return "drop_bad_index";
     case INC_CREDIT_UNKNOWN_FLOW: return "unknown_flow";
+    case INC_CREDIT_DELIVERED: return "delivered";
     default: return "unknown";
   }
 }
@@ -80,12 +81,12 @@ const char* CreditStatName(int stat) {
 Expected<CreditTable> CreditTable::Open(const Datapath& dp) {
   int flows = dp.map_fd("credit_flows"), counters = dp.map_fd("credit_counters");
   int slots = dp.map_fd("credit_xsk_slots"), xsks = dp.map_fd("credit_xsks");
-  int stats = dp.map_fd("credit_stats");
-  if (flows < 0 || counters < 0 || slots < 0 || xsks < 0 || stats < 0)
+  int stats = dp.map_fd("credit_stats"), ingress = dp.map_fd("credit_ingress");
+  if (flows < 0 || counters < 0 || ingress < 0 || slots < 0 || xsks < 0 || stats < 0)
     return FailedPrecondition("the loaded data path has no credit flow control maps");
   void* mem = mmap(nullptr, MappedBytes(), PROT_READ | PROT_WRITE, MAP_SHARED, counters, 0);
   if (mem == MAP_FAILED) return ErrnoStatus("mmap credit_counters", errno);
-  CreditTable t(flows, counters, slots, xsks, stats, static_cast<inc_credit_counters*>(mem));
+  CreditTable t(flows, counters, ingress, slots, xsks, stats, static_cast<inc_credit_counters*>(mem));
   // A re-opened table keeps the indexes of flows already in the map.
   inc_credit_flow_key key{}, next{};
   const void* prev = nullptr;
@@ -98,10 +99,11 @@ Expected<CreditTable> CreditTable::Open(const Datapath& dp) {
   return t;
 }
 
-CreditTable::CreditTable(int flows, int counters, int xsk_slots, int xsks, int stats,
+CreditTable::CreditTable(int flows, int counters, int ingress, int xsk_slots, int xsks, int stats,
                          inc_credit_counters* mem)
     : flows_fd_(flows),
       counters_fd_(counters),
+      ingress_fd_(ingress),
       xsk_slots_fd_(xsk_slots),
       xsks_fd_(xsks),
       stats_fd_(stats),
@@ -117,6 +119,7 @@ CreditTable& CreditTable::operator=(CreditTable&& o) noexcept {
     Release();
     flows_fd_ = o.flows_fd_;
     counters_fd_ = o.counters_fd_;
+    ingress_fd_ = o.ingress_fd_;
     xsk_slots_fd_ = o.xsk_slots_fd_;
     xsks_fd_ = o.xsks_fd_;
     stats_fd_ = o.stats_fd_;
@@ -149,6 +152,7 @@ Expected<inc_credit_flow> CreditTable::BuildEntry(const CreditFlowKey& key, cons
     std::memcpy(f.smac, info->mac.bytes.data(), 6);
     f.flags = INC_CREDIT_HOP_VALID;
   }
+  if (hop.count_only) f.flags |= INC_CREDIT_COUNT_ONLY;
   return f;
 }
 
@@ -208,7 +212,36 @@ Status CreditTable::RemoveFlow(const CreditFlowKey& key) {
   if (bpf_map_delete_elem(flows_fd_, &k) != 0)
     return ErrnoStatus("remove credit flow " + key.ToString(), errno);
   used_[f->index] = false;
+  std::vector<inc_credit_ingress_key> stale;
+  inc_credit_ingress_key cur{}, next{};
+  const void* prev = nullptr;
+  while (bpf_map_get_next_key(ingress_fd_, prev, &next) == 0) {
+    if (next.index == f->index) stale.push_back(next);
+    cur = next;
+    prev = &cur;
+  }
+  for (const auto& k : stale) bpf_map_delete_elem(ingress_fd_, &k);
   return Status::Ok();
+}
+
+Status CreditTable::WatchIngress(uint32_t index, uint32_t ifindex) {
+  inc_credit_ingress_key k{index, ifindex};
+  uint64_t zero = 0;
+  if (bpf_map_update_elem(ingress_fd_, &k, &zero, BPF_NOEXIST) != 0 && errno != EEXIST) {
+    if (errno == E2BIG || errno == ENOSPC) return ResourceExhausted("credit ingress map full");
+    return ErrnoStatus("watch ingress " + std::to_string(ifindex) + " of credit index " + std::to_string(index),
+                       errno);
+  }
+  return Status::Ok();
+}
+
+Expected<uint64_t> CreditTable::IngressBytes(uint32_t index, uint32_t ifindex) const {
+  inc_credit_ingress_key k{index, ifindex};
+  uint64_t bytes = 0;
+  if (bpf_map_lookup_elem(ingress_fd_, &k, &bytes) != 0)
+    return NotFound("ingress " + std::to_string(ifindex) + " of credit index " + std::to_string(index) +
+                    " is not watched");
+  return bytes;
 }
 
 Expected<CreditFlowState> CreditTable::Lookup(const CreditFlowKey& key) const {
@@ -218,6 +251,7 @@ Expected<CreditFlowState> CreditTable::Lookup(const CreditFlowKey& key) const {
   s.key = key;
   s.index = f->index;
   if (f->flags & INC_CREDIT_HOP_VALID) s.ifindex = f->ifindex;
+  s.count_only = (f->flags & INC_CREDIT_COUNT_ONLY) != 0;
   std::memcpy(s.dmac.bytes.data(), f->dmac, 6);
   std::memcpy(s.smac.bytes.data(), f->smac, 6);
   s.counters = ReadIndex(f->index);
@@ -279,6 +313,10 @@ bool CreditTable::TakeCredit(uint32_t index, uint64_t bytes) {
   if (static_cast<int64_t>(Load(&m->granted) - before) >= static_cast<int64_t>(bytes)) return true;
   __atomic_fetch_sub(&m->consumed, bytes, __ATOMIC_ACQ_REL);
   return false;
+}
+
+void CreditTable::GiveBackCredit(uint32_t index, uint64_t bytes) {
+  if (index < INC_CREDIT_MAX_FLOWS) __atomic_fetch_sub(&mem_[index].consumed, bytes, __ATOMIC_ACQ_REL);
 }
 
 Status CreditTable::DecrementQueued(uint32_t index, uint64_t frames) {

@@ -32,9 +32,13 @@ struct CreditFlowKey {
 
 // Where the flow's frames go. An empty port means no usable next hop: frames
 // wait in the hold queue (failover in progress).
+// A receiver gateway's flow is count_only: its frames leave the credit
+// domain here, so the gate only counts them per ingress port (the credit
+// returned upstream) and lets the kernel route them.
 struct CreditHop {
   std::string port;  // egress interface of this switch
   Mac mac;           // the next hop's MAC
+  bool count_only = false;
 };
 
 struct CreditCounters {
@@ -50,6 +54,7 @@ struct CreditFlowState {
   uint32_t index = 0;
   uint32_t ifindex = 0;  // 0: no next hop
   Mac dmac, smac;
+  bool count_only = false;
   CreditCounters counters;
 };
 
@@ -72,6 +77,7 @@ class CreditTable {
   Expected<uint32_t> AddFlow(const CreditFlowKey& key, const CreditHop& hop);
   // Failover: replaces the next hop in one map update. NotFound.
   Status SetNextHop(const CreditFlowKey& key, const CreditHop& hop);
+  // Also forgets the flow's ingress counters.
   Status RemoveFlow(const CreditFlowKey& key);  // NotFound
   Expected<CreditFlowState> Lookup(const CreditFlowKey& key) const;
   Expected<std::vector<CreditFlowState>> ListFlows() const;
@@ -87,7 +93,16 @@ class CreditTable {
   // TakeCredit reserves bytes as XDP does (false: not covered, nothing
   // taken); DecrementQueued after a held frame was sent or dropped.
   bool TakeCredit(uint32_t index, uint64_t bytes);
+  // Returns credit taken for a frame that could not be sent after all.
+  void GiveBackCredit(uint32_t index, uint64_t bytes);
   Status DecrementQueued(uint32_t index, uint64_t frames = 1);  // FailedPrecondition below 0
+
+  // Counts the bytes of the flow that come in on `ifindex` and leave the
+  // switch by XDP (forwarded or delivered; what the hold queue sends is the
+  // agent's own count). Idempotent. IngressBytes: NotFound when the pair is
+  // not watched.
+  Status WatchIngress(uint32_t index, uint32_t ifindex);
+  Expected<uint64_t> IngressBytes(uint32_t index, uint32_t ifindex) const;
 
   // Puts an AF_XDP socket bound to (port, queue) behind that rx queue's
   // hold queue. ResourceExhausted past INC_CREDIT_MAX_XSKS.
@@ -97,12 +112,12 @@ class CreditTable {
   Expected<std::map<std::string, uint64_t>> ReadStats() const;  // summed over CPUs
 
  private:
-  CreditTable(int flows, int counters, int xsk_slots, int xsks, int stats, inc_credit_counters* mem);
+  CreditTable(int flows, int counters, int ingress, int xsk_slots, int xsks, int stats, inc_credit_counters* mem);
   Expected<inc_credit_flow> BuildEntry(const CreditFlowKey& key, const CreditHop& hop) const;
   Expected<inc_credit_flow> Entry(const CreditFlowKey& key) const;
   void Release();
 
-  int flows_fd_ = -1, counters_fd_ = -1, xsk_slots_fd_ = -1, xsks_fd_ = -1, stats_fd_ = -1;
+  int flows_fd_ = -1, counters_fd_ = -1, ingress_fd_ = -1, xsk_slots_fd_ = -1, xsks_fd_ = -1, stats_fd_ = -1;
   inc_credit_counters* mem_ = nullptr;  // INC_CREDIT_MAX_FLOWS entries, mmaped
   std::vector<bool> used_;              // counter indexes in use
 };
