@@ -146,10 +146,15 @@ int SwitchList(CommandContext& ctx) {
   return kExitOk;
 }
 
-int ArnStatus(CommandContext& ctx, const std::string& switch_name) {
+// Asks every registered switch (or the one named) for a report over the
+// SwitchAgent service, then prints the reports as JSON or with `print`.
+template <typename Request, typename Report>
+int EverySwitch(CommandContext& ctx, const std::string& switch_name,
+                grpc::Status (v1::SwitchAgent::Stub::*rpc)(grpc::ClientContext*, const Request&, Report*),
+                void (*print)(const Report&, std::ostream&)) {
   v1::ListSwitchesResponse switches;
   if (int rc = Call(ctx, &AmStub::ListSwitches, v1::ListSwitchesRequest(), &switches)) return rc;
-  std::vector<v1::ArnStatus> reports;
+  std::vector<Report> reports;
   bool found = false;
   int rc = kExitOk;
   for (const auto& sw : switches.switches()) {
@@ -159,8 +164,8 @@ int ArnStatus(CommandContext& ctx, const std::string& switch_name) {
         v1::SwitchAgent::NewStub(grpc::CreateChannel(sw.agent_address(), grpc::InsecureChannelCredentials()));
     grpc::ClientContext cc;
     SetDeadline(ctx, cc);
-    v1::ArnStatus report;
-    grpc::Status status = agent->GetArnStatus(&cc, v1::GetArnStatusRequest(), &report);
+    Report report;
+    grpc::Status status = ((*agent).*rpc)(&cc, Request(), &report);
     if (!status.ok()) {
       ctx.err << "incinctl: switch " << sw.name() << " (" << sw.agent_address()
               << "): " << StatusCodeName(status.error_code()) << ": " << status.error_message() << '\n';
@@ -179,9 +184,17 @@ int ArnStatus(CommandContext& ctx, const std::string& switch_name) {
     for (size_t i = 0; i < reports.size(); i++) ctx.out << (i ? ",\n" : "\n") << ToJson(reports[i], true);
     ctx.out << "]\n";
   } else {
-    for (const auto& r : reports) PrintArnStatus(r, ctx.out);
+    for (const auto& r : reports) print(r, ctx.out);
   }
   return rc;
+}
+
+int ArnStatus(CommandContext& ctx, const std::string& switch_name) {
+  return EverySwitch(ctx, switch_name, &v1::SwitchAgent::Stub::GetArnStatus, &PrintArnStatus);
+}
+
+int CreditShow(CommandContext& ctx, const std::string& switch_name) {
+  return EverySwitch(ctx, switch_name, &v1::SwitchAgent::Stub::GetCreditStatus, &PrintCreditStatus);
 }
 
 int SwitchShow(CommandContext& ctx, const std::string& name) {
@@ -388,6 +401,19 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       arn->add_subcommand("status", "Per switch: its links, what others reported, routes with marks, events");
   arn_status->add_option("--switch", arn_switch, "Only this switch (default: every registered switch)");
   arn_status->callback([&] { action = [&](CommandContext& c) { return ArnStatus(c, arn_switch); }; });
+
+  CLI::App* credit =
+      app.add_subcommand("credit", "Credit-based flow control: per flow its next hops, credit and queue");
+  credit->require_subcommand(1);
+  std::string credit_switch;
+  CLI::App* credit_show = credit->add_subcommand(
+      "show", "Per switch: each credit flow's role, next hops (primary/backup/failed) with credit, queue");
+  credit_show->add_option("--switch", credit_switch, "Only this switch (default: every registered switch)");
+  credit_show->footer(
+      WithGlobals("Examples:\n"
+                  "  incinctl credit show\n"
+                  "  incinctl credit show --switch gwa -o json"));
+  credit_show->callback([&] { action = [&](CommandContext& c) { return CreditShow(c, credit_switch); }; });
 
   CLI::App* topo = app.add_subcommand("topology", "The AM's view of nodes and links");
   topo->require_subcommand(1);

@@ -147,6 +147,20 @@ std::string ToJson(const google::protobuf::Message& message, bool pretty) {
   return json;
 }
 
+std::string FormatBytes(uint64_t bytes) {
+  char buf[64];
+  const double b = static_cast<double>(bytes);
+  if (bytes < 1024)
+    std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
+  else if (bytes < (1ull << 20))
+    std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024);
+  else if (bytes < (1ull << 30))
+    std::snprintf(buf, sizeof buf, "%.1f MiB", b / (1 << 20));
+  else
+    std::snprintf(buf, sizeof buf, "%.2f GiB", b / (1 << 30));
+  return buf;
+}
+
 std::string FormatAgo(uint64_t ms) {
   char buf[64];
   if (ms < 1000) {
@@ -290,6 +304,58 @@ void PrintArnStatus(const v1::ArnStatus& st, std::ostream& out) {
     if (v) rejects += (rejects.empty() ? "" : " ") + k + "=" + Num(v);
   out << "  notices: sent " << st.notices_sent() << ", accepted " << st.notices_received() << ", rejected "
       << OrDash(rejects) << '\n';
+  if (st.events_size()) {
+    out << "  events\n";
+    for (const auto& e : st.events()) out << "    " << e << '\n';
+  }
+}
+
+void PrintCreditStatus(const v1::CreditStatus& st, std::ostream& out) {
+  out << "switch " << st.switch_name() << (st.enabled() ? "" : " (credit flow control off)") << '\n';
+  if (st.flows_size()) {
+    Table t({"FLOW", "ROLE", "PORT", "NEXT HOP", "STATE", ">GRANTED", ">CONSUMED", ">AVAILABLE",
+             "LAST RETURN", ">QUEUED", ">FORWARDED"});
+    for (const auto& f : st.flows()) {
+      const auto& k = f.flow();
+      const std::string flow =
+          k.src_ip() + ":" + Num(k.udp_sport()) + ">" + k.dst_ip() + " qp " + Num(k.dest_qpn());
+      const std::string queued = Num(f.queued_packets()) + " (" + FormatBytes(f.queued_bytes()) + ")";
+      const std::string fwd = Num(f.forwarded_packets()) + " (" + FormatBytes(f.forwarded_bytes()) + ")";
+      if (f.hops_size() == 0) t.AddRow({flow, f.role(), "-", "-", "-", "-", "-", "-", "-", queued, fwd});
+      for (int i = 0; i < f.hops_size(); ++i) {
+        const auto& h = f.hops(i);
+        t.AddRow({i ? "" : flow, i ? "" : f.role(), h.port(), OrDash(h.neighbor()), h.state(),
+                  FormatBytes(h.granted()), FormatBytes(h.consumed()), FormatBytes(h.available()),
+                  FormatAgo(h.last_return_ms_ago()), i ? "" : queued, i ? "" : fwd});
+      }
+    }
+    t.Print(out, "  ");
+    for (const auto& f : st.flows())
+      for (const auto& u : f.upstreams()) {
+        char overhead[32];
+        std::snprintf(overhead, sizeof overhead, "%.2f%%", 100 * u.overhead());
+        out << "  qp " << f.flow().dest_qpn() << " from " << f.flow().src_ip() << ":" << f.flow().udp_sport()
+            << ": upstream " << u.port() << " (" << OrDash(u.neighbor()) << ") freed "
+            << FormatBytes(u.freed_total()) << ", " << Num(u.resv_messages()) << " RESVs ("
+            << FormatBytes(u.resv_bytes()) << ", " << overhead << " of the data)\n";
+      }
+  } else {
+    out << "  no credit flows\n";
+  }
+  std::string hq;
+  for (const auto& [k, v] : st.hold_queue()) hq += (hq.empty() ? "" : " ") + k + "=" + Num(v);
+  out << "  hold queue: " << OrDash(hq) << '\n';
+  std::string sig;
+  for (const auto& [k, v] : st.signalling()) sig += (sig.empty() ? "" : " ") + k + "=" + Num(v);
+  out << "  rsvp: " << OrDash(sig) << '\n';
+  std::string dp;
+  for (const auto& [k, v] : st.datapath()) dp += (dp.empty() ? "" : " ") + k + "=" + Num(v);
+  out << "  credit gate: " << OrDash(dp) << '\n';
+  std::string rejects;
+  for (const auto& [k, v] : st.rejects())
+    if (v) rejects += (rejects.empty() ? "" : " ") + k + "=" + Num(v);
+  out << "  signalling: " << FormatBytes(st.signalling_bytes()) << " sent for "
+      << FormatBytes(st.data_bytes()) << " of data; rejected " << OrDash(rejects) << '\n';
   if (st.events_size()) {
     out << "  events\n";
     for (const auto& e : st.events()) out << "    " << e << '\n';

@@ -39,6 +39,8 @@ std::string ToJson(const google::protobuf::Message& message, bool pretty);
 
 // "850ms ago", "12.3s ago", "4m05s ago", "2h10m ago".
 std::string FormatAgo(uint64_t ms);
+// "512 B", "64.0 KiB", "12.3 MiB", "1.20 GiB".
+std::string FormatBytes(uint64_t bytes);
 // "850 us", "12.35 ms".
 std::string FormatMicros(uint64_t us);
 // "2026-11-22 03:10:00.123Z"; "-" for 0.
@@ -56,6 +58,7 @@ std::string JoinIds(const google::protobuf::RepeatedField<uint32_t>& ids);
 void PrintSwitchList(const v1::ListSwitchesResponse& response, std::ostream& out);
 void PrintSwitch(const v1::SwitchSummary& sw, std::ostream& out);
 void PrintArnStatus(const v1::ArnStatus& status, std::ostream& out);
+void PrintCreditStatus(const v1::CreditStatus& status, std::ostream& out);
 void PrintTopology(const v1::GetTopologyResponse& response, std::ostream& out);
 void PrintTreeList(const v1::ListTreesResponse& response, std::ostream& out);
 void PrintTree(const v1::Tree& tree, std::ostream& out);

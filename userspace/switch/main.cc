@@ -17,6 +17,7 @@
 #include "switch/am_client.h"
 #include "switch/arn_config.h"
 #include "switch/config.h"
+#include "switch/credit_agent.h"
 #include "switch/credit_config.h"
 #include "switch/routing_agent.h"
 #include "switch/service.h"
@@ -127,10 +128,6 @@ int main(int argc, char** argv) {
   if (!credit_settings.ok())
     return Fail((config_path.empty() ? "" : "config " + config_path + ": ") +
                 credit_settings.status().message());
-  // The credit agent (signalling, credit gate, hold queue) is being built
-  // (issue 8); a config that asks for it must not be silently ignored.
-  if (credit_settings->enabled)
-    return Fail("credit.enabled: credit-based flow control is not available in this incswitchd yet");
 
   auto agent = inc::sw::Agent::Start(config, *ports);
   if (!agent.ok()) return Fail(agent.status().message());
@@ -147,7 +144,21 @@ int main(int argc, char** argv) {
     (*agent)->SetLinkReporter([p = routing.get()] { return p->UnhealthyLocalLinks(); });
   }
 
-  inc::sw::SwitchAgentService service(agent->get(), routing.get());
+  std::unique_ptr<inc::sw::CreditAgent> credit;
+  if (credit_settings->enabled) {
+    std::vector<std::string> data_ports;
+    for (const auto& p : *ports) data_ports.push_back(p.name);
+    auto c = inc::sw::CreditAgent::Start(std::move(*credit_settings), (*agent)->datapath(), data_ports,
+                                         config.switch_name());
+    if (!c.ok()) {
+      routing.reset();
+      (void)(*agent)->Stop(config.keep_datapath_on_exit());
+      return Fail("credit: " + c.status().message());
+    }
+    credit = std::move(*c);
+  }
+
+  inc::sw::SwitchAgentService service(agent->get(), routing.get(), credit.get());
   grpc::ServerBuilder builder;
   int bound_port = -1;
   builder.AddListeningPort(config.listen(), grpc::InsecureServerCredentials(), &bound_port);
@@ -215,6 +226,7 @@ int main(int argc, char** argv) {
   server->Wait();
   LOG_INFO << "stopped serving SwitchAgent";
   (*agent)->SetLinkReporter(nullptr);
+  credit.reset();  // ends its flows (PathTear) while the data path still runs
   routing.reset();
   inc::Status st = (*agent)->Stop(config.keep_datapath_on_exit());
   agent->reset();

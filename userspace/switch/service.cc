@@ -57,4 +57,16 @@ grpc::Status SwitchAgentService::GetArnStatus(grpc::ServerContext* ctx, const v1
   return grpc::Status::OK;
 }
 
+grpc::Status SwitchAgentService::GetCreditStatus(grpc::ServerContext* ctx, const v1::GetCreditStatusRequest*,
+                                                 v1::CreditStatus* resp) {
+  LOG_DEBUG << "GetCreditStatus from " << ctx->peer();
+  if (!credit_) {
+    resp->set_switch_name(agent_->name());
+    resp->set_enabled(false);
+    return grpc::Status::OK;
+  }
+  *resp = credit_->Report();
+  return grpc::Status::OK;
+}
+
 }  // namespace inc::sw

@@ -4,14 +4,17 @@
 
 #include "inc/v1/inc.grpc.pb.h"
 #include "switch/agent.h"
+#include "switch/credit_agent.h"
 #include "switch/routing_agent.h"
 
 namespace inc::sw {
 
 class SwitchAgentService final : public v1::SwitchAgent::Service {
  public:
-  // routing may be null (no routes and no ARN configured).
-  SwitchAgentService(Agent* agent, const RoutingAgent* routing) : agent_(agent), routing_(routing) {}
+  // routing may be null (no routes and no ARN configured), credit too (credit
+  // flow control off).
+  SwitchAgentService(Agent* agent, const RoutingAgent* routing, const CreditAgent* credit = nullptr)
+      : agent_(agent), routing_(routing), credit_(credit) {}
 
   grpc::Status GetCapabilities(grpc::ServerContext* ctx, const v1::GetCapabilitiesRequest* req,
                                v1::GetCapabilitiesResponse* resp) override;
@@ -25,10 +28,13 @@ class SwitchAgentService final : public v1::SwitchAgent::Service {
                       v1::HealthResponse* resp) override;
   grpc::Status GetArnStatus(grpc::ServerContext* ctx, const v1::GetArnStatusRequest* req,
                             v1::ArnStatus* resp) override;
+  grpc::Status GetCreditStatus(grpc::ServerContext* ctx, const v1::GetCreditStatusRequest* req,
+                               v1::CreditStatus* resp) override;
 
  private:
   Agent* agent_;
   const RoutingAgent* routing_;
+  const CreditAgent* credit_;
 };
 
 }  // namespace inc::sw
