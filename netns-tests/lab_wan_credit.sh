@@ -1,0 +1,203 @@
+#!/usr/bin/env bash
+# lab.wan_credit: credit-based flow control across the two-site WAN lab
+# (inclab up wan --credit; docs/credit.md). The same incast as lab.wan_baseline
+# (three senders at about twice the WAN rate into a 20 Mbit/s, 64 KB shaper)
+# now goes through gwa's credit gate: checks zero drops anywhere, every
+# datagram delivered in order, goodput near the WAN rate, and prints the
+# credit signalling overhead. Then the primary WAN path is cut at its far end
+# (carrier router wan0 <-> gwb, so gwa only notices by missing credit
+# returns): traffic moves to wan1, the failover time and what was lost in
+# flight on the dead hop are printed (bounded by the credit window). Last,
+# forged and malformed RSVP messages are dropped and counted by reason.
+. "$(dirname "$0")/lib.sh" "$1" wcr
+require_bins incswitchd incamd incinctl
+FLOW="$LAB_TESTS_DIR/flow_probe.py"
+RATE_MBPS=20
+PPS=1500 # per sender, 1 KiB datagrams: 3 senders offer ~37 Mbit/s
+SECS=5
+RESERVE_KB=16 # credit window per flow: 3 flows x 16 KiB fit the 64 KB WAN buffer
+KEY=000102030405060708090a0b0c0d0e0f
+
+lab_up n wan --wan-rate-mbps "$RATE_MBPS" --wan-buffer-kb 64 --credit --credit-reserve-kb "$RESERVE_KB" \
+  --credit-quantum-kb 4 --credit-heartbeat-ms 100 --credit-key "$KEY"
+L="${P}n"
+T="/tmp/inclab-$L"
+"$INCLAB" check "$L" >/dev/null
+
+credit_json() {  # switch -> incinctl credit show JSON (one report)
+  "$INCLAB" ctl "$L" -o json credit show --switch "$1"
+}
+
+wan_stats() { "$INCLAB" wan-stats "$L" >"$T/wan-$1.json"; }
+
+# Both gateways know the flows before any data: gwa as sender gateway with
+# wan0 primary and wan1 backup, gwb as receiver gateway.
+ok=0
+for _ in $(seq 1 50); do
+  if credit_json gwa | python3 -c '
+import json, sys
+r = json.load(sys.stdin)[0]
+assert len(r["flows"]) == 3
+for f in r["flows"]:
+    assert f["role"] == "sender_gateway"
+    states = {h["port"]: h["state"] for h in f["hops"]}
+    assert states == {"wan0": "primary", "wan1": "backup"}, states
+' 2>/dev/null; then
+    ok=1
+    break
+  fi
+  sleep 0.1
+done
+[ $ok = 1 ] || { credit_json gwa >&2; fail "gwa did not learn wan0 (primary) and wan1 (backup) for its 3 flows"; }
+credit_json gwb | python3 -c '
+import json, sys
+r = json.load(sys.stdin)[0]
+assert [f["role"] for f in r["flows"]] == ["receiver_gateway"] * 3, r
+' || fail "gwb is not the receiver gateway of the 3 flows"
+note "signalling up: gwa sends on wan0 (primary), wan1 is the backup; gwb is the receiver gateway"
+
+incast() {  # tag sender-seconds receiver-seconds [action-after-2s...]
+  local tag=$1 secs=$2 rsecs=$3 w
+  shift 3
+  "$INCLAB" exec "$L" w3 python3 "$FLOW" recv 4791 --roce --by-source --seconds "$rsecs" \
+    >"$T/$tag-recv.json" 2>/dev/null &
+  local rpid=$!
+  sleep 0.5
+  for w in w0 w1 w2; do
+    "$INCLAB" exec "$L" "$w" python3 "$FLOW" send 10.0.3.2 4791 --flows 1 --pps "$PPS" --seconds "$secs" \
+      --roce-qpn 4096 >"$T/$tag-send-$w.json" &
+  done
+  if [ $# -gt 0 ]; then
+    sleep 2
+    "$@"
+  fi
+  wait
+  wait $rpid 2>/dev/null || true
+}
+
+# ---- incast with credit flow control
+wan_stats before
+credit_json gwa >"$T/gwa-before.json"
+credit_json gwb >"$T/gwb-before.json"
+# The WAN drains ~2340 datagrams/s: the receiver listens until the held
+# backlog (~17 of 22.5 k datagrams beyond the WAN rate) has crossed.
+incast credit "$SECS" $((2 * SECS + 5))
+wan_stats after
+credit_json gwa >"$T/gwa-after.json"
+credit_json gwb >"$T/gwb-after.json"
+python3 - "$T" "$RATE_MBPS" <<'PY' || fail "the credit-controlled incast was not lossless and in order"
+import glob, json, sys
+t, rate = sys.argv[1], int(sys.argv[2])
+j = lambda n: json.load(open(f"{t}/{n}"))
+sent = sum(sum(j(f.split("/")[-1])["sent"]) for f in glob.glob(f"{t}/credit-send-*.json"))
+r = j("credit-recv.json")
+drops = sum(j("wan-after.json")[w]["gwb"]["drops"] - j("wan-before.json")[w]["gwb"]["drops"] for w in ("wan0", "wan1"))
+gwa, gwb = j("gwa-after.json")[0], j("gwb-after.json")[0]
+gwa0, gwb0 = j("gwa-before.json")[0], j("gwb-before.json")[0]
+d = lambda a, b, k: int(a.get(k, 0)) - int(b.get(k, 0))  # proto JSON: uint64 as strings
+gate = {k: d(gwa["datapath"], gwa0["datapath"], k) for k in gwa["datapath"]}
+hold = {k: d(gwa["hold_queue"], gwa0["hold_queue"], k) for k in gwa["hold_queue"]}
+# Seconds in which all three senders were sending and the WAN was saturated.
+full = [x for x in r["per_second"][1:] if x][: 4] or r["per_second"]
+goodput = sum(full) / len(full) * 1066 * 8 / 1e6  # datagram + UDP/IP/Ethernet headers
+sig = d(gwb, gwb0, "signalling_bytes") + d(gwa, gwa0, "signalling_bytes")
+data = d(gwb, gwb0, "data_bytes")
+print(f"  incast with credit flow control: sent {sent}, received {r['received']}, lost {r['lost']}, "
+      f"reordered {r['reordered']}, WAN shaper drops {drops}")
+print(f"  goodput per second: {' '.join(map(str, r['per_second']))} (~{goodput:.1f} Mbit/s of {rate}, "
+      f"{100 * goodput / rate:.0f}%)")
+print(f"  credit gate at gwa: forwarded {gate['forwarded']}, held (no credit {gate['queued_no_credit']}, "
+      f"behind others {gate['queued_behind']}, no hop {gate['queued_no_hop']}); hold queue sent {hold['sent']}, "
+      f"dropped {hold['dropped_overflow'] + hold['dropped_no_flow'] + hold['dropped_malformed']}, "
+      f"kernel drops {hold['kernel_drops']}, reconciled {hold['reconciled']}")
+print(f"  credit signalling: {sig} bytes of RSVP for {data} data bytes = {100 * sig / max(data, 1):.2f}%")
+assert drops == 0, f"the WAN shaper dropped {drops} packets"
+assert r["received"] == sent and r["lost"] == 0, "datagrams were lost"
+assert r["reordered"] == 0, "datagrams were reordered"
+assert gate["drop_no_queue"] == 0 and hold["dropped_overflow"] == 0 and hold["kernel_drops"] == 0
+assert gate["queued_no_credit"] + gate["queued_behind"] > 0, "nothing waited for credit: no back-pressure?"
+assert goodput > 0.5 * rate, "goodput below half the WAN rate"
+PY
+
+# ---- primary WAN path cut at its far end
+note "cutting wan0 <-> gwb at the carrier router 2 s into the incast"
+wan_stats before-cut
+cut() {
+  date +%s.%N >"$T/cut-time"
+  ip -n "$L-wan0" link set gwb down
+}
+incast fail "$SECS" $((2 * SECS + 6)) cut
+wan_stats after-cut
+credit_json gwa >"$T/gwa-cut.json"
+python3 - "$T" "$RESERVE_KB" "$T/logs/incswitchd-gwa.log" <<'PY' || fail "failover to the backup WAN path went wrong"
+import datetime, glob, json, re, sys
+t, reserve_kb, log = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+j = lambda n: json.load(open(f"{t}/{n}"))
+cut = float(open(f"{t}/cut-time").read())
+sent = sum(sum(j(f.split("/")[-1])["sent"]) for f in glob.glob(f"{t}/fail-send-*.json"))
+r = j("fail-recv.json")
+failed, moved = {}, {}
+for line in open(log):
+    m = re.match(r"(\S+)Z .*credit: (next_hop_failed|gate: flow) (\S+) .*(via wan0|-> wan1)$", line.strip())
+    if not m:
+        continue
+    ts = datetime.datetime.fromisoformat(m.group(1)).replace(tzinfo=datetime.timezone.utc).timestamp()
+    if ts < cut - 0.01:
+        continue
+    (failed if m.group(2) == "next_hop_failed" else moved).setdefault(m.group(3), ts)
+wan1 = j("wan-after-cut.json")["wan1"]["gwb"]["packets"] - j("wan-before-cut.json")["wan1"]["gwb"]["packets"]
+drops1 = j("wan-after-cut.json")["wan1"]["gwb"]["drops"] - j("wan-before-cut.json")["wan1"]["gwb"]["drops"]
+lost = sent - r["received"]
+gap = max(f["longest_gap_ms"] for f in r["flows"].values())
+window = 3 * reserve_kb * 1024 // 1066 + 3
+print(f"  after the cut: sent {sent}, received {r['received']}, lost {lost} (in flight on the dead hop; "
+      f"bound: the credit windows, {window} datagrams), reordered {r['reordered']}, wan1 carried {wan1}, "
+      f"wan1 drops {drops1}")
+if failed:
+    print("  failover (cut -> next hop declared failed -> gate moved to wan1): " + ", ".join(
+        f"{1000 * (failed[k] - cut):.0f}/{1000 * (moved.get(k, float('nan')) - cut):.0f} ms" for k in sorted(failed)))
+print(f"  longest silence of a flow at the receiver: {gap:.0f} ms")
+hq = j("gwa-cut.json")[0]["hold_queue"]
+assert len(failed) == 3 and len(moved) == 3, f"not every flow failed over: failed {failed}, moved {moved}"
+assert 0 <= lost <= window, "more lost than was in flight on the dead hop"
+assert drops1 == 0, "the backup path dropped packets"
+assert wan1 > 1000, "the backup carried too little"
+assert r["reordered"] == 0
+assert int(hq["dropped_overflow"]) == 0 and int(hq["kernel_drops"]) == 0
+PY
+ip -n "$L-wan0" link set gwb up
+
+# ---- forged and malformed RSVP toward gwb
+note "forged and malformed RSVP messages toward gwb"
+credit_json gwb >"$T/gwb-rej-before.json"
+"$INCLAB" exec "$L" wan0 python3 - <<'PY'
+import socket, struct
+def csum(b):
+    if len(b) % 2: b += b"\0"
+    s = sum(struct.unpack(f"!{len(b)//2}H", b))
+    while s >> 16: s = (s & 0xffff) + (s >> 16)
+    return ~s & 0xffff
+def msg(key_id, mac=b"\0" * 8, good_sum=True):
+    integ = struct.pack("!HBBBB", 28, 4, 124, 0, 0) + key_id.to_bytes(6, "big") + struct.pack("!Q", 1) + mac
+    body = integ
+    hdr = struct.pack("!BBHBBH", 0x10, 28, 0, 64, 0, 8 + len(body))
+    m = hdr + body
+    c = csum(m) if good_sum else 0x1234
+    return m[:2] + struct.pack("!H", c) + m[4:]
+s = socket.socket(socket.AF_INET, socket.SOCK_RAW, 46)
+for m in (b"\x10\x1c\x00", msg(1, good_sum=False), msg(99), msg(1, mac=b"\x01" * 8)):
+    s.sendto(m, ("10.3.1.2", 0))
+PY
+sleep 0.3
+credit_json gwb >"$T/gwb-rej-after.json"
+python3 - "$T" <<'PY' || fail "forged or malformed RSVP was not counted"
+import json, sys
+t = sys.argv[1]
+a, b = json.load(open(f"{t}/gwb-rej-after.json"))[0], json.load(open(f"{t}/gwb-rej-before.json"))[0]
+d = {k: int(v) - int(b["rejects"].get(k, 0)) for k, v in a["rejects"].items()}
+d = {k: v for k, v in d.items() if v}
+print(f"  rejected by gwb: {d}")
+assert sum(d.values()) == 4, d
+assert len(a["flows"]) == 3, "a rejected message changed flow state"
+PY
+pass
