@@ -8,7 +8,8 @@
 # (carrier router wan0 <-> gwb, so gwa only notices by missing credit
 # returns): traffic moves to wan1, the failover time and what was lost in
 # flight on the dead hop are printed (bounded by the credit window). Last,
-# forged and malformed RSVP messages are dropped and counted by reason.
+# forged and malformed RSVP messages are dropped and counted by reason, and
+# stopping gwa's agent ends its flows (PathTear): gwb frees all their state.
 . "$(dirname "$0")/lib.sh" "$1" wcr
 require_bins incswitchd incamd incinctl
 FLOW="$LAB_TESTS_DIR/flow_probe.py"
@@ -177,15 +178,20 @@ def csum(b):
     s = sum(struct.unpack(f"!{len(b)//2}H", b))
     while s >> 16: s = (s & 0xffff) + (s >> 16)
     return ~s & 0xffff
-def msg(key_id, mac=b"\0" * 8, good_sum=True):
+def tear(key_id, mac=b"\0" * 8, good_sum=True):
+    # A PathTear of a live flow (wire-format.md section 6): the most harmful
+    # message to accept from a forger, it would free the flow's state.
     integ = struct.pack("!HBBBB", 28, 4, 124, 0, 0) + key_id.to_bytes(6, "big") + struct.pack("!Q", 1) + mac
-    body = integ
-    hdr = struct.pack("!BBHBBH", 0x10, 28, 0, 64, 0, 8 + len(body))
-    m = hdr + body
+    session = struct.pack("!HBB", 20, 1, 124) + socket.inet_aton("10.0.0.2") + socket.inet_aton("10.0.3.2") + \
+        struct.pack("!HHI", 49152, 4791, 4096)
+    hop = struct.pack("!HBB", 12, 3, 1) + socket.inet_aton("10.3.0.1") + struct.pack("!I", 1)
+    body = integ + session + hop
+    m = struct.pack("!BBHBBH", 0x10, 5, 0, 64, 0, 8 + len(body)) + body
     c = csum(m) if good_sum else 0x1234
     return m[:2] + struct.pack("!H", c) + m[4:]
 s = socket.socket(socket.AF_INET, socket.SOCK_RAW, 46)
-for m in (b"\x10\x1c\x00", msg(1, good_sum=False), msg(99), msg(1, mac=b"\x01" * 8)):
+# truncated; bad checksum; unknown key id; the configured key id with a wrong MAC
+for m in (b"\x10\x05\x00", tear(1, good_sum=False), tear(99), tear(1, mac=b"\x01" * 8)):
     s.sendto(m, ("10.3.1.2", 0))
 PY
 sleep 0.3
@@ -197,7 +203,22 @@ a, b = json.load(open(f"{t}/gwb-rej-after.json"))[0], json.load(open(f"{t}/gwb-r
 d = {k: int(v) - int(b["rejects"].get(k, 0)) for k, v in a["rejects"].items()}
 d = {k: v for k, v in d.items() if v}
 print(f"  rejected by gwb: {d}")
-assert sum(d.values()) == 4, d
-assert len(a["flows"]) == 3, "a rejected message changed flow state"
+assert d == {"truncated": 1, "bad_checksum": 1, "unknown_key": 1, "bad_integrity": 1}, d
+assert len(a["flows"]) == 3, "a forged PathTear freed flow state"
 PY
+
+# ---- termination: gwa's agent stops and floods PathTear; gwb frees the flows
+note "stopping gwa's incswitchd: its flows end with a PathTear"
+kill -TERM "$(cat "$T/pids/incswitchd-gwa.pid")"
+freed=0
+for _ in $(seq 1 50); do
+  n=$(credit_json gwb | python3 -c 'import json,sys; print(len(json.load(sys.stdin)[0]["flows"]))')
+  [ "$n" = 0 ] && { freed=1; break; }
+  sleep 0.1
+done
+[ $freed = 1 ] || fail "gwb still holds $n credit flows after gwa ended them"
+ended=$(grep -c "credit: flow_ended" "$T/logs/incswitchd-gwb.log" || true)
+removed=$(grep -c "credit: gate: flow .* removed" "$T/logs/incswitchd-gwb.log" || true)
+note "gwb freed every flow: $ended flow_ended events, $removed gate entries removed"
+[ "$ended" = 3 ] && [ "$removed" = 3 ] || fail "expected 3 flows ended and 3 gate entries removed at gwb"
 pass

@@ -225,6 +225,65 @@ TEST(CliFormat, SwitchListAndShow) {
             "spine1  -      no     never                  0/0      0  -\n");
 }
 
+TEST(CliFormat, CreditShowListsHopsPerFlowUpstreamsQueueAndCounters) {
+  v1::CreditStatus st;
+  st.set_switch_name("gwa");
+  st.set_enabled(true);
+  v1::CreditFlowStatus* f = st.add_flows();
+  f->mutable_flow()->set_src_ip("10.0.0.2");
+  f->mutable_flow()->set_dst_ip("10.0.3.2");
+  f->mutable_flow()->set_udp_sport(49152);
+  f->mutable_flow()->set_dest_qpn(4096);
+  f->set_role("sender_gateway");
+  f->set_queued_packets(3);
+  f->set_queued_bytes(3198);
+  f->set_forwarded_bytes(2 << 20);
+  for (const char* port : {"wan0", "wan1"}) {
+    v1::CreditHopStatus* h = f->add_hops();
+    h->set_port(port);
+    h->set_neighbor(std::string(port) == "wan0" ? "10.3.1.2" : "10.3.3.2");
+    h->set_state(std::string(port) == "wan0" ? "primary" : "failed");
+    h->set_granted(16384);
+    h->set_available(std::string(port) == "wan0" ? 4096 : 0);
+    h->set_last_return_ms_ago(12);
+  }
+  v1::CreditUpstreamStatus* u = f->add_upstreams();
+  u->set_port("wan0");
+  u->set_neighbor("10.3.0.1");
+  u->set_freed_total(1 << 20);
+  u->set_resv_messages(256);
+  u->set_resv_bytes(24576);
+  u->set_overhead(24576.0 / (1 << 20));
+  (*st.mutable_hold_queue())["sent"] = 7;
+  (*st.mutable_signalling())["received"] = 40;
+  (*st.mutable_datapath())["forwarded"] = 5;
+  (*st.mutable_rejects())["bad_integrity"] = 2;
+  (*st.mutable_rejects())["truncated"] = 0;
+  st.set_signalling_bytes(2048);
+  st.set_data_bytes(1 << 20);
+  st.add_events("primary_changed 10.0.0.2:49152->10.0.3.2:4791 qpn 0x1000 via wan0");
+  std::ostringstream out;
+  PrintCreditStatus(st, out);
+  auto lines = Lines(out.str());
+  ASSERT_GE(lines.size(), 10u) << out.str();
+  EXPECT_EQ(lines[0], "switch gwa");
+  EXPECT_TRUE(Contains(lines[2], "10.0.0.2:49152>10.0.3.2 qp 4096  sender_gateway  wan0  10.3.1.2  primary"))
+      << lines[2];
+  EXPECT_TRUE(Contains(lines[2], "3 (3.1 KiB)")) << lines[2];
+  EXPECT_TRUE(Contains(lines[3], "wan1  10.3.3.2  failed")) << lines[3];
+  EXPECT_FALSE(Contains(lines[3], "10.0.0.2")) << "the flow is named once: " << lines[3];
+  EXPECT_TRUE(Contains(out.str(), "upstream wan0 (10.3.0.1) freed 1.0 MiB, 256 RESVs (24.0 KiB, 2.34% of the data)"))
+      << out.str();
+  EXPECT_TRUE(Contains(out.str(), "  hold queue: sent=7\n")) << out.str();
+  EXPECT_TRUE(Contains(out.str(), "rejected bad_integrity=2\n")) << "zero reject counters are left out";
+  EXPECT_TRUE(Contains(out.str(), "    primary_changed 10.0.0.2")) << out.str();
+  std::ostringstream off;
+  v1::CreditStatus disabled;
+  disabled.set_switch_name("leaf0");
+  PrintCreditStatus(disabled, off);
+  EXPECT_TRUE(Contains(off.str(), "switch leaf0 (credit flow control off)\n  no credit flows\n")) << off.str();
+}
+
 TEST(CliFormat, TopologyShowsNodesAndLinks) {
   v1::GetTopologyResponse r;
   v1::TopologyNode* n = r.add_nodes();
