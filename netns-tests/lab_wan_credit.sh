@@ -16,11 +16,15 @@ FLOW="$LAB_TESTS_DIR/flow_probe.py"
 RATE_MBPS=20
 PPS=1500 # per sender, 1 KiB datagrams: 3 senders offer ~37 Mbit/s
 SECS=5
-RESERVE_KB=16 # credit window per flow: 3 flows x 16 KiB fit the 64 KB WAN buffer
+# Credit window per flow: 3 flows x 16 KiB fit the 64 KB WAN buffer. The
+# environment may change the credit settings (scripts/credit-sweep.sh does).
+RESERVE_KB=${CREDIT_RESERVE_KB:-16}
+QUANTUM_KB=${CREDIT_QUANTUM_KB:-4}
+HEARTBEAT_MS=${CREDIT_HEARTBEAT_MS:-100}
 KEY=000102030405060708090a0b0c0d0e0f
 
 lab_up n wan --wan-rate-mbps "$RATE_MBPS" --wan-buffer-kb 64 --credit --credit-reserve-kb "$RESERVE_KB" \
-  --credit-quantum-kb 4 --credit-heartbeat-ms 100 --credit-key "$KEY"
+  --credit-quantum-kb "$QUANTUM_KB" --credit-heartbeat-ms "$HEARTBEAT_MS" --credit-key "$KEY"
 L="${P}n"
 T="/tmp/inclab-$L"
 "$INCLAB" check "$L" >/dev/null
