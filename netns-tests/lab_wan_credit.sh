@@ -86,7 +86,16 @@ credit_json gwa >"$T/gwa-before.json"
 credit_json gwb >"$T/gwb-before.json"
 # The WAN drains ~2340 datagrams/s: the receiver listens until the held
 # backlog (~17 of 22.5 k datagrams beyond the WAN rate) has crossed.
+cpu_ticks() {  # utime + stime of gwa's incswitchd (the credit agent's hold queue is in it)
+  awk '{print $14 + $15}' "/proc/$(cat "$T/pids/incswitchd-gwa.pid")/stat"
+}
+idle0=$(cpu_ticks) # the agent's 1 ms tick with flows and no traffic
+sleep 2
+cpu0=$(cpu_ticks)
+echo "$cpu0 $idle0 2" >"$T/gwa-idle-cpu"
+t0=$(date +%s.%N)
 incast credit "$SECS" $((2 * SECS + 5))
+echo "$(cpu_ticks) $cpu0 $(date +%s.%N) $t0 $(getconf CLK_TCK)" >"$T/gwa-cpu"
 wan_stats after
 credit_json gwa >"$T/gwa-after.json"
 credit_json gwb >"$T/gwb-after.json"
@@ -116,6 +125,11 @@ print(f"  credit gate at gwa: forwarded {gate['forwarded']}, held (no credit {ga
       f"dropped {hold['dropped_overflow'] + hold['dropped_no_flow'] + hold['dropped_malformed']}, "
       f"kernel drops {hold['kernel_drops']}, reconciled {hold['reconciled']}")
 print(f"  credit signalling: {sig} bytes of RSVP for {data} data bytes = {100 * sig / max(data, 1):.2f}%")
+c1, c0, w1, w0, hz = map(float, open(f"{t}/gwa-cpu").read().split())
+i1, i0, isecs = map(float, open(f"{t}/gwa-idle-cpu").read().split())
+print(f"  gwa's incswitchd used {(c1 - c0) / hz:.2f} CPU-s in {w1 - w0:.1f} s of incast "
+      f"({100 * (c1 - c0) / hz / (w1 - w0):.0f}% of a core; {hold['sent']} frames through the hold queue), "
+      f"{100 * (i1 - i0) / hz / isecs:.0f}% of a core idle with 3 flows")
 assert drops == 0, f"the WAN shaper dropped {drops} packets"
 assert r["received"] == sent and r["lost"] == 0, "datagrams were lost"
 assert r["reordered"] == 0, "datagrams were reordered"

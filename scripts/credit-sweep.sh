@@ -23,7 +23,7 @@ while [ $# -gt 0 ]; do
 done
 SETTINGS=("$@")
 [ ${#SETTINGS[@]} -gt 0 ] || SETTINGS=(16/2/100 16/4/100 20/8/100 16/4/30)
-printf '%-10s %-10s %-10s %-22s %-8s %-10s %-26s %s\n' reserve quantum heartbeat goodput drops overhead \
+printf '%-9s %-9s %-10s %-26s %-6s %-9s %-34s %s\n' reserve quantum heartbeat goodput drops overhead \
   "failover (failed/moved)" "lost in flight"
 rc=0
 for s in "${SETTINGS[@]}"; do
@@ -40,9 +40,9 @@ for s in "${SETTINGS[@]}"; do
   goodput=$(grep -o '(~[0-9.]* Mbit/s of [0-9]*, [0-9]*%)' "$log" | head -1 | tr -d '()~' || true)
   drops=$(grep -o 'WAN shaper drops [0-9]*' "$log" | head -1 | awk '{print $4}' || true)
   overhead=$(grep -o 'data bytes = [0-9.]*%' "$log" | head -1 | awk '{print $4}' || true)
-  failover=$(grep -o 'moved to wan1): .*' "$log" | head -1 | cut -d' ' -f3- || true)
+  failover=$(grep -o 'moved to wan1): .*' "$log" | head -1 | cut -d' ' -f4- | tr -d ' ' || true)
   lost=$(grep -o 'lost [0-9]* (in flight' "$log" | head -1 | awk '{print $2}' || true)
-  printf '%-10s %-10s %-10s %-22s %-8s %-10s %-26s %s%s\n' "${reserve} KiB" "${quantum} KiB" "${heartbeat} ms" \
+  printf '%-9s %-9s %-10s %-26s %-6s %-9s %-34s %s%s\n' "${reserve} KiB" "${quantum} KiB" "${heartbeat} ms" \
     "${goodput:--}" "${drops:--}" "${overhead:--}" "${failover:--}" "${lost:--}" "$ok"
   [ -n "$ok" ] || rm -f "$log"
 done
