@@ -5,28 +5,34 @@
 // the flow's counters (read through a mapping of credit_counters of this
 // test's own) and the gate's counters are checked. Runs in a private network
 // namespace with veth ports, and binds a real AF_XDP socket as the hold
-// queue where a case needs one.
+// queue where a case needs one. HoldQueueTest runs the hold queue itself on
+// live frames through the attached program.
 #include <arpa/inet.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <gtest/gtest.h>
 #include <linux/if_ether.h>
+#include <linux/if_packet.h>
 #include <linux/if_xdp.h>
 #include <net/if.h>
+#include <poll.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/log.h"
 #include "datapath/credit_table.h"
 #include "datapath/datapath.h"
+#include "datapath/hold_queue.h"
 #include "veth_netns.h"
 
 namespace inc::dp {
@@ -646,6 +652,265 @@ TEST_F(CreditTest, IndexesAreReusedAndTheTableFillsWithResourceExhausted) {
   auto all = again->ListFlows();
   ASSERT_TRUE(all.ok());
   EXPECT_EQ(all->size(), static_cast<size_t>(INC_CREDIT_MAX_FLOWS));
+}
+
+// ---------------------------------------------------------------- hold queue
+//
+// The hold queue (userspace/datapath/hold_queue.h) on live frames: crafted
+// frames are sent into cd0's peer, pass the switch program attached to cd0,
+// wait in HoldQueue behind its AF_XDP intake, and are captured where they
+// leave (cd1's or cd2's peer).
+
+// Receives the RoCEv2 frames that arrive at a port (other traffic, e.g. IPv6
+// neighbour discovery, is ignored).
+class Capture {
+ public:
+  explicit Capture(const std::string& port) {
+    fd_ = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK, htons(ETH_P_ALL));
+    sockaddr_ll sll{};
+    sll.sll_family = AF_PACKET;
+    sll.sll_protocol = htons(ETH_P_ALL);
+    sll.sll_ifindex = static_cast<int>(if_nametoindex(port.c_str()));
+    if (fd_ >= 0 && bind(fd_, reinterpret_cast<sockaddr*>(&sll), sizeof(sll)) != 0) {
+      close(fd_);
+      fd_ = -1;
+    }
+  }
+  ~Capture() {
+    if (fd_ >= 0) close(fd_);
+  }
+  bool ok() const { return fd_ >= 0; }
+  // Frames until `want` arrived or `timeout_ms` passed.
+  std::vector<std::vector<uint8_t>> Read(size_t want, int timeout_ms) {
+    std::vector<std::vector<uint8_t>> got;
+    auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (got.size() < want && std::chrono::steady_clock::now() < end) {
+      pollfd p{fd_, POLLIN, 0};
+      if (poll(&p, 1, 10) <= 0) continue;
+      std::vector<uint8_t> f(4096);
+      sockaddr_ll from{};
+      socklen_t len = sizeof(from);
+      ssize_t n = recvfrom(fd_, f.data(), f.size(), 0, reinterpret_cast<sockaddr*>(&from), &len);
+      if (n <= 0 || from.sll_pkttype == PACKET_OUTGOING) continue;
+      f.resize(static_cast<size_t>(n));
+      if (f.size() >= 42 && f[12] == 0x08 && f[13] == 0x00 && f[23] == IPPROTO_UDP && f[36] == (4791 >> 8) &&
+          f[37] == (4791 & 0xff))
+        got.push_back(std::move(f));
+    }
+    return got;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+constexpr uint64_t kLimitUnbounded = 1 << 20;
+
+class HoldQueueTest : public CreditTest {
+ protected:
+  void SetUp() override {
+    CreditTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    // A frame XDP redirects into a veth is delivered only if the peer runs
+    // XDP or GRO (docs/operations.md "The veth caveat").
+    for (int i = 1; i < kPorts; i++)
+      if (selftest::Sh("ethtool -K " + PortName(i) + "p gro on") != 0)
+        GTEST_SKIP() << "ethtool -K " << PortName(i) << "p gro on failed (is ethtool installed?)";
+    Status attached = dp_->AttachPort(PortName(0));
+    ASSERT_TRUE(attached.ok()) << attached.ToString();
+    send_fd_ = socket(AF_PACKET, SOCK_RAW, 0);
+    ASSERT_GE(send_fd_, 0) << std::strerror(errno);
+    for (int i = 1; i < kPorts; i++) {
+      out_.push_back(std::make_unique<Capture>(PortName(i) + "p"));
+      ASSERT_TRUE(out_.back()->ok()) << std::strerror(errno);
+    }
+    ingress_ = if_nametoindex(PortName(0).c_str());
+  }
+  void TearDown() override {
+    hold_.reset();  // unbinds its sockets from the table
+    out_.clear();
+    if (send_fd_ >= 0) close(send_fd_);
+    CreditTest::TearDown();
+  }
+  void OpenHoldQueue(uint64_t limit_bytes = kLimitUnbounded) {
+    auto q = HoldQueue::Open(table_.get(), {PortName(0)}, limit_bytes, 256);
+    if (!q.ok() && q.status().code() == Code::kUnavailable) GTEST_SKIP() << q.status().ToString();
+    ASSERT_TRUE(q.ok()) << q.status().ToString();
+    hold_ = std::move(*q);
+  }
+  // Frame({}) with a sequence number in its payload, so order is visible.
+  static std::vector<uint8_t> Numbered(uint32_t seq) {
+    auto f = Frame({});
+    std::memcpy(&f[14 + 20 + 8 + 12], &seq, sizeof(seq));
+    return f;
+  }
+  // Sends frames first..first+n-1 into cd0 (through its peer); returns them.
+  std::vector<std::vector<uint8_t>> Send(uint32_t first, uint32_t n) {
+    std::vector<std::vector<uint8_t>> sent;
+    sockaddr_ll to{};
+    to.sll_family = AF_PACKET;
+    to.sll_ifindex = static_cast<int>(if_nametoindex((PortName(0) + "p").c_str()));
+    to.sll_halen = ETH_ALEN;
+    for (uint32_t i = 0; i < n; i++) {
+      sent.push_back(Numbered(first + i));
+      EXPECT_EQ(sendto(send_fd_, sent.back().data(), sent.back().size(), 0, reinterpret_cast<sockaddr*>(&to),
+                       sizeof(to)),
+                static_cast<ssize_t>(sent.back().size()))
+          << std::strerror(errno);
+    }
+    return sent;
+  }
+  // Takes diverted frames into the hold queue until it holds `frames` of
+  // kFlow (or a second passed); returns what it holds.
+  uint64_t IntakeUntil(uint64_t frames) {
+    auto end = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    uint64_t held = 0;
+    do {
+      hold_->Intake();
+      auto h = hold_->Held();
+      held = h.count(kFlow) ? h[kFlow].frames : 0;
+      if (held >= frames) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    } while (std::chrono::steady_clock::now() < end);
+    return held;
+  }
+  static std::vector<std::vector<uint8_t>> Routed(const std::vector<std::vector<uint8_t>>& in, int hop,
+                                                  int port) {
+    std::vector<std::vector<uint8_t>> out;
+    for (const auto& f : in) out.push_back(Forwarded(f, hop, port));
+    return out;
+  }
+  Capture& Out(int port) { return *out_[port - 1]; }
+
+  std::unique_ptr<HoldQueue> hold_;
+  std::vector<std::unique_ptr<Capture>> out_;
+  int send_fd_ = -1;
+  uint32_t ingress_ = 0;
+};
+
+TEST_F(HoldQueueTest, HeldFramesLeaveInArrivalOrderAsCreditReturns) {
+  auto idx = table_->AddFlow(kFlow, Hop(1, 1));
+  ASSERT_TRUE(idx.ok());
+  OpenHoldQueue();
+  if (IsSkipped()) return;
+  auto sent = Send(0, 12);
+  ASSERT_EQ(IntakeUntil(12), 12u) << "the gate must divert frames without credit into the hold queue";
+  EXPECT_EQ(raw_[*idx].queued, 12u);
+  EXPECT_EQ(hold_->Drain(1), 0u) << "no credit, nothing may leave";
+  EXPECT_TRUE(Out(1).Read(1, 50).empty());
+
+  ASSERT_TRUE(table_->AddCredit(kFlow, 5 * kFrameLen + kFrameLen - 1).ok());
+  EXPECT_EQ(hold_->Drain(2), 5u) << "credit for 5 frames and a byte short of the 6th";
+  auto first = Out(1).Read(5, 1000);
+  EXPECT_EQ(first, Routed({sent.begin(), sent.begin() + 5}, 1, 1)) << "in order, rewritten for hop 1 on cd1";
+  EXPECT_EQ(raw_[*idx].queued, 7u);
+
+  ASSERT_TRUE(table_->AddCredit(kFlow, 7 * kFrameLen).ok());
+  EXPECT_EQ(hold_->Drain(3), 7u);
+  EXPECT_EQ(Out(1).Read(7, 1000), Routed({sent.begin() + 5, sent.end()}, 1, 1));
+  auto c = table_->Read(kFlow);
+  EXPECT_EQ(c->queued, 0u);
+  EXPECT_EQ(c->consumed, 12 * kFrameLen);
+  EXPECT_EQ(c->available, static_cast<int64_t>(kFrameLen - 1));
+  EXPECT_EQ(hold_->SentBytes(*idx, ingress_), 12 * kFrameLen) << "bytes freed toward cd0's upstream";
+  EXPECT_EQ(hold_->stats().sent, 12u);
+  EXPECT_EQ(hold_->stats().sent_bytes, 12 * kFrameLen);
+
+  // With the queue empty and credit at hand a frame goes by XDP directly.
+  auto before = Counters();
+  ASSERT_TRUE(table_->AddCredit(kFlow, kFrameLen).ok());
+  auto last = Send(12, 1);
+  EXPECT_EQ(Out(1).Read(1, 1000), Routed(last, 1, 1));
+  EXPECT_EQ(Counters()["forwarded"] - before["forwarded"], 1u);
+  hold_->Intake();
+  EXPECT_EQ(hold_->stats().received, 12u) << "the forwarded frame must not reach the hold queue";
+}
+
+TEST_F(HoldQueueTest, NewFramesWaitBehindHeldOnesEvenWhenCreditArrives) {
+  auto idx = table_->AddFlow(kFlow, Hop(1, 1));
+  ASSERT_TRUE(idx.ok());
+  OpenHoldQueue();
+  if (IsSkipped()) return;
+  auto sent = Send(0, 4);
+  ASSERT_EQ(IntakeUntil(4), 4u);
+  ASSERT_TRUE(table_->AddCredit(kFlow, 8 * kFrameLen).ok());
+  auto before = Counters();
+  auto more = Send(4, 4);
+  sent.insert(sent.end(), more.begin(), more.end());
+  ASSERT_EQ(IntakeUntil(8), 8u) << "frames behind waiting ones must wait too, credit or not";
+  EXPECT_EQ(Counters()["queued_behind"] - before["queued_behind"], 4u);
+  EXPECT_EQ(Counters()["forwarded"] - before["forwarded"], 0u);
+  EXPECT_EQ(hold_->Drain(1), 8u);
+  EXPECT_EQ(Out(1).Read(8, 1000), Routed(sent, 1, 1));
+}
+
+TEST_F(HoldQueueTest, FailoverSendsWaitingFramesToTheNewNextHop) {
+  ASSERT_TRUE(table_->AddFlow(kFlow, Hop(1, 1)).ok());
+  OpenHoldQueue();
+  if (IsSkipped()) return;
+  auto sent = Send(0, 3);
+  ASSERT_EQ(IntakeUntil(3), 3u);
+  ASSERT_TRUE(table_->SetNextHop(kFlow, Hop(2, 2)).ok());
+  ASSERT_TRUE(table_->AddCredit(kFlow, 3 * kFrameLen).ok());
+  EXPECT_EQ(hold_->Drain(1), 3u);
+  EXPECT_EQ(Out(2).Read(3, 1000), Routed(sent, 2, 2)) << "rewritten for the hop current when they leave";
+  EXPECT_TRUE(Out(1).Read(1, 50).empty()) << "nothing may go to the old next hop";
+}
+
+TEST_F(HoldQueueTest, AFlowWithoutNextHopKeepsItsFramesUntilItEnds) {
+  ASSERT_TRUE(table_->AddFlow(kFlow, CreditHop{}).ok());
+  OpenHoldQueue();
+  if (IsSkipped()) return;
+  auto before = Counters();
+  Send(0, 3);
+  ASSERT_EQ(IntakeUntil(3), 3u);
+  EXPECT_EQ(Counters()["queued_no_hop"] - before["queued_no_hop"], 3u);
+  ASSERT_TRUE(table_->AddCredit(kFlow, 100 * kFrameLen).ok());
+  EXPECT_EQ(hold_->Drain(1), 0u) << "credit without a next hop sends nothing";
+  EXPECT_EQ(hold_->Held()[kFlow].frames, 3u);
+  ASSERT_TRUE(table_->RemoveFlow(kFlow).ok());
+  hold_->Forget(kFlow);
+  EXPECT_TRUE(hold_->Held().empty());
+  EXPECT_EQ(hold_->stats().dropped_no_flow, 3u) << "frames of an ended flow are counted, not lost silently";
+}
+
+TEST_F(HoldQueueTest, TheByteLimitDropsCountsAndKeepsQueuedTrue) {
+  auto idx = table_->AddFlow(kFlow, Hop(1, 1));
+  ASSERT_TRUE(idx.ok());
+  OpenHoldQueue(2 * kFrameLen + 10);
+  if (IsSkipped()) return;
+  auto sent = Send(0, 4);
+  auto end = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  while (hold_->stats().received < 4 && std::chrono::steady_clock::now() < end) hold_->Intake();
+  EXPECT_EQ(hold_->Held()[kFlow].frames, 2u);
+  EXPECT_EQ(hold_->stats().dropped_overflow, 2u);
+  EXPECT_EQ(raw_[*idx].queued, 2u) << "a frame dropped for the limit must leave 'queued'";
+  ASSERT_TRUE(table_->AddCredit(kFlow, 2 * kFrameLen).ok());
+  EXPECT_EQ(hold_->Drain(1), 2u);
+  EXPECT_EQ(Out(1).Read(2, 1000), Routed({sent.begin(), sent.begin() + 2}, 1, 1));
+  EXPECT_EQ(raw_[*idx].queued, 0u);
+}
+
+// XDP counts a frame in 'queued' before it redirects it; a frame the kernel
+// then drops (intake ring full) must not block its flow for ever.
+TEST_F(HoldQueueTest, QueuedFramesTheKernelDroppedAreReconciled) {
+  auto idx = table_->AddFlow(kFlow, Hop(1, 1));
+  ASSERT_TRUE(idx.ok());
+  OpenHoldQueue();
+  if (IsSkipped()) return;
+  raw_[*idx].queued = 2;  // as if two diverted frames never reached the socket
+  const uint64_t t0 = 1'000'000'000;
+  hold_->Drain(t0);
+  hold_->Drain(t0 + 6'000'000);
+  EXPECT_EQ(raw_[*idx].queued, 2u) << "6 ms is too soon: frames may still be on their way";
+  hold_->Drain(t0 + 12'000'000);
+  hold_->Drain(t0 + 18'000'000);
+  EXPECT_EQ(raw_[*idx].queued, 0u);
+  EXPECT_EQ(hold_->stats().reconciled, 2u);
+  ASSERT_TRUE(table_->AddCredit(kFlow, kFrameLen).ok());
+  auto next = Send(0, 1);
+  EXPECT_EQ(Out(1).Read(1, 1000), Routed(next, 1, 1))
+      << "the flow must not wait behind frames that never come";
 }
 
 }  // namespace
