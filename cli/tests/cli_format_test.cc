@@ -272,7 +272,8 @@ TEST(CliFormat, CreditShowListsHopsPerFlowUpstreamsQueueAndCounters) {
   EXPECT_TRUE(Contains(lines[2], "3 (3.1 KiB)")) << lines[2];
   EXPECT_TRUE(Contains(lines[3], "wan1  10.3.3.2  failed")) << lines[3];
   EXPECT_FALSE(Contains(lines[3], "10.0.0.2")) << "the flow is named once: " << lines[3];
-  EXPECT_TRUE(Contains(out.str(), "upstream wan0 (10.3.0.1) freed 1.0 MiB, 256 RESVs (24.0 KiB, 2.34% of the data)"))
+  EXPECT_TRUE(
+      Contains(out.str(), "upstream wan0 (10.3.0.1) freed 1.0 MiB, 256 RESVs (24.0 KiB, 2.34% of the data)"))
       << out.str();
   EXPECT_TRUE(Contains(out.str(), "  hold queue: sent=7\n")) << out.str();
   EXPECT_TRUE(Contains(out.str(), "rejected bad_integrity=2\n")) << "zero reject counters are left out";
@@ -281,7 +282,8 @@ TEST(CliFormat, CreditShowListsHopsPerFlowUpstreamsQueueAndCounters) {
   v1::CreditStatus disabled;
   disabled.set_switch_name("leaf0");
   PrintCreditStatus(disabled, off);
-  EXPECT_TRUE(Contains(off.str(), "switch leaf0 (credit flow control off)\n  no credit flows\n")) << off.str();
+  EXPECT_TRUE(Contains(off.str(), "switch leaf0 (credit flow control off)\n  no credit flows\n"))
+      << off.str();
 }
 
 TEST(CliFormat, TopologyShowsNodesAndLinks) {

@@ -229,8 +229,8 @@ Status CreditTable::WatchIngress(uint32_t index, uint32_t ifindex) {
   uint64_t zero = 0;
   if (bpf_map_update_elem(ingress_fd_, &k, &zero, BPF_NOEXIST) != 0 && errno != EEXIST) {
     if (errno == E2BIG || errno == ENOSPC) return ResourceExhausted("credit ingress map full");
-    return ErrnoStatus("watch ingress " + std::to_string(ifindex) + " of credit index " + std::to_string(index),
-                       errno);
+    return ErrnoStatus(
+        "watch ingress " + std::to_string(ifindex) + " of credit index " + std::to_string(index), errno);
   }
   return Status::Ok();
 }

@@ -112,7 +112,8 @@ class CreditTable {
   Expected<std::map<std::string, uint64_t>> ReadStats() const;  // summed over CPUs
 
  private:
-  CreditTable(int flows, int counters, int ingress, int xsk_slots, int xsks, int stats, inc_credit_counters* mem);
+  CreditTable(int flows, int counters, int ingress, int xsk_slots, int xsks, int stats,
+              inc_credit_counters* mem);
   Expected<inc_credit_flow> BuildEntry(const CreditFlowKey& key, const CreditHop& hop) const;
   Expected<inc_credit_flow> Entry(const CreditFlowKey& key) const;
   void Release();

@@ -67,7 +67,8 @@ uint32_t RxQueues(const std::string& port) {
 
 // ------------------------------------------------------------- XskIntake
 
-Expected<std::unique_ptr<XskIntake>> XskIntake::Open(const std::string& port, uint32_t queue, uint32_t chunks) {
+Expected<std::unique_ptr<XskIntake>> XskIntake::Open(const std::string& port, uint32_t queue,
+                                                     uint32_t chunks) {
   if (chunks < 64 || (chunks & (chunks - 1)))
     return InvalidArgument("hold queue chunks must be a power of two >= 64, not " + std::to_string(chunks));
   std::unique_ptr<XskIntake> x(new XskIntake());
@@ -117,7 +118,8 @@ Status XskIntake::Init(uint32_t chunks) {
     return ErrnoStatus("size AF_XDP rings of " + port_, errno);
   xdp_mmap_offsets off{};
   socklen_t optlen = sizeof(off);
-  if (getsockopt(fd_, SOL_XDP, XDP_MMAP_OFFSETS, &off, &optlen)) return ErrnoStatus("XDP_MMAP_OFFSETS", errno);
+  if (getsockopt(fd_, SOL_XDP, XDP_MMAP_OFFSETS, &off, &optlen))
+    return ErrnoStatus("XDP_MMAP_OFFSETS", errno);
   INC_RETURN_IF_ERROR(Map(&fill_, XDP_UMEM_PGOFF_FILL_RING, off.fr.producer, off.fr.consumer, off.fr.desc,
                           sizeof(uint64_t), fill));
   INC_RETURN_IF_ERROR(
@@ -178,7 +180,8 @@ XskIntake::Stats XskIntake::stats() const {
 
 // ------------------------------------------------------------- HoldQueue
 
-Expected<std::unique_ptr<HoldQueue>> HoldQueue::Open(CreditTable* table, const std::vector<std::string>& ports,
+Expected<std::unique_ptr<HoldQueue>> HoldQueue::Open(CreditTable* table,
+                                                     const std::vector<std::string>& ports,
                                                      uint64_t limit_bytes, uint32_t chunks_per_queue) {
   std::unique_ptr<HoldQueue> q(new HoldQueue(table, limit_bytes));
   q->packet_fd_ = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
@@ -306,8 +309,8 @@ size_t HoldQueue::Drain(uint64_t now_ns) {
 // socket's rings were full the kernel drops it after that, and the flow would
 // wait behind a frame that never comes. A flow whose 'queued' stays above
 // what the hold queue holds, unchanged for kStaleNs while XDP diverted no new
-// frame of it, is corrected down by the difference (compare-and-swap in DecrementQueued, so a frame XDP diverts
-// meanwhile is never lost from the count).
+// frame of it, is corrected down by the difference (compare-and-swap in DecrementQueued, so a frame XDP
+// diverts meanwhile is never lost from the count).
 void HoldQueue::Reconcile(uint64_t now_ns) {
   auto flows = table_->ListFlows();
   if (!flows.ok()) return;

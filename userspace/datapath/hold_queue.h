@@ -68,15 +68,15 @@ class XskIntake {
 };
 
 struct HoldQueueStats {
-  uint64_t received = 0;        // frames taken from the intake sockets
-  uint64_t sent = 0;            // frames sent on after credit came
+  uint64_t received = 0;  // frames taken from the intake sockets
+  uint64_t sent = 0;      // frames sent on after credit came
   uint64_t sent_bytes = 0;
-  uint64_t dropped_no_flow = 0;   // flow unknown or removed while its frames waited
-  uint64_t dropped_overflow = 0;  // the hold queue's byte limit was reached
-  uint64_t dropped_malformed = 0; // not a RoCEv2 frame of the gate's shape
-  uint64_t send_errors = 0;       // the egress port refused the frame
-  uint64_t reconciled = 0;        // 'queued' frames the kernel dropped before the intake saw them
-  uint64_t kernel_drops = 0;      // intake sockets: rx_dropped + rx_ring_full + fill_empty
+  uint64_t dropped_no_flow = 0;    // flow unknown or removed while its frames waited
+  uint64_t dropped_overflow = 0;   // the hold queue's byte limit was reached
+  uint64_t dropped_malformed = 0;  // not a RoCEv2 frame of the gate's shape
+  uint64_t send_errors = 0;        // the egress port refused the frame
+  uint64_t reconciled = 0;         // 'queued' frames the kernel dropped before the intake saw them
+  uint64_t kernel_drops = 0;       // intake sockets: rx_dropped + rx_ring_full + fill_empty
 };
 
 struct HeldFlow {

@@ -4,6 +4,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "common/log.h"
@@ -13,12 +14,13 @@ namespace {
 
 constexpr size_t kMaxEvents = 64;
 constexpr uint64_t kHoldLimitBytes = 64ull << 20;  // all flows together
+constexpr uint32_t kMaxIdleTickMs = 8;             // poll period of an idle agent, at most
 constexpr uint32_t kHoldChunks = 2048;             // per rx queue: 4 MiB of UMEM
 
 uint64_t NowNs() {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-          .count());
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
 }
 
 credit::FlowId ToFlowId(const CreditFlowId& c) {
@@ -65,7 +67,8 @@ const credit::NextHopStatus* PrimaryOf(const credit::FlowStatus& st) {
 
 }  // namespace
 
-Expected<std::unique_ptr<CreditAgent>> CreditAgent::Start(CreditSettings settings, const dp::Datapath& datapath,
+Expected<std::unique_ptr<CreditAgent>> CreditAgent::Start(CreditSettings settings,
+                                                          const dp::Datapath& datapath,
                                                           const std::vector<std::string>& data_ports,
                                                           const std::string& switch_name) {
   auto table = dp::CreditTable::Open(datapath);
@@ -135,7 +138,8 @@ Expected<std::unique_ptr<CreditAgent>> CreditAgent::Start(CreditSettings setting
   return a;
 }
 
-CreditAgent::CreditAgent(CreditSettings settings, dp::CreditTable table, RsvpSocket socket, std::string switch_name)
+CreditAgent::CreditAgent(CreditSettings settings, dp::CreditTable table, RsvpSocket socket,
+                         std::string switch_name)
     : settings_(std::move(settings)),
       switch_name_(std::move(switch_name)),
       table_(std::move(table)),
@@ -186,24 +190,34 @@ void CreditAgent::Loop() {
   fds.push_back({wake_fd_, POLLIN, 0});
   fds.push_back({socket_.fd(), POLLIN, 0});
   for (int fd : hold_->fds()) fds.push_back({fd, POLLIN, 0});
+  // 1 ms while anything moves: credit returns and held frames must not wait
+  // for a packet. Idle, the tick backs off (RSVP and held frames wake the
+  // loop at once), so an idle switch costs little CPU; what it delays is the
+  // first credit return of a flow that starts through XDP alone.
+  const int idle_tick_ms =
+      static_cast<int>(std::clamp<uint32_t>(settings_.heartbeat_ms / 4, 1, kMaxIdleTickMs));
+  int tick_ms = 1;
   while (!stop_) {
-    // 1 ms: credit returns and held frames must not wait for a packet.
-    poll(fds.data(), fds.size(), 1);
+    poll(fds.data(), fds.size(), tick_ms);
     std::lock_guard<std::mutex> lock(mu_);
+    busy_ = false;
     Step(NowNs());
+    tick_ms = busy_ ? 1 : std::min(tick_ms * 2, idle_tick_ms);
   }
 }
 
 void CreditAgent::Step(uint64_t now_ns) {
   ReceiveRsvp();
-  hold_->Intake();
+  if (hold_->Intake()) busy_ = true;
   SyncFlows();
   hold_->Drain(now_ns);
   node_->Tick();
   auto held = hold_->Held();
   for (const auto& [id, g] : gate_) {
     auto it = held.find(g.key);
-    (void)node_->SetQueuedBytes(id, it == held.end() ? 0 : it->second.bytes);
+    uint64_t bytes = it == held.end() ? 0 : it->second.bytes;
+    if (bytes) busy_ = true;
+    (void)node_->SetQueuedBytes(id, bytes);
   }
 }
 
@@ -211,11 +225,13 @@ void CreditAgent::ReceiveRsvp() {
   for (int i = 0; i < 256; i++) {
     auto d = socket_.Receive();
     if (!d.ok()) return;
+    busy_ = true;
     std::string in;
     for (const auto& p : settings_.ports)
       if (p.ifindex == d->ifindex) in = p.name;
     // A message on a port without credit signalling is counted by the node.
-    node_->Receive(d->message.data(), d->message.size(), in.empty() ? "ifindex " + std::to_string(d->ifindex) : in);
+    node_->Receive(d->message.data(), d->message.size(),
+                   in.empty() ? "ifindex " + std::to_string(d->ifindex) : in);
   }
 }
 
@@ -290,6 +306,7 @@ void CreditAgent::SyncCredit(GateFlow& g, const credit::FlowStatus& st) {
   }
   if (!primary) return;
   if (delta) {
+    busy_ = true;
     auto r = node_->Consume(st.flow, delta);
     if (!r.ok()) ledger_mismatch_++;
     g.synced_consumed = c.consumed;
@@ -315,6 +332,7 @@ void CreditAgent::ReturnFreed(GateFlow& g, const credit::FlowStatus& st) {
     auto xdp = table_.IngressBytes(g.index, p->ifindex);
     uint64_t total = (xdp.ok() ? *xdp : 0) + hold_->SentBytes(g.index, p->ifindex);
     if (total != it->second) {
+      busy_ = true;
       (void)node_->Forwarded(st.flow, up.interface, total - it->second);
       it->second = total;
     }
@@ -341,8 +359,8 @@ v1::CreditStatus CreditAgent::Report() const {
       hop->set_granted(h.granted);
       hop->set_consumed(h.consumed);
       hop->set_available(h.available);
-      hop->set_last_return_ms_ago(h.last_return_ns && now > h.last_return_ns ? (now - h.last_return_ns) / 1000000
-                                                                              : 0);
+      hop->set_last_return_ms_ago(
+          h.last_return_ns && now > h.last_return_ns ? (now - h.last_return_ns) / 1000000 : 0);
     }
     for (const auto& u : st.upstreams) {
       auto* up = f->add_upstreams();
@@ -370,7 +388,8 @@ v1::CreditStatus CreditAgent::Report() const {
       }
       for (const auto& [port, bytes] : g->second.freed_seen) {
         (void)port;
-        if (g->second.role == credit::Role::kReceiverGateway) f->set_forwarded_bytes(f->forwarded_bytes() + bytes);
+        if (g->second.role == credit::Role::kReceiverGateway)
+          f->set_forwarded_bytes(f->forwarded_bytes() + bytes);
       }
     }
   }

@@ -54,8 +54,8 @@ class CreditAgent {
     dp::CreditFlowKey key;
     uint32_t index = 0;
     credit::Role role = credit::Role::kTransit;
-    std::string primary;         // interface the gate sends to; empty = hold
-    uint64_t synced_consumed = 0;  // gate 'consumed' already charged to the node
+    std::string primary;                         // interface the gate sends to; empty = hold
+    uint64_t synced_consumed = 0;                // gate 'consumed' already charged to the node
     std::map<std::string, uint64_t> freed_seen;  // upstream -> bytes already reported freed
   };
 
@@ -86,6 +86,7 @@ class CreditAgent {
   uint64_t send_errors_ = 0;
   uint64_t ledger_mismatch_ = 0;  // gate consumed more than the node's ledger allowed
   uint64_t signalling_bytes_ = 0;
+  bool busy_ = false;  // this step saw traffic, RSVP or held frames
 };
 
 }  // namespace inc::sw
