@@ -9,7 +9,6 @@
 # must hold whatever the VM's speed.
 . "$(dirname "$0")/lib.sh" "$1" wan
 require_bins incswitchd incamd incinctl
-FLOW="$LAB_TESTS_DIR/flow_probe.py"
 RATE_MBPS=20
 PPS=1500 # per sender, 1 KiB datagrams: 3 senders offer ~37 Mbit/s
 SECS=5
@@ -23,27 +22,9 @@ wan_drops() {  # router -> tbf drops toward gwb
   "$INCLAB" wan-stats "$L" | python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]]["gwb"]["drops"])' "$1"
 }
 
-incast() {  # tag seconds [action-after-2s...]
-  local tag=$1 secs=$2 w
-  shift 2
-  "$INCLAB" exec "$L" w3 python3 "$FLOW" recv 4791 --roce --by-source --seconds $((secs + 2)) \
-    >"$T/$tag-recv.json" 2>/dev/null &
-  local rpid=$!
-  sleep 0.5
-  for w in w0 w1 w2; do
-    "$INCLAB" exec "$L" "$w" python3 "$FLOW" send 10.0.3.2 4791 --flows 4 --pps "$PPS" --seconds "$secs" \
-      --roce-qpn 4096 >"$T/$tag-send-$w.json" &
-  done
-  if [ $# -gt 0 ]; then
-    sleep 2
-    "$@"
-  fi
-  wait
-  wait $rpid 2>/dev/null || true
-}
 
 d0=$(wan_drops wan0)
-incast base "$SECS"
+wan_incast base 4 "$SECS" $((SECS + 2))
 d1=$(wan_drops wan0)
 python3 - "$T" $((d1 - d0)) "$RATE_MBPS" <<'PY' || fail "the incast did not overflow the WAN shaper as expected"
 import glob, json, sys
@@ -60,7 +41,7 @@ assert r["received"] + drops <= sent
 PY
 
 note "primary WAN port of gwa down mid-run: the kernel moves the flows to wan1"
-incast fail 6 ip -n "$L-gwa" link set wan0 down
+wan_incast fail 4 6 8 ip -n "$L-gwa" link set wan0 down
 python3 - "$T" <<'PY' || fail "the flows did not continue over the backup WAN path"
 import glob, json, sys
 t = sys.argv[1]

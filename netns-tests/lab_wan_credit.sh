@@ -12,7 +12,6 @@
 # stopping gwa's agent ends its flows (PathTear): gwb frees all their state.
 . "$(dirname "$0")/lib.sh" "$1" wcr
 require_bins incswitchd incamd incinctl
-FLOW="$LAB_TESTS_DIR/flow_probe.py"
 RATE_MBPS=20
 PPS=1500 # per sender, 1 KiB datagrams: 3 senders offer ~37 Mbit/s
 SECS=5
@@ -61,24 +60,6 @@ assert [f["role"] for f in r["flows"]] == ["receiver_gateway"] * 3, r
 ' || fail "gwb is not the receiver gateway of the 3 flows"
 note "signalling up: gwa sends on wan0 (primary), wan1 is the backup; gwb is the receiver gateway"
 
-incast() {  # tag sender-seconds receiver-seconds [action-after-2s...]
-  local tag=$1 secs=$2 rsecs=$3 w
-  shift 3
-  "$INCLAB" exec "$L" w3 python3 "$FLOW" recv 4791 --roce --by-source --seconds "$rsecs" \
-    >"$T/$tag-recv.json" 2>/dev/null &
-  local rpid=$!
-  sleep 0.5
-  for w in w0 w1 w2; do
-    "$INCLAB" exec "$L" "$w" python3 "$FLOW" send 10.0.3.2 4791 --flows 1 --pps "$PPS" --seconds "$secs" \
-      --roce-qpn 4096 >"$T/$tag-send-$w.json" &
-  done
-  if [ $# -gt 0 ]; then
-    sleep 2
-    "$@"
-  fi
-  wait
-  wait $rpid 2>/dev/null || true
-}
 
 # ---- incast with credit flow control
 wan_stats before
@@ -94,7 +75,7 @@ sleep 2
 cpu0=$(cpu_ticks)
 echo "$cpu0 $idle0 2" >"$T/gwa-idle-cpu"
 t0=$(date +%s.%N)
-incast credit "$SECS" $((2 * SECS + 5))
+wan_incast credit 1 "$SECS" $((2 * SECS + 5))
 echo "$(cpu_ticks) $cpu0 $(date +%s.%N) $t0 $(getconf CLK_TCK)" >"$T/gwa-cpu"
 wan_stats after
 credit_json gwa >"$T/gwa-after.json"
@@ -145,7 +126,7 @@ cut() {
   date +%s.%N >"$T/cut-time"
   ip -n "$L-wan0" link set gwb down
 }
-incast fail "$SECS" $((2 * SECS + 6)) cut
+wan_incast fail 1 "$SECS" $((2 * SECS + 6)) cut
 wan_stats after-cut
 credit_json gwa >"$T/gwa-cut.json"
 python3 - "$T" "$RESERVE_KB" "$T/logs/incswitchd-gwa.log" <<'PY' || fail "failover to the backup WAN path went wrong"

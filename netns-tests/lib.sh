@@ -126,3 +126,26 @@ INC_PERF_BIN=$(find "$INCLAB_BUILD" -maxdepth 4 -type f -name inc-perf -perm -u+
 
 # run_perf: perf, recording a failure for pass() instead of stopping the test.
 run_perf() { perf "$@" || true; }
+
+# The two-site WAN labs' incast (lab_wan*.sh): w3 receives for RSECS while
+# w0, w1 and w2 each send FLOWS RoCEv2-framed flows (DestQP 4096) at $PPS
+# datagrams/s for SECS; with an action, it runs 2 s in. Results:
+# $T/TAG-recv.json and $T/TAG-send-wK.json. Needs $INCLAB, $L, $T, $PPS.
+wan_incast() {  # TAG FLOWS SECS RSECS [action...]
+  local tag=$1 flows=$2 secs=$3 rsecs=$4 w
+  shift 4
+  "$INCLAB" exec "$L" w3 python3 "$LAB_TESTS_DIR/flow_probe.py" recv 4791 --roce --by-source --seconds "$rsecs" \
+    >"$T/$tag-recv.json" 2>/dev/null &
+  local rpid=$!
+  sleep 0.5
+  for w in w0 w1 w2; do
+    "$INCLAB" exec "$L" "$w" python3 "$LAB_TESTS_DIR/flow_probe.py" send 10.0.3.2 4791 --flows "$flows" \
+      --pps "$PPS" --seconds "$secs" --roce-qpn 4096 >"$T/$tag-send-$w.json" &
+  done
+  if [ $# -gt 0 ]; then
+    sleep 2
+    "$@"
+  fi
+  wait
+  wait $rpid 2>/dev/null || true
+}
