@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cstdio>
 #include <ctime>
+#include <map>
 #include <utility>
 
 namespace inc::cli {
@@ -310,6 +311,16 @@ void PrintArnStatus(const v1::ArnStatus& st, std::ostream& out) {
   }
 }
 
+// "name=value ..." in name order (a proto map has none of its own).
+static std::string JoinCounters(const google::protobuf::Map<std::string, uint64_t>& counters,
+                                bool skip_zero) {
+  std::map<std::string, uint64_t> sorted(counters.begin(), counters.end());
+  std::string out;
+  for (const auto& [k, v] : sorted)
+    if (v || !skip_zero) out += (out.empty() ? "" : " ") + k + "=" + Num(v);
+  return out;
+}
+
 void PrintCreditStatus(const v1::CreditStatus& st, std::ostream& out) {
   out << "switch " << st.switch_name() << (st.enabled() ? "" : " (credit flow control off)") << '\n';
   if (st.flows_size()) {
@@ -320,7 +331,7 @@ void PrintCreditStatus(const v1::CreditStatus& st, std::ostream& out) {
       const std::string flow =
           k.src_ip() + ":" + Num(k.udp_sport()) + ">" + k.dst_ip() + " qp " + Num(k.dest_qpn());
       const std::string queued = Num(f.queued_packets()) + " (" + FormatBytes(f.queued_bytes()) + ")";
-      const std::string fwd = Num(f.forwarded_packets()) + " (" + FormatBytes(f.forwarded_bytes()) + ")";
+      const std::string fwd = FormatBytes(f.forwarded_bytes());
       if (f.hops_size() == 0) t.AddRow({flow, f.role(), "-", "-", "-", "-", "-", "-", "-", queued, fwd});
       for (int i = 0; i < f.hops_size(); ++i) {
         const auto& h = f.hops(i);
@@ -342,18 +353,10 @@ void PrintCreditStatus(const v1::CreditStatus& st, std::ostream& out) {
   } else {
     out << "  no credit flows\n";
   }
-  std::string hq;
-  for (const auto& [k, v] : st.hold_queue()) hq += (hq.empty() ? "" : " ") + k + "=" + Num(v);
-  out << "  hold queue: " << OrDash(hq) << '\n';
-  std::string sig;
-  for (const auto& [k, v] : st.signalling()) sig += (sig.empty() ? "" : " ") + k + "=" + Num(v);
-  out << "  rsvp: " << OrDash(sig) << '\n';
-  std::string dp;
-  for (const auto& [k, v] : st.datapath()) dp += (dp.empty() ? "" : " ") + k + "=" + Num(v);
-  out << "  credit gate: " << OrDash(dp) << '\n';
-  std::string rejects;
-  for (const auto& [k, v] : st.rejects())
-    if (v) rejects += (rejects.empty() ? "" : " ") + k + "=" + Num(v);
+  out << "  hold queue: " << OrDash(JoinCounters(st.hold_queue(), false)) << '\n';
+  out << "  rsvp: " << OrDash(JoinCounters(st.signalling(), false)) << '\n';
+  out << "  credit gate: " << OrDash(JoinCounters(st.datapath(), false)) << '\n';
+  const std::string rejects = JoinCounters(st.rejects(), true);
   out << "  signalling: " << FormatBytes(st.signalling_bytes()) << " sent for "
       << FormatBytes(st.data_bytes()) << " of data; rejected " << OrDash(rejects) << '\n';
   if (st.events_size()) {

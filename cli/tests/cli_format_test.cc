@@ -255,6 +255,8 @@ TEST(CliFormat, CreditShowListsHopsPerFlowUpstreamsQueueAndCounters) {
   u->set_resv_bytes(24576);
   u->set_overhead(24576.0 / (1 << 20));
   (*st.mutable_hold_queue())["sent"] = 7;
+  (*st.mutable_hold_queue())["dropped_overflow"] = 0;
+  (*st.mutable_hold_queue())["received"] = 9;
   (*st.mutable_signalling())["received"] = 40;
   (*st.mutable_datapath())["forwarded"] = 5;
   (*st.mutable_rejects())["bad_integrity"] = 2;
@@ -275,7 +277,9 @@ TEST(CliFormat, CreditShowListsHopsPerFlowUpstreamsQueueAndCounters) {
   EXPECT_TRUE(
       Contains(out.str(), "upstream wan0 (10.3.0.1) freed 1.0 MiB, 256 RESVs (24.0 KiB, 2.34% of the data)"))
       << out.str();
-  EXPECT_TRUE(Contains(out.str(), "  hold queue: sent=7\n")) << out.str();
+  EXPECT_TRUE(Contains(lines[2], "  2.0 MiB")) << "bytes sent on: " << lines[2];
+  EXPECT_TRUE(Contains(out.str(), "  hold queue: dropped_overflow=0 received=9 sent=7\n"))
+      << "counters in name order: " << out.str();
   EXPECT_TRUE(Contains(out.str(), "rejected bad_integrity=2\n")) << "zero reject counters are left out";
   EXPECT_TRUE(Contains(out.str(), "    primary_changed 10.0.0.2")) << out.str();
   std::ostringstream off;
