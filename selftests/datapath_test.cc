@@ -316,7 +316,7 @@ void ExpectBroadcastFrame(const std::vector<uint8_t>& out, const IncHeader& want
   EXPECT_EQ(parsed->inc.msg_id, want_hdr.msg_id);
   EXPECT_EQ(parsed->dma_len, sizeof(inc_hdr) + want_payload.size());
   ASSERT_EQ(parsed->payload_len, want_payload.size());
-  EXPECT_EQ(0, std::memcmp(parsed->payload, want_payload.data(), want_payload.size()));
+  EXPECT_EQ(std::vector<uint8_t>(parsed->payload, parsed->payload + parsed->payload_len), want_payload);
   uint32_t crc_r = Crc32Le(0, out.data() + INC_OFF_IMMDT, out.size() - INC_OFF_IMMDT - INC_ICRC_LEN);
   EXPECT_EQ(parsed->icrc_wire, crc_r) << "ICRC field must carry crc32_le(0, R) for the egress program";
 }
