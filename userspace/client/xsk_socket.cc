@@ -19,6 +19,7 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "common/xsk_stats.h"
 #include "xsk_redirect.skel.h"
 
 #ifndef SOL_XDP
@@ -362,14 +363,11 @@ Expected<size_t> XskSocket::Receive(const FrameHandler& handler, int timeout_ms,
 PacketIoStats XskSocket::Stats() const {
   PacketIoStats s = stats_;
   s.cq_bogus = cq_bogus_;
-  xdp_statistics ks{};
-  socklen_t len = sizeof(ks);
-  if (getsockopt(fd_, SOL_XDP, XDP_STATISTICS, &ks, &len) == 0) {
-    s.rx_dropped = ks.rx_dropped;
-    s.rx_ring_full = ks.rx_ring_full;
-    s.rx_fill_empty = ks.rx_fill_ring_empty_descs;
-    s.tx_invalid = ks.tx_invalid_descs;
-  }
+  const XskKernelStats k = ReadXskKernelStats(fd_);
+  s.rx_dropped = k.rx_dropped;
+  s.rx_ring_full = k.rx_ring_full;
+  s.rx_fill_empty = k.rx_fill_empty;
+  s.tx_invalid = k.tx_invalid;
   return s;
 }
 

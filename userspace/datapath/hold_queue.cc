@@ -16,6 +16,7 @@
 #include "common/abi.h"
 #include "common/log.h"
 #include "common/net.h"
+#include "common/xsk_stats.h"
 
 #ifndef SOL_XDP
 #define SOL_XDP 283
@@ -168,13 +169,10 @@ size_t XskIntake::Receive(const std::function<void(const uint8_t*, size_t)>& fn,
 XskIntake::Stats XskIntake::stats() const {
   Stats s;
   s.received = received_;
-  xdp_statistics st{};
-  socklen_t len = sizeof(st);
-  if (getsockopt(fd_, SOL_XDP, XDP_STATISTICS, &st, &len) == 0) {
-    s.rx_dropped = st.rx_dropped;
-    s.rx_ring_full = st.rx_ring_full;
-    s.fill_empty = st.rx_fill_ring_empty_descs;
-  }
+  const XskKernelStats k = ReadXskKernelStats(fd_);
+  s.rx_dropped = k.rx_dropped;
+  s.rx_ring_full = k.rx_ring_full;
+  s.fill_empty = k.rx_fill_empty;
   return s;
 }
 
