@@ -376,21 +376,28 @@ void Node::Tick() {
     if (f.role == Role::kSenderGateway && f.path_flooded && config_.refresh_ms &&
         now - f.last_path_ns >= config_.refresh_ms * kNsPerMs)
       FloodPath(f);
-    for (auto& [name, up] : f.upstreams)
-      if (up.batcher.ShouldSend(now, f.queued_bytes > 0)) SendResv(f, up);
     NextHop* p = Primary(f);
-    if (!p || !p->live.Expired(now, p->account.Outstanding())) continue;
-    p->state = HopState::kFailed;
-    Emit(Event::Kind::kNextHopFailed, f.flow, p);
-    NextHop* promoted = nullptr;
-    for (auto& h : f.next_hops)
-      if (h.state == HopState::kBackup && (!promoted || h.cost < promoted->cost)) promoted = &h;
-    if (promoted) {
-      promoted->state = HopState::kPrimary;
-      Emit(Event::Kind::kPrimaryChanged, f.flow, promoted);
-    } else {
-      Emit(Event::Kind::kNoPath, f.flow, nullptr);
+    if (p && p->live.Expired(now, p->account.Outstanding())) {
+      p->state = HopState::kFailed;
+      Emit(Event::Kind::kNextHopFailed, f.flow, p);
+      NextHop* promoted = nullptr;
+      for (auto& h : f.next_hops)
+        if (h.state == HopState::kBackup && (!promoted || h.cost < promoted->cost)) promoted = &h;
+      if (promoted) {
+        promoted->state = HopState::kPrimary;
+        Emit(Event::Kind::kPrimaryChanged, f.flow, promoted);
+      } else {
+        Emit(Event::Kind::kNoPath, f.flow, nullptr);
+      }
     }
+    // Keepalives say "alive, only back-pressured". A transit that has lost
+    // every next hop of the flow is not: it stays silent, so its upstream's
+    // heartbeat expires and the upstream moves the flow to another path
+    // (docs/credit.md "Failure beyond a transit"). Credit for bytes it did
+    // forward still goes back.
+    bool can_forward = f.role == Role::kReceiverGateway || Primary(f) != nullptr;
+    for (auto& [name, up] : f.upstreams)
+      if (up.batcher.ShouldSend(now, can_forward && f.queued_bytes > 0)) SendResv(f, up);
   }
 }
 

@@ -383,6 +383,34 @@ TEST(CreditNode, KeepalivesHoldAnIdleButBackPressuredHopAlive) {
   EXPECT_EQ(net.HopOf("S", "s-a").outstanding, 4096u);
 }
 
+TEST(CreditNode, ATransitThatLostItsLastNextHopStopsItsKeepalivesSoItsUpstreamFailsOver) {
+  Net net;
+  ASSERT_TRUE(net["S"].StartFlow(Flow()).ok());
+  net.Pump();
+  // R no longer answers A (the A-R link died beyond A). A holds what S sent
+  // it, so without care its keepalives would hold S on the dead path.
+  net.cut.insert({"R", "r-a"});
+  ASSERT_TRUE(net["S"].Consume(Flow(), 4096).ok());
+  ASSERT_TRUE(net["A"].Consume(Flow(), 4096).ok());
+  ASSERT_TRUE(net["A"].SetQueuedBytes(Flow(), 8192).ok());
+  for (int i = 0; i < 3; i++) {
+    net.now += 100 * kMs;
+    net.TickAll();
+  }
+  ASSERT_FALSE(net.events["A"].empty());
+  EXPECT_EQ(net.events["A"].back().kind, Event::Kind::kNoPath);
+  EXPECT_EQ(net.HopOf("S", "s-a").state, HopState::kPrimary);  // A's keepalives reached S until now
+  for (int i = 0; i < 4; i++) {
+    net.now += 100 * kMs;
+    net.TickAll();
+  }
+  EXPECT_EQ(net.HopOf("S", "s-a").state, HopState::kFailed);
+  EXPECT_EQ(net.HopOf("S", "s-b").state, HopState::kPrimary);
+  auto out = net["S"].Consume(Flow(), 1024);
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(*out, "s-b");
+}
+
 TEST(CreditNode, TerminationFreesEveryNodesState) {
   Net net;
   ASSERT_TRUE(net["S"].StartFlow(Flow()).ok());
