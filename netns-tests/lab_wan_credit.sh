@@ -10,7 +10,22 @@
 # flight on the dead hop are printed (bounded by the credit window). Last,
 # forged and malformed RSVP messages are dropped and counted by reason, and
 # stopping gwa's agent ends its flows (PathTear): gwb frees all their state.
-. "$(dirname "$0")/lib.sh" "$1" wcr
+#
+# With "transit" (lab.wan_credit_transit) a credit-aware transit switch, tra,
+# sits on the primary path between gwa and the carrier router (inclab
+# --credit-transit): every hop answers PATH with its own credit, tra forwards
+# against gwb's credit and returns credit to gwa as it forwards. The cut
+# beyond tra reaches gwa through tra's silence (tra has no other next hop),
+# so failover takes up to two heartbeats and what was held at tra is lost
+# with what was in flight beyond it (docs/credit.md "Failure beyond a
+# transit").
+MODE=${2:-direct}
+case "$MODE" in
+direct) TAG=wcr ;;
+transit) TAG=wct ;;
+*) echo "usage: $0 BUILD [direct|transit]" >&2; exit 2 ;;
+esac
+. "$(dirname "$0")/lib.sh" "$1" "$TAG"
 require_bins incswitchd incamd incinctl
 RATE_MBPS=20
 PPS=1500 # per sender, 1 KiB datagrams: 3 senders offer ~37 Mbit/s
@@ -21,9 +36,11 @@ RESERVE_KB=${CREDIT_RESERVE_KB:-16}
 QUANTUM_KB=${CREDIT_QUANTUM_KB:-4}
 HEARTBEAT_MS=${CREDIT_HEARTBEAT_MS:-100}
 KEY=000102030405060708090a0b0c0d0e0f
+TRANSIT=()
+[ "$MODE" = transit ] && TRANSIT=(--credit-transit)
 
 lab_up n wan --wan-rate-mbps "$RATE_MBPS" --wan-buffer-kb 64 --credit --credit-reserve-kb "$RESERVE_KB" \
-  --credit-quantum-kb "$QUANTUM_KB" --credit-heartbeat-ms "$HEARTBEAT_MS" --credit-key "$KEY"
+  --credit-quantum-kb "$QUANTUM_KB" --credit-heartbeat-ms "$HEARTBEAT_MS" --credit-key "$KEY" "${TRANSIT[@]}"
 L="${P}n"
 T="/tmp/inclab-$L"
 "$INCLAB" check "$L" >/dev/null
@@ -59,12 +76,31 @@ r = json.load(sys.stdin)[0]
 assert [f["role"] for f in r["flows"]] == ["receiver_gateway"] * 3, r
 ' || fail "gwb is not the receiver gateway of the 3 flows"
 note "signalling up: gwa sends on wan0 (primary), wan1 is the backup; gwb is the receiver gateway"
+if [ "$MODE" = transit ]; then
+  credit_json tra | python3 -c '
+import json, sys
+r = json.load(sys.stdin)[0]
+assert len(r["flows"]) == 3, r
+for f in r["flows"]:
+    assert f["role"] == "transit", f
+    assert [(h["port"], h["state"], h["neighbor"]) for h in f["hops"]] == [("wan0", "primary", "10.3.1.2")], f
+    assert [(u["port"], u["neighbor"]) for u in f["upstreams"]] == [("gwa", "10.3.0.1")], f
+' || { credit_json tra >&2; fail "tra did not learn the 3 flows as transit (upstream gwa, next hop gwb via wan0)"; }
+  credit_json gwa | python3 -c '
+import json, sys
+for f in json.load(sys.stdin)[0]["flows"]:
+    h = {h["port"]: h["neighbor"] for h in f["hops"]}
+    assert h["wan0"] == "10.3.0.2", h  # the transit answered on the primary path, not gwb
+' || fail "gwa's primary next hop is not the transit"
+  note "tra is transit for the 3 flows: credit from gwb, upstream gwa; gwa's primary next hop is tra"
+fi
 
 
 # ---- incast with credit flow control
 wan_stats before
 credit_json gwa >"$T/gwa-before.json"
 credit_json gwb >"$T/gwb-before.json"
+[ "$MODE" = transit ] && credit_json tra >"$T/tra-before.json"
 # The WAN drains ~2340 datagrams/s: the receiver listens until the held
 # backlog (~17 of 22.5 k datagrams beyond the WAN rate) has crossed.
 cpu_ticks() {  # utime + stime of gwa's incswitchd (the credit agent's hold queue is in it)
@@ -80,9 +116,10 @@ echo "$(cpu_ticks) $cpu0 $(date +%s.%N) $t0 $(getconf CLK_TCK)" >"$T/gwa-cpu"
 wan_stats after
 credit_json gwa >"$T/gwa-after.json"
 credit_json gwb >"$T/gwb-after.json"
-python3 - "$T" "$RATE_MBPS" <<'PY' || fail "the credit-controlled incast was not lossless and in order"
-import glob, json, sys
-t, rate = sys.argv[1], int(sys.argv[2])
+[ "$MODE" = transit ] && credit_json tra >"$T/tra-after.json"
+python3 - "$T" "$RATE_MBPS" "$MODE" <<'PY' || fail "the credit-controlled incast was not lossless and in order"
+import glob, json, os, sys
+t, rate, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 j = lambda n: json.load(open(f"{t}/{n}"))
 sent = sum(sum(j(f.split("/")[-1])["sent"]) for f in glob.glob(f"{t}/credit-send-*.json"))
 r = j("credit-recv.json")
@@ -96,6 +133,13 @@ hold = {k: d(gwa["hold_queue"], gwa0["hold_queue"], k) for k in gwa["hold_queue"
 full = [x for x in r["per_second"][1:] if x][: 4] or r["per_second"]
 goodput = sum(full) / len(full) * 1066 * 8 / 1e6  # datagram + UDP/IP/Ethernet headers
 sig = d(gwb, gwb0, "signalling_bytes") + d(gwa, gwa0, "signalling_bytes")
+if mode == "transit":
+    tra, tra0 = j("tra-after.json")[0], j("tra-before.json")[0]
+    sig += d(tra, tra0, "signalling_bytes")
+    tgate = {k: d(tra["datapath"], tra0["datapath"], k) for k in tra["datapath"]}
+    thold = {k: d(tra["hold_queue"], tra0["hold_queue"], k) for k in tra["hold_queue"]}
+    freed = sum(int(u["freed_total"]) for f in tra["flows"] for u in f["upstreams"]) - \
+        sum(int(u["freed_total"]) for f in tra0["flows"] for u in f["upstreams"])
 data = d(gwb, gwb0, "data_bytes")
 print(f"  incast with credit flow control: sent {sent}, received {r['received']}, lost {r['lost']}, "
       f"reordered {r['reordered']}, WAN shaper drops {drops}")
@@ -105,6 +149,11 @@ print(f"  credit gate at gwa: forwarded {gate['forwarded']}, held (no credit {ga
       f"behind others {gate['queued_behind']}, no hop {gate['queued_no_hop']}); hold queue sent {hold['sent']}, "
       f"dropped {hold['dropped_overflow'] + hold['dropped_no_flow'] + hold['dropped_malformed']}, "
       f"kernel drops {hold['kernel_drops']}, reconciled {hold['reconciled']}")
+if mode == "transit":
+    print(f"  credit gate at tra: forwarded {tgate['forwarded']}, held (no credit {tgate['queued_no_credit']}, "
+          f"behind others {tgate['queued_behind']}, no hop {tgate['queued_no_hop']}); hold queue sent "
+          f"{thold['sent']}, dropped {thold['dropped_overflow'] + thold['dropped_no_flow'] + thold['dropped_malformed']}, "
+          f"kernel drops {thold['kernel_drops']}; credit returned to gwa {freed} bytes")
 print(f"  credit signalling: {sig} bytes of RSVP for {data} data bytes = {100 * sig / max(data, 1):.2f}%")
 c1, c0, w1, w0, hz = map(float, open(f"{t}/gwa-cpu").read().split())
 i1, i0, isecs = map(float, open(f"{t}/gwa-idle-cpu").read().split())
@@ -117,6 +166,11 @@ assert r["reordered"] == 0, "datagrams were reordered"
 assert gate["drop_no_queue"] == 0 and hold["dropped_overflow"] == 0 and hold["kernel_drops"] == 0
 assert gate["queued_no_credit"] + gate["queued_behind"] > 0, "nothing waited for credit: no back-pressure?"
 assert goodput > 0.5 * rate, "goodput below half the WAN rate"
+if mode == "transit":
+    assert tgate["forwarded"] + thold["sent"] >= sent, "not every datagram went through the transit"
+    assert tgate["queued_no_credit"] + tgate["queued_behind"] > 0, "tra never waited for gwb's credit"
+    assert tgate["drop_no_queue"] == 0 and thold["dropped_overflow"] == 0 and thold["kernel_drops"] == 0
+    assert freed >= sent * 1000, "tra returned less credit to gwa than it forwarded"
 PY
 
 # ---- primary WAN path cut at its far end
@@ -129,9 +183,9 @@ cut() {
 wan_incast fail 1 "$SECS" $((2 * SECS + 6)) cut
 wan_stats after-cut
 credit_json gwa >"$T/gwa-cut.json"
-python3 - "$T" "$RESERVE_KB" "$T/logs/incswitchd-gwa.log" <<'PY' || fail "failover to the backup WAN path went wrong"
-import datetime, glob, json, re, sys
-t, reserve_kb, log = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+python3 - "$T" "$RESERVE_KB" "$T/logs/incswitchd-gwa.log" "$MODE" <<'PY' || fail "failover to the backup WAN path went wrong"
+import datetime, glob, json, os, re, sys
+t, reserve_kb, log, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 j = lambda n: json.load(open(f"{t}/{n}"))
 cut = float(open(f"{t}/cut-time").read())
 sent = sum(sum(j(f.split("/")[-1])["sent"]) for f in glob.glob(f"{t}/fail-send-*.json"))
@@ -150,6 +204,19 @@ drops1 = j("wan-after-cut.json")["wan1"]["gwb"]["drops"] - j("wan-before-cut.jso
 lost = sent - r["received"]
 gap = max(f["longest_gap_ms"] for f in r["flows"].values())
 window = 3 * reserve_kb * 1024 // 1066 + 3
+if mode == "transit":
+    # Lost: what was beyond tra (its windows from gwb) and what tra held
+    # (the windows it granted gwa).
+    window *= 2
+    nopath = []
+    for line in open(f"{t}/logs/incswitchd-tra.log"):
+        m = re.match(r"(\S+)Z .*credit: no_path ", line.strip())
+        if m:
+            ts = datetime.datetime.fromisoformat(m.group(1)).replace(tzinfo=datetime.timezone.utc).timestamp()
+            if ts >= cut - 0.01:
+                nopath.append(ts)
+    print("  tra lost its only next hop (no_path): " + ", ".join(f"{1000 * (x - cut):.0f} ms" for x in nopath))
+    assert len(nopath) == 3, f"tra reported no_path for {len(nopath)} flows, not 3"
 print(f"  after the cut: sent {sent}, received {r['received']}, lost {lost} (in flight on the dead hop; "
       f"bound: the credit windows, {window} datagrams), reordered {r['reordered']}, wan1 carried {wan1}, "
       f"wan1 drops {drops1}")
@@ -209,13 +276,17 @@ PY
 # ---- termination: gwa's agent stops and floods PathTear; gwb frees the flows
 note "stopping gwa's incswitchd: its flows end with a PathTear"
 kill -TERM "$(cat "$T/pids/incswitchd-gwa.pid")"
-freed=0
-for _ in $(seq 1 50); do
-  n=$(credit_json gwb | python3 -c 'import json,sys; print(len(json.load(sys.stdin)[0]["flows"]))')
-  [ "$n" = 0 ] && { freed=1; break; }
-  sleep 0.1
+flow_holders=gwb
+[ "$MODE" = transit ] && flow_holders="tra gwb"
+for s in $flow_holders; do
+  freed=0
+  for _ in $(seq 1 50); do
+    n=$(credit_json "$s" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)[0]["flows"]))')
+    [ "$n" = 0 ] && { freed=1; break; }
+    sleep 0.1
+  done
+  [ $freed = 1 ] || fail "$s still holds $n credit flows after gwa ended them"
 done
-[ $freed = 1 ] || fail "gwb still holds $n credit flows after gwa ended them"
 ended=$(grep -c "credit: flow_ended" "$T/logs/incswitchd-gwb.log" || true)
 removed=$(grep -c "credit: gate: flow .* removed" "$T/logs/incswitchd-gwb.log" || true)
 note "gwb freed every flow: $ended flow_ended events, $removed gate entries removed"

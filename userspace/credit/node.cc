@@ -252,8 +252,12 @@ void Node::OnPath(const Message& m, const Interface& in) {
                                         ReturnBatcher(config_.quantum_bytes, flush, keepalive)})
              .first;
   }
-  // Every device on the path answers upstream with its credit at once.
-  SendResv(f, up->second);
+  // Every device on the path answers upstream with its credit at once,
+  // except a transit that knows its way on is dead (it had next hops and
+  // none is live): its answer would only revive it as its upstream's next
+  // hop and draw data it cannot forward. It answers again once a next hop
+  // does (the PATH it floods on is how that one is found alive).
+  if (f.role != Role::kTransit || f.next_hops.empty() || Primary(f)) SendResv(f, up->second);
   // A transit floods the first PATH and the refreshes that come the same
   // way; PATHs from other upstreams are answered only, so meshes do not loop.
   if (f.learned_from.empty()) f.learned_from = in.name;
@@ -300,7 +304,14 @@ void Node::OnResv(const Message& m, const Interface& in) {
     hop->live = LivenessMonitor(config_.heartbeat_ms * kNsPerMs);
     hop->state = HopState::kBackup;
     Emit(Event::Kind::kNextHopRecovered, f.flow, hop);
-    PreferCheapest(f, hop);
+    // Non-revertive: a recovered hop does not take the flow back from a
+    // live primary, even if it is cheaper; moving mid-stream from the path
+    // with bytes queued to an empty one would reorder the flow. It is
+    // primary again only when the current primary fails (or there is none).
+    if (!Primary(f)) {
+      hop->state = HopState::kPrimary;
+      Emit(Event::Kind::kPrimaryChanged, f.flow, hop);
+    }
   }
   hop->account.Grant(m.credit->BufferBytes(), m.credit->freed_total);
   hop->live.Returned(now);

@@ -409,6 +409,48 @@ TEST(CreditNode, ATransitThatLostItsLastNextHopStopsItsKeepalivesSoItsUpstreamFa
   auto out = net["S"].Consume(Flow(), 1024);
   ASSERT_TRUE(out.ok());
   EXPECT_EQ(*out, "s-b");
+  // A does not answer S's refreshed PATHs while it has no way on, so S does
+  // not take it back as a next hop and send into it again...
+  for (int i = 0; i < 12; i++) {
+    net.now += 100 * kMs;
+    net.TickAll();
+  }
+  EXPECT_EQ(net.HopOf("S", "s-a").state, HopState::kFailed);
+  // ...until R answers A again: then A answers S, and S keeps it as a backup.
+  net.cut.clear();
+  for (int i = 0; i < 25; i++) {
+    net.now += 100 * kMs;
+    net.TickAll();
+  }
+  EXPECT_EQ(net.HopOf("A", "a-r").state, HopState::kPrimary);
+  EXPECT_EQ(net.HopOf("S", "s-a").state, HopState::kBackup);
+  EXPECT_EQ(net.HopOf("S", "s-b").state, HopState::kPrimary);
+}
+
+TEST(CreditNode, ARecoveredCheaperHopDoesNotTakeTheFlowBackFromALivePrimary) {
+  Net net(/*cost_sa=*/10, /*cost_sb=*/20);
+  ASSERT_TRUE(net["S"].StartFlow(Flow()).ok());
+  net.Pump();
+  ASSERT_EQ(net.HopOf("S", "s-a").state, HopState::kPrimary);
+  net.cut.insert({"A", "a-s"});
+  ASSERT_TRUE(net["S"].Consume(Flow(), 4096).ok());
+  net.now += 300 * kMs;
+  net.TickAll();
+  ASSERT_EQ(net.HopOf("S", "s-b").state, HopState::kPrimary);
+  net.cut.clear();  // A answers the next refresh: alive, cheaper, but B carries the flow
+  net.now += 1000 * kMs;
+  net.TickAll();
+  EXPECT_EQ(net.HopOf("S", "s-a").state, HopState::kBackup);
+  EXPECT_EQ(net.HopOf("S", "s-b").state, HopState::kPrimary);
+  auto out = net["S"].Consume(Flow(), 1024);
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(*out, "s-b");
+  // When B fails, A takes over.
+  net.cut.insert({"B", "b-s"});
+  net.now += 300 * kMs;
+  net.TickAll();
+  EXPECT_EQ(net.HopOf("S", "s-b").state, HopState::kFailed);
+  EXPECT_EQ(net.HopOf("S", "s-a").state, HopState::kPrimary);
 }
 
 TEST(CreditNode, TerminationFreesEveryNodesState) {
