@@ -15,10 +15,9 @@
 # sits on the primary path between gwa and the carrier router (inclab
 # --credit-transit): every hop answers PATH with its own credit, tra forwards
 # against gwb's credit and returns credit to gwa as it forwards. The cut
-# beyond tra reaches gwa through tra's silence (tra has no other next hop),
-# so failover takes up to two heartbeats and what was held at tra is lost
-# with what was in flight beyond it (docs/credit.md "Failure beyond a
-# transit").
+# beyond tra leaves tra without a next hop: it sends gwa a ResvTear and
+# falls silent, gwa fails over, and what was held at tra is lost with what
+# was in flight beyond it (docs/credit.md "Failure beyond a transit").
 MODE=${2:-direct}
 case "$MODE" in
 direct) TAG=wcr ;;
@@ -215,8 +214,11 @@ if mode == "transit":
             ts = datetime.datetime.fromisoformat(m.group(1)).replace(tzinfo=datetime.timezone.utc).timestamp()
             if ts >= cut - 0.01:
                 nopath.append(ts)
-    print("  tra lost its only next hop (no_path): " + ", ".join(f"{1000 * (x - cut):.0f} ms" for x in nopath))
+    tears = int(j("gwa-cut.json")[0]["signalling"].get("resv_tears", 0))
+    print("  tra lost its only next hop (no_path): " + ", ".join(f"{1000 * (x - cut):.0f} ms" for x in nopath) +
+          f"; ResvTears believed by gwa: {tears}")
     assert len(nopath) == 3, f"tra reported no_path for {len(nopath)} flows, not 3"
+    assert tears >= 3, "gwa did not get tra's ResvTears"
 print(f"  after the cut: sent {sent}, received {r['received']}, lost {lost} (in flight on the dead hop; "
       f"bound: the credit windows, {window} datagrams), reordered {r['reordered']}, wan1 carried {wan1}, "
       f"wan1 drops {drops1}")

@@ -214,6 +214,7 @@ void Node::Receive(const uint8_t* data, size_t len, const std::string& interface
     case MsgType::kCreditPath: OnPath(*m, *in); break;
     case MsgType::kCreditResv: OnResv(*m, *in); break;
     case MsgType::kPathTear: OnTear(*m, *in); break;
+    case MsgType::kResvTear: OnResvTear(*m, *in); break;
   }
 }
 
@@ -318,6 +319,54 @@ void Node::OnResv(const Message& m, const Interface& in) {
   hop->last_return_ns = now;
 }
 
+void Node::FailHop(FlowEntry& f, NextHop& hop) {
+  hop.state = HopState::kFailed;
+  Emit(Event::Kind::kNextHopFailed, f.flow, &hop);
+  NextHop* promoted = nullptr;
+  for (auto& h : f.next_hops)
+    if (h.state == HopState::kBackup && (!promoted || h.cost < promoted->cost)) promoted = &h;
+  if (promoted) {
+    promoted->state = HopState::kPrimary;
+    Emit(Event::Kind::kPrimaryChanged, f.flow, promoted);
+    return;
+  }
+  Emit(Event::Kind::kNoPath, f.flow, nullptr);
+  if (f.role != Role::kTransit) return;
+  for (const auto& [name, up] : f.upstreams) {
+    Message m;
+    m.type = MsgType::kResvTear;
+    m.flow = f.flow;
+    Send(&f, m, name);
+  }
+}
+
+// A next hop gave the flow up (it has no way on): fail it now rather than
+// after a heartbeat of silence.
+void Node::OnResvTear(const Message& m, const Interface& in) {
+  auto it = flows_.find(m.flow);
+  if (it == flows_.end()) {
+    counters_.unknown_flow++;
+    return;
+  }
+  FlowEntry& f = it->second;
+  f.messages_in++;
+  NextHop* hop = nullptr;
+  for (auto& h : f.next_hops)
+    if (h.interface == in.name) hop = &h;
+  if (!hop) {
+    counters_.unexpected++;  // only a next hop of the flow may give it up
+    return;
+  }
+  counters_.resv_tears++;
+  if (hop->state == HopState::kFailed) return;
+  if (hop->state == HopState::kPrimary) {
+    FailHop(f, *hop);
+    return;
+  }
+  hop->state = HopState::kFailed;
+  Emit(Event::Kind::kNextHopFailed, f.flow, hop);
+}
+
 void Node::PreferCheapest(FlowEntry& f, NextHop* candidate) {
   // The cheapest live next hop is the primary; on equal cost the one that
   // answered first keeps it (no flapping between equal paths).
@@ -388,24 +437,12 @@ void Node::Tick() {
         now - f.last_path_ns >= config_.refresh_ms * kNsPerMs)
       FloodPath(f);
     NextHop* p = Primary(f);
-    if (p && p->live.Expired(now, p->account.Outstanding())) {
-      p->state = HopState::kFailed;
-      Emit(Event::Kind::kNextHopFailed, f.flow, p);
-      NextHop* promoted = nullptr;
-      for (auto& h : f.next_hops)
-        if (h.state == HopState::kBackup && (!promoted || h.cost < promoted->cost)) promoted = &h;
-      if (promoted) {
-        promoted->state = HopState::kPrimary;
-        Emit(Event::Kind::kPrimaryChanged, f.flow, promoted);
-      } else {
-        Emit(Event::Kind::kNoPath, f.flow, nullptr);
-      }
-    }
+    if (p && p->live.Expired(now, p->account.Outstanding())) FailHop(f, *p);
     // Keepalives say "alive, only back-pressured". A transit that has lost
-    // every next hop of the flow is not: it stays silent, so its upstream's
-    // heartbeat expires and the upstream moves the flow to another path
-    // (docs/credit.md "Failure beyond a transit"). Credit for bytes it did
-    // forward still goes back.
+    // every next hop of the flow is not: besides its ResvTear, it stays
+    // silent, so its upstream's heartbeat expires even if the ResvTear was
+    // lost (docs/credit.md "Failure beyond a transit"). Credit for bytes it
+    // did forward still goes back.
     bool can_forward = f.role == Role::kReceiverGateway || Primary(f) != nullptr;
     for (auto& [name, up] : f.upstreams)
       if (up.batcher.ShouldSend(now, can_forward && f.queued_bytes > 0)) SendResv(f, up);

@@ -93,6 +93,7 @@ struct NodeCounters {
   uint64_t wrong_neighbour = 0;    // RSVP_HOP is not that interface's neighbour
   uint64_t unknown_flow = 0;       // RESV/PathTear for a flow we hold no state of
   uint64_t unexpected = 0;         // e.g. a RESV at the receiver gateway
+  uint64_t resv_tears = 0;         // ResvTears believed: a next hop gave up a flow
 };
 
 class Node {
@@ -168,6 +169,10 @@ class Node {
   void OnPath(const Message& m, const Interface& in);
   void OnResv(const Message& m, const Interface& in);
   void OnTear(const Message& m, const Interface& in);
+  void OnResvTear(const Message& m, const Interface& in);
+  // Marks `hop` failed and promotes the cheapest backup; a transit left
+  // without any tells its upstreams at once (ResvTear).
+  void FailHop(FlowEntry& f, NextHop& hop);
   void FloodTear(FlowEntry& f, uint8_t ttl);
   void Emit(Event::Kind kind, const FlowId& flow, const NextHop* hop);
   NextHop* Primary(FlowEntry& f);

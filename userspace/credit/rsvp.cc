@@ -66,6 +66,7 @@ uint64_t Mac(const SipKey& key, const uint8_t* msg, size_t len, size_t integrity
 const char* MsgTypeName(MsgType t) {
   switch (t) {
     case MsgType::kPathTear: return "path_tear";
+    case MsgType::kResvTear: return "resv_tear";
     case MsgType::kCreditPath: return "credit_path";
     case MsgType::kCreditResv: return "credit_resv";
   }
@@ -154,7 +155,7 @@ std::vector<uint8_t> Encode(const Message& m, uint64_t key_id, const SipKey& key
   Put32(b, m.hop.address);
   Put32(b, m.hop.lih);
 
-  if (m.type != MsgType::kPathTear) {
+  if (m.type != MsgType::kPathTear && m.type != MsgType::kResvTear) {
     ObjectHeader(b, kTimeValuesLen, kClassTimeValues, kCTypeTimeValues);
     Put32(b, m.period_ms);
   }
@@ -193,7 +194,8 @@ Expected<Message> Decode(const uint8_t* data, size_t len, const KeyRing& keys, R
   Message m;
   uint8_t type = data[1];
   if (type != static_cast<uint8_t>(MsgType::kCreditPath) &&
-      type != static_cast<uint8_t>(MsgType::kCreditResv) && type != static_cast<uint8_t>(MsgType::kPathTear))
+      type != static_cast<uint8_t>(MsgType::kCreditResv) &&
+      type != static_cast<uint8_t>(MsgType::kPathTear) && type != static_cast<uint8_t>(MsgType::kResvTear))
     return fail(Reject::kUnsupportedType, std::to_string(type));
   m.type = static_cast<MsgType>(type);
   m.flags = data[0] & 0x0f;
@@ -266,7 +268,8 @@ Expected<Message> Decode(const uint8_t* data, size_t len, const KeyRing& keys, R
   }
   if (!have_session) return fail(Reject::kMissingObject, "SESSION");
   if (!have_hop) return fail(Reject::kMissingObject, "RSVP_HOP");
-  if (m.type != MsgType::kPathTear && !have_time) return fail(Reject::kMissingObject, "TIME_VALUES");
+  bool tear = m.type == MsgType::kPathTear || m.type == MsgType::kResvTear;
+  if (!tear && !have_time) return fail(Reject::kMissingObject, "TIME_VALUES");
   if (m.type == MsgType::kCreditResv && !m.credit) return fail(Reject::kMissingObject, "CREDIT");
   if (!integrity_off) return fail(Reject::kMissingIntegrity, "");
   auto key = keys.find(m.key_id);

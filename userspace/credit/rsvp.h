@@ -29,6 +29,7 @@ constexpr size_t kObjectHeaderLen = 4;
 // SESSION C-Type (docs/credit.md says why).
 enum class MsgType : uint8_t {
   kPathTear = 5,
+  kResvTear = 6,  // a next hop can no longer carry the flow (docs/credit.md)
   kCreditPath = 28,
   kCreditResv = 29,
 };

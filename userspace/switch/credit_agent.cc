@@ -406,6 +406,7 @@ v1::CreditStatus CreditAgent::Report() const {
   sig["wrong_neighbour"] = c.wrong_neighbour;
   sig["unknown_flow"] = c.unknown_flow;
   sig["unexpected"] = c.unexpected;
+  sig["resv_tears"] = c.resv_tears;
   sig["ledger_mismatch"] = ledger_mismatch_;
   if (auto stats = table_.ReadStats(); stats.ok())
     for (const auto& [k, v] : *stats) (*r.mutable_datapath())[k] = v;

@@ -50,6 +50,8 @@ class Net {
   std::map<std::string, std::vector<Event>> events;
   // Messages sent by (node, interface) in here are lost.
   std::set<std::pair<std::string, std::string>> cut;
+  // Messages of these RSVP types are lost everywhere.
+  std::set<uint8_t> lost_types;
   // Every message in flight, for tests that tamper with or replay one.
   std::vector<Delivery> log;
 
@@ -132,7 +134,7 @@ class Net {
     auto node = Node::Create(
         c, [this] { return now; },
         [this, name](const std::vector<uint8_t>& bytes, const std::string& interface) {
-          if (cut.count({name, interface})) return;
+          if (cut.count({name, interface}) || lost_types.count(bytes.at(1))) return;
           const End& to = peer_.at({name, interface});
           Delivery d{to.node, to.interface, name, bytes};
           log.push_back(d);
@@ -383,27 +385,30 @@ TEST(CreditNode, KeepalivesHoldAnIdleButBackPressuredHopAlive) {
   EXPECT_EQ(net.HopOf("S", "s-a").outstanding, 4096u);
 }
 
-TEST(CreditNode, ATransitThatLostItsLastNextHopStopsItsKeepalivesSoItsUpstreamFailsOver) {
-  Net net;
+// R no longer answers A (the A-R link died beyond A) while A holds what S
+// sent it: A must not keep S on the dead path.
+void CutBeyondTransitA(Net& net) {
   ASSERT_TRUE(net["S"].StartFlow(Flow()).ok());
   net.Pump();
-  // R no longer answers A (the A-R link died beyond A). A holds what S sent
-  // it, so without care its keepalives would hold S on the dead path.
   net.cut.insert({"R", "r-a"});
   ASSERT_TRUE(net["S"].Consume(Flow(), 4096).ok());
   ASSERT_TRUE(net["A"].Consume(Flow(), 4096).ok());
   ASSERT_TRUE(net["A"].SetQueuedBytes(Flow(), 8192).ok());
-  for (int i = 0; i < 3; i++) {
+}
+
+TEST(CreditNode, ATransitThatLostItsLastNextHopSendsResvTearAndItsUpstreamFailsOverAtOnce) {
+  Net net;
+  CutBeyondTransitA(net);
+  for (int i = 0; i < 2; i++) {
     net.now += 100 * kMs;
     net.TickAll();
   }
+  EXPECT_EQ(net.HopOf("S", "s-a").state, HopState::kPrimary);  // A's keepalives: back-pressured, alive
+  net.now += 100 * kMs;
+  net.TickAll();  // A's heartbeat on R expires: no_path at A, ResvTear to S
   ASSERT_FALSE(net.events["A"].empty());
   EXPECT_EQ(net.events["A"].back().kind, Event::Kind::kNoPath);
-  EXPECT_EQ(net.HopOf("S", "s-a").state, HopState::kPrimary);  // A's keepalives reached S until now
-  for (int i = 0; i < 4; i++) {
-    net.now += 100 * kMs;
-    net.TickAll();
-  }
+  EXPECT_EQ(net["S"].counters().resv_tears, 1u);
   EXPECT_EQ(net.HopOf("S", "s-a").state, HopState::kFailed);
   EXPECT_EQ(net.HopOf("S", "s-b").state, HopState::kPrimary);
   auto out = net["S"].Consume(Flow(), 1024);
@@ -425,6 +430,43 @@ TEST(CreditNode, ATransitThatLostItsLastNextHopStopsItsKeepalivesSoItsUpstreamFa
   EXPECT_EQ(net.HopOf("A", "a-r").state, HopState::kPrimary);
   EXPECT_EQ(net.HopOf("S", "s-a").state, HopState::kBackup);
   EXPECT_EQ(net.HopOf("S", "s-b").state, HopState::kPrimary);
+}
+
+TEST(CreditNode, WithTheResvTearLostTheTransitsSilenceStillFailsItsUpstreamOver) {
+  Net net;
+  net.lost_types.insert(static_cast<uint8_t>(MsgType::kResvTear));
+  CutBeyondTransitA(net);
+  for (int i = 0; i < 3; i++) {
+    net.now += 100 * kMs;
+    net.TickAll();
+  }
+  EXPECT_EQ(net.events["A"].back().kind, Event::Kind::kNoPath);
+  EXPECT_EQ(net["S"].counters().resv_tears, 0u);
+  EXPECT_EQ(net.HopOf("S", "s-a").state, HopState::kPrimary);  // A's keepalives reached S until now
+  // No keepalives from A any more: S's heartbeat on A expires.
+  for (int i = 0; i < 4; i++) {
+    net.now += 100 * kMs;
+    net.TickAll();
+  }
+  EXPECT_EQ(net.HopOf("S", "s-a").state, HopState::kFailed);
+  EXPECT_EQ(net.HopOf("S", "s-b").state, HopState::kPrimary);
+}
+
+TEST(CreditNode, AResvTearFromABackupFailsOnlyThatBackup) {
+  Net net;
+  ASSERT_TRUE(net["S"].StartFlow(Flow()).ok());
+  net.Pump();
+  ASSERT_EQ(net.HopOf("S", "s-a").state, HopState::kPrimary);
+  // B (S's backup) loses R while holding data: it gives the flow up.
+  net.cut.insert({"R", "r-b"});
+  ASSERT_TRUE(net["B"].Consume(Flow(), 4096).ok());
+  for (int i = 0; i < 3; i++) {
+    net.now += 100 * kMs;
+    net.TickAll();
+  }
+  EXPECT_EQ(net["S"].counters().resv_tears, 1u);
+  EXPECT_EQ(net.HopOf("S", "s-b").state, HopState::kFailed);
+  EXPECT_EQ(net.HopOf("S", "s-a").state, HopState::kPrimary);
 }
 
 TEST(CreditNode, ARecoveredCheaperHopDoesNotTakeTheFlowBackFromALivePrimary) {

@@ -123,7 +123,9 @@ TEST(RsvpCodec, EveryMessageRoundTrips) {
   tear.type = MsgType::kPathTear;
   tear.flow = Flow();
   tear.hop = Hop{0x0a000101, 1};
-  for (Message m : {path, Resv(), Resv(CreditUnit::kMegabytes), tear}) {
+  Message resv_tear = tear;
+  resv_tear.type = MsgType::kResvTear;
+  for (Message m : {path, Resv(), Resv(CreditUnit::kMegabytes), tear, resv_tear}) {
     m.key_id = kKeyId;
     m.seq = 0x0123456789abcdefULL;
     auto b = Enc(m, m.seq);
@@ -134,6 +136,7 @@ TEST(RsvpCodec, EveryMessageRoundTrips) {
   }
   EXPECT_EQ(Enc(path).size(), 76u);
   EXPECT_EQ(Enc(tear).size(), 68u);
+  EXPECT_EQ(Enc(resv_tear).size(), 68u);
 }
 
 struct Malformed {
