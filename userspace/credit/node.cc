@@ -274,22 +274,32 @@ void Node::OnPath(const Message& m, const Interface& in) {
   }
 }
 
-void Node::OnResv(const Message& m, const Interface& in) {
+Node::FlowEntry* Node::KnownFlow(const Message& m) {
   auto it = flows_.find(m.flow);
   if (it == flows_.end()) {
     counters_.unknown_flow++;
-    return;
+    return nullptr;
   }
-  FlowEntry& f = it->second;
-  f.messages_in++;
+  it->second.messages_in++;
+  return &it->second;
+}
+
+Node::NextHop* Node::NextHopOn(FlowEntry& f, const std::string& interface) {
+  for (auto& h : f.next_hops)
+    if (h.interface == interface) return &h;
+  return nullptr;
+}
+
+void Node::OnResv(const Message& m, const Interface& in) {
+  FlowEntry* flow = KnownFlow(m);
+  if (!flow) return;
+  FlowEntry& f = *flow;
   if (f.role == Role::kReceiverGateway) {
     counters_.unexpected++;
     return;
   }
   uint64_t now = clock_();
-  NextHop* hop = nullptr;
-  for (auto& h : f.next_hops)
-    if (h.interface == in.name) hop = &h;
+  NextHop* hop = NextHopOn(f, in.name);
   if (!hop) {
     const Interface* iface = FindInterface(in.name);
     f.next_hops.push_back(NextHop{in.name, m.hop.address, HopState::kBackup, CreditAccount(),
@@ -343,16 +353,10 @@ void Node::FailHop(FlowEntry& f, NextHop& hop) {
 // A next hop gave the flow up (it has no way on): fail it now rather than
 // after a heartbeat of silence.
 void Node::OnResvTear(const Message& m, const Interface& in) {
-  auto it = flows_.find(m.flow);
-  if (it == flows_.end()) {
-    counters_.unknown_flow++;
-    return;
-  }
-  FlowEntry& f = it->second;
-  f.messages_in++;
-  NextHop* hop = nullptr;
-  for (auto& h : f.next_hops)
-    if (h.interface == in.name) hop = &h;
+  FlowEntry* flow = KnownFlow(m);
+  if (!flow) return;
+  FlowEntry& f = *flow;
+  NextHop* hop = NextHopOn(f, in.name);
   if (!hop) {
     counters_.unexpected++;  // only a next hop of the flow may give it up
     return;

@@ -170,6 +170,9 @@ class Node {
   void OnResv(const Message& m, const Interface& in);
   void OnTear(const Message& m, const Interface& in);
   void OnResvTear(const Message& m, const Interface& in);
+  // The flow a RESV/ResvTear names (counted in), or null (counted unknown).
+  FlowEntry* KnownFlow(const Message& m);
+  NextHop* NextHopOn(FlowEntry& f, const std::string& interface);
   // Marks `hop` failed and promotes the cheapest backup; a transit left
   // without any tells its upstreams at once (ResvTear).
   void FailHop(FlowEntry& f, NextHop& hop);
