@@ -330,8 +330,10 @@ void Node::OnResv(const Message& m, const Interface& in) {
 }
 
 void Node::FailHop(FlowEntry& f, NextHop& hop) {
+  bool was_primary = hop.state == HopState::kPrimary;
   hop.state = HopState::kFailed;
   Emit(Event::Kind::kNextHopFailed, f.flow, &hop);
+  if (!was_primary) return;
   NextHop* promoted = nullptr;
   for (auto& h : f.next_hops)
     if (h.state == HopState::kBackup && (!promoted || h.cost < promoted->cost)) promoted = &h;
@@ -362,13 +364,7 @@ void Node::OnResvTear(const Message& m, const Interface& in) {
     return;
   }
   counters_.resv_tears++;
-  if (hop->state == HopState::kFailed) return;
-  if (hop->state == HopState::kPrimary) {
-    FailHop(f, *hop);
-    return;
-  }
-  hop->state = HopState::kFailed;
-  Emit(Event::Kind::kNextHopFailed, f.flow, hop);
+  if (hop->state != HopState::kFailed) FailHop(f, *hop);
 }
 
 void Node::PreferCheapest(FlowEntry& f, NextHop* candidate) {

@@ -173,8 +173,8 @@ class Node {
   // The flow a RESV/ResvTear names (counted in), or null (counted unknown).
   FlowEntry* KnownFlow(const Message& m);
   NextHop* NextHopOn(FlowEntry& f, const std::string& interface);
-  // Marks `hop` failed and promotes the cheapest backup; a transit left
-  // without any tells its upstreams at once (ResvTear).
+  // Marks `hop` failed; if it was the primary, promotes the cheapest backup,
+  // and a transit left without any tells its upstreams at once (ResvTear).
   void FailHop(FlowEntry& f, NextHop& hop);
   void FloodTear(FlowEntry& f, uint8_t ttl);
   void Emit(Event::Kind kind, const FlowId& flow, const NextHop* hop);
