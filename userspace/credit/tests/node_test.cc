@@ -92,6 +92,14 @@ class Net {
     Pump();
   }
 
+  // `ticks` rounds of: the clock moves 100 ms, every node ticks.
+  void TickEvery100Ms(int ticks) {
+    for (int i = 0; i < ticks; i++) {
+      now += 100 * kMs;
+      TickAll();
+    }
+  }
+
   NextHopStatus HopOf(const std::string& node, const std::string& interface) {
     auto s = nodes.at(node)->Flow(Flow());
     EXPECT_TRUE(s.ok()) << s.status().ToString();
@@ -399,10 +407,7 @@ void CutBeyondTransitA(Net& net) {
 TEST(CreditNode, ATransitThatLostItsLastNextHopSendsResvTearAndItsUpstreamFailsOverAtOnce) {
   Net net;
   CutBeyondTransitA(net);
-  for (int i = 0; i < 2; i++) {
-    net.now += 100 * kMs;
-    net.TickAll();
-  }
+  net.TickEvery100Ms(2);
   EXPECT_EQ(net.HopOf("S", "s-a").state, HopState::kPrimary);  // A's keepalives: back-pressured, alive
   net.now += 100 * kMs;
   net.TickAll();  // A's heartbeat on R expires: no_path at A, ResvTear to S
@@ -416,17 +421,11 @@ TEST(CreditNode, ATransitThatLostItsLastNextHopSendsResvTearAndItsUpstreamFailsO
   EXPECT_EQ(*out, "s-b");
   // A does not answer S's refreshed PATHs while it has no way on, so S does
   // not take it back as a next hop and send into it again...
-  for (int i = 0; i < 12; i++) {
-    net.now += 100 * kMs;
-    net.TickAll();
-  }
+  net.TickEvery100Ms(12);
   EXPECT_EQ(net.HopOf("S", "s-a").state, HopState::kFailed);
   // ...until R answers A again: then A answers S, and S keeps it as a backup.
   net.cut.clear();
-  for (int i = 0; i < 25; i++) {
-    net.now += 100 * kMs;
-    net.TickAll();
-  }
+  net.TickEvery100Ms(25);
   EXPECT_EQ(net.HopOf("A", "a-r").state, HopState::kPrimary);
   EXPECT_EQ(net.HopOf("S", "s-a").state, HopState::kBackup);
   EXPECT_EQ(net.HopOf("S", "s-b").state, HopState::kPrimary);
@@ -436,18 +435,12 @@ TEST(CreditNode, WithTheResvTearLostTheTransitsSilenceStillFailsItsUpstreamOver)
   Net net;
   net.lost_types.insert(static_cast<uint8_t>(MsgType::kResvTear));
   CutBeyondTransitA(net);
-  for (int i = 0; i < 3; i++) {
-    net.now += 100 * kMs;
-    net.TickAll();
-  }
+  net.TickEvery100Ms(3);
   EXPECT_EQ(net.events["A"].back().kind, Event::Kind::kNoPath);
   EXPECT_EQ(net["S"].counters().resv_tears, 0u);
   EXPECT_EQ(net.HopOf("S", "s-a").state, HopState::kPrimary);  // A's keepalives reached S until now
   // No keepalives from A any more: S's heartbeat on A expires.
-  for (int i = 0; i < 4; i++) {
-    net.now += 100 * kMs;
-    net.TickAll();
-  }
+  net.TickEvery100Ms(4);
   EXPECT_EQ(net.HopOf("S", "s-a").state, HopState::kFailed);
   EXPECT_EQ(net.HopOf("S", "s-b").state, HopState::kPrimary);
 }
@@ -460,10 +453,7 @@ TEST(CreditNode, AResvTearFromABackupFailsOnlyThatBackup) {
   // B (S's backup) loses R while holding data: it gives the flow up.
   net.cut.insert({"R", "r-b"});
   ASSERT_TRUE(net["B"].Consume(Flow(), 4096).ok());
-  for (int i = 0; i < 3; i++) {
-    net.now += 100 * kMs;
-    net.TickAll();
-  }
+  net.TickEvery100Ms(3);
   EXPECT_EQ(net["S"].counters().resv_tears, 1u);
   EXPECT_EQ(net.HopOf("S", "s-b").state, HopState::kFailed);
   EXPECT_EQ(net.HopOf("S", "s-a").state, HopState::kPrimary);
