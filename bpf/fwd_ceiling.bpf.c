@@ -45,7 +45,7 @@ static __always_inline int count(__u32 stat, int action)
 	return action;
 }
 
-SEC("xdp")
+SEC("xdp.frags")
 int fwd_ceiling(struct xdp_md *ctx)
 {
 	__u8 *data = (__u8 *)(long)ctx->data;

@@ -4,13 +4,13 @@
  * lives in the headers by role (parse, aggregate, replicate, csum, stats). */
 #include "pipeline.h"
 
-SEC("xdp")
+SEC("xdp.frags")
 int inc_ingress_prog(struct xdp_md *ctx)
 {
 	return inc_ingress(ctx);
 }
 
-SEC("xdp/devmap")
+SEC("xdp.frags/devmap")
 int inc_egress_prog(struct xdp_md *ctx)
 {
 	return inc_egress(ctx);

@@ -127,7 +127,7 @@ static __always_inline int lf_rate_allows(__u32 dir, __u64 len)
 	return ok;
 }
 
-SEC("xdp")
+SEC("xdp.frags")
 int link_fault(struct xdp_md *ctx)
 {
 	__u32 ifindex = ctx->ingress_ifindex;

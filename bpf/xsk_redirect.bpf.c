@@ -53,7 +53,7 @@ static __always_inline int count(__u32 stat, int action)
 	return action;
 }
 
-SEC("xdp")
+SEC("xdp.frags")
 int xsk_redirect(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
