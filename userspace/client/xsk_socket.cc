@@ -2,15 +2,12 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include <fcntl.h>
-#include <linux/if_link.h>
 #include <linux/if_xdp.h>
 #include <net/if.h>
 #include <poll.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -33,11 +30,6 @@ namespace {
 // sendto() (the kernel's default TX budget); submitting more per kick leaves
 // frames sitting in the ring.
 constexpr uint32_t kTxBatch = 32;
-
-// A sched_yield() that returns this late means another task ran a time
-// slice on the core (peer ranks' bursts are tens of microseconds).
-constexpr auto kSlowYield = std::chrono::microseconds(300);
-constexpr auto kNoSpinAfterSlowYield = std::chrono::milliseconds(100);
 
 bool IsPowerOfTwo(uint32_t v) {
   return v && !(v & (v - 1));
@@ -79,9 +71,6 @@ Status XskSocket::MapRing(Ring* ring, const char* name, uint64_t pgoff, const vo
 }
 
 Status XskSocket::Init() {
-  spin_us_ = opt_.spin_us;
-  if (const char* spin = std::getenv("INC_XSK_SPIN_US"))
-    spin_us_ = static_cast<uint32_t>(std::strtoul(spin, nullptr, 10));
   if (!IsPowerOfTwo(opt_.frame_size) || opt_.frame_size < 2048)
     return InvalidArgument("frame_size must be a power of two >= 2048");
   if (!IsPowerOfTwo(opt_.rx_ring) || !IsPowerOfTwo(opt_.tx_ring))
@@ -163,74 +152,25 @@ Status XskSocket::AttachProgram() {
   skel_->rodata->member_qpn = opt_.filter_qpn;
   int err = xsk_redirect__load(skel_);
   if (err) return ErrnoStatus("load xsk_redirect BPF program", -err);
-  uint32_t mode = opt_.xdp_generic ? XDP_FLAGS_SKB_MODE : XDP_FLAGS_DRV_MODE;
-  if (bpf_xdp_query_id(static_cast<int>(ifindex_), static_cast<int>(mode), &old_prog_id_)) old_prog_id_ = 0;
-  err = bpf_xdp_attach(static_cast<int>(ifindex_), bpf_program__fd(skel_->progs.xsk_redirect), mode, nullptr);
-  if (err)
-    return ErrnoStatus(
-        std::string("attach XDP (") + (opt_.xdp_generic ? "generic" : "native") + ") to " + opt_.ifname,
-        -err);
-  attached_ = true;
-  netns_fd_ = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+  INC_RETURN_IF_ERROR(attachment_.Attach(bpf_program__fd(skel_->progs.xsk_redirect), ifindex_, opt_.ifname,
+                                         opt_.xdp_generic));
   int key = static_cast<int>(opt_.queue);
   if (bpf_map_update_elem(bpf_map__fd(skel_->maps.xsks), &key, &fd_, 0))
     return ErrnoStatus("insert AF_XDP socket into XSKMAP", errno);
-  if (old_prog_id_) {
-    LOG_INFO << "replaced XDP program id " << old_prog_id_ << " on " << opt_.ifname << " (restored on close)";
-  }
   return Status::Ok();
 }
 
-void XskSocket::DetachProgram() {
-  if (!attached_) return;
-  uint32_t mode = opt_.xdp_generic ? XDP_FLAGS_SKB_MODE : XDP_FLAGS_DRV_MODE;
-  // The ifindex belongs to the namespace the socket was opened in; the
-  // caller may have moved on (netlink works in the thread's namespace).
-  int here = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-  bool moved = false;
-  if (netns_fd_ >= 0 && here >= 0) {
-    struct stat a {
-    }, b{};
-    if (fstat(netns_fd_, &a) == 0 && fstat(here, &b) == 0 && a.st_ino != b.st_ino) {
-      if (setns(netns_fd_, CLONE_NEWNET) == 0) {
-        moved = true;
-      } else {
-        LOG_WARN << "cannot enter the namespace of " << opt_.ifname << " to detach XDP: " << strerror(errno);
-      }
-    }
-  }
-  LIBBPF_OPTS(bpf_xdp_attach_opts, opts, .old_prog_fd = bpf_program__fd(skel_->progs.xsk_redirect));
-  int err;
-  int old_fd = old_prog_id_ ? bpf_prog_get_fd_by_id(old_prog_id_) : -1;
-  if (old_fd >= 0) {
-    err = bpf_xdp_attach(static_cast<int>(ifindex_), old_fd, mode | XDP_FLAGS_REPLACE, &opts);
-    close(old_fd);
-  } else {
-    err = bpf_xdp_detach(static_cast<int>(ifindex_), mode | XDP_FLAGS_REPLACE, &opts);
-  }
-  // EEXIST/ENOENT: someone else replaced our program meanwhile; leave theirs.
-  if (err && err != -EEXIST && err != -ENOENT && err != -ENODEV) {
-    LOG_WARN << "detach XDP from " << opt_.ifname << ": " << strerror(-err);
-  }
-  if (moved && setns(here, CLONE_NEWNET) != 0) {
-    LOG_ERROR << "cannot return to the original namespace: " << strerror(errno);
-  }
-  if (here >= 0) close(here);
-  attached_ = false;
-}
-
 XskSocket::~XskSocket() {
-  if (skel_ && attached_) {
+  if (skel_ && attachment_.attached()) {
     // Drop the map's reference to the socket now, not when the map is freed.
     int key = static_cast<int>(opt_.queue);
     bpf_map_delete_elem(bpf_map__fd(skel_->maps.xsks), &key);
   }
-  DetachProgram();
+  attachment_.Detach();
   if (skel_) xsk_redirect__destroy(skel_);
   for (Ring* r : {&rx_, &tx_, &fill_, &comp_})
     if (r->map) munmap(r->map, r->map_len);
   if (fd_ >= 0) close(fd_);
-  if (netns_fd_ >= 0) close(netns_fd_);
   if (umem_) munmap(umem_, umem_len_);
 }
 
@@ -307,30 +247,12 @@ Expected<size_t> XskSocket::Receive(const FrameHandler& handler, int timeout_ms,
   if (LoadAcquire(tx_.consumer) != tx_.cached_prod) INC_RETURN_IF_ERROR(Kick());
   rx_.cached_prod = LoadAcquire(rx_.producer);
   uint32_t avail = rx_.cached_prod - rx_.cached_cons;
-  if (!avail && timeout_ms != 0 && spin_us_ > 0) {
-    // A result usually lands within tens of microseconds; sleeping in poll()
-    // costs a wake-up on top. Yield instead of burning the core, so a peer
-    // process sharing it (whose contribution we may be waiting for) runs.
-    // On a machine busy with other work a yield hands the core to them for a
-    // whole time slice, where a wake-up from poll() would have preempted
-    // them: one yield that long turns spinning off for a while.
-    auto now = std::chrono::steady_clock::now();
-    if (now >= no_spin_until_) {
-      const auto until = now + std::chrono::microseconds(spin_us_);
-      do {
-        sched_yield();
-        auto after = std::chrono::steady_clock::now();
-        if (after - now > kSlowYield) {
-          no_spin_until_ = after + kNoSpinAfterSlowYield;
-          break;
-        }
-        now = after;
-        rx_.cached_prod = LoadAcquire(rx_.producer);
-        avail = rx_.cached_prod - rx_.cached_cons;
-      } while (!avail && now < until);
+  if (!avail && timeout_ms != 0) {
+    spin_.Wait([&] {
       rx_.cached_prod = LoadAcquire(rx_.producer);
       avail = rx_.cached_prod - rx_.cached_cons;
-    }
+      return avail != 0;
+    });
   }
   if (!avail && timeout_ms != 0) {
     pollfd pfd{fd_, POLLIN, 0};

@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "client/packet_io.h"
+#include "client/xdp_attach.h"
+#include "client/yield_spin.h"
 #include "common/net.h"
 #include "common/status.h"
 
@@ -72,12 +74,11 @@ class XskSocket : public PacketIo {
     size_t map_len = 0;
   };
 
-  explicit XskSocket(const XskOptions& options) : opt_(options) {}
+  explicit XskSocket(const XskOptions& options) : opt_(options), spin_(options.spin_us) {}
   Status Init();
   Status MapRing(Ring* ring, const char* name, uint64_t pgoff, const void* offsets, size_t desc_size,
                  uint32_t size);
   Status AttachProgram();
-  void DetachProgram();
   void ReapCompletions();
   Status Kick();
 
@@ -98,13 +99,10 @@ class XskSocket : public PacketIo {
   std::vector<uint32_t> tx_len_;  // length of the frame in each TX buffer
   PacketIoStats stats_;
   uint64_t cq_bogus_ = 0;
-  uint32_t spin_us_ = 0;                                   // options' spin_us after the environment override
-  std::chrono::steady_clock::time_point no_spin_until_{};  // spinning paused (busy machine)
+  YieldSpin spin_;  // waits before poll()
 
   xsk_redirect* skel_ = nullptr;
-  uint32_t old_prog_id_ = 0;
-  bool attached_ = false;
-  int netns_fd_ = -1;  // namespace of ifindex_: detaching must happen there
+  XdpAttachment attachment_;
 };
 
 }  // namespace inc::client

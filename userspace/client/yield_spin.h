@@ -1,0 +1,57 @@
+// How a member transport waits for a result before it sleeps: a result
+// usually lands within tens of microseconds, and a wake-up from poll()/epoll
+// costs more than that on top. So look again after each sched_yield() for up
+// to spin_us, which lets a peer process sharing the core (whose contribution
+// we may be waiting for) run. On a machine busy with other work a yield hands
+// the core away for a whole time slice where a wake-up would have preempted
+// the other task: one yield that slow turns spinning off for a while.
+#pragma once
+
+#include <sched.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+
+namespace inc::client {
+
+class YieldSpin {
+ public:
+  // spin_us: the budget; the environment variable INC_XSK_SPIN_US overrides it.
+  explicit YieldSpin(uint32_t spin_us) : spin_us_(spin_us) {
+    if (const char* spin = std::getenv("INC_XSK_SPIN_US"))
+      spin_us_ = static_cast<uint32_t>(std::strtoul(spin, nullptr, 10));
+  }
+
+  // Calls ready() between yields until it returns true or the budget is
+  // spent; returns its last answer.
+  template <typename Ready>
+  bool Wait(Ready ready) {
+    if (spin_us_ == 0) return false;
+    auto now = std::chrono::steady_clock::now();
+    if (now < no_spin_until_) return false;
+    const auto until = now + std::chrono::microseconds(spin_us_);
+    do {
+      sched_yield();
+      auto after = std::chrono::steady_clock::now();
+      if (after - now > kSlowYield) {
+        no_spin_until_ = after + kNoSpinAfterSlowYield;
+        return ready();
+      }
+      now = after;
+      if (ready()) return true;
+    } while (now < until);
+    return false;
+  }
+
+ private:
+  // A sched_yield() that returns this late means another task ran a time
+  // slice on the core (peer ranks' bursts are tens of microseconds).
+  static constexpr auto kSlowYield = std::chrono::microseconds(300);
+  static constexpr auto kNoSpinAfterSlowYield = std::chrono::milliseconds(100);
+
+  uint32_t spin_us_;
+  std::chrono::steady_clock::time_point no_spin_until_{};
+};
+
+}  // namespace inc::client
