@@ -16,6 +16,7 @@
 #include "client/engine.h"
 #include "client/numerics.h"
 #include "client/verbs_transport.h"
+#include "client/xdp_io.h"
 #include "client/xsk_socket.h"
 #include "common/frame.h"
 #include "common/log.h"
@@ -135,12 +136,12 @@ const char* TreeStateName(inc::v1::TreeState s) {
 
 Expected<std::string> ResolveTransport(const std::string& requested, const std::string& iface,
                                        std::string* why) {
-  if (requested == "afxdp" || requested == "verbs") {
+  if (requested == "afxdp" || requested == "verbs" || requested == "xdp") {
     if (why) *why = "requested";
     return requested;
   }
   if (requested != "auto")
-    return InvalidArgument("transport must be 'afxdp', 'verbs' or 'auto', not '" + requested + "'");
+    return InvalidArgument("transport must be 'xdp', 'afxdp', 'verbs' or 'auto', not '" + requested + "'");
   auto info = GetInterfaceInfo(iface);
   if (!info.ok()) return info.status();
   auto gid = FindRoceV2Gid(info->ip);
@@ -500,6 +501,15 @@ class Communicator::Impl {
       // side is known.
       INC_RETURN_IF_ERROR(
           verbs->Connect(*sw_mac, *sw_ip, asg.switch_qpn, asg.pool_size, asg.elems_per_packet));
+    } else if (transport == "xdp") {
+      XdpIoOptions xo;
+      xo.ifname = opt.iface;
+      xo.xdp_generic = opt.xdp_generic;
+      xo.filter_ip = ifinfo.ip;
+      xo.filter_qpn = opt.qpn_filter ? qpn : 0;
+      auto x = XdpIo::Open(xo);
+      if (!x.ok()) return x.status();
+      io = std::move(*x);
     } else {
       XskOptions xo;
       xo.ifname = opt.iface;
@@ -552,8 +562,8 @@ Status ValidateOptions(const CommunicatorOptions& o) {
   if (o.message_timeout_us == 0) return InvalidArgument("message_timeout_us must be > 0");
   if (o.reduce_mode != "allreduce" && o.reduce_mode != "native")
     return InvalidArgument("reduce_mode must be 'allreduce' or 'native', not '" + o.reduce_mode + "'");
-  if (o.transport != "afxdp" && o.transport != "verbs" && o.transport != "auto")
-    return InvalidArgument("transport must be 'afxdp', 'verbs' or 'auto', not '" + o.transport + "'");
+  if (o.transport != "xdp" && o.transport != "afxdp" && o.transport != "verbs" && o.transport != "auto")
+    return InvalidArgument("transport must be 'xdp', 'afxdp', 'verbs' or 'auto', not '" + o.transport + "'");
   if (o.transport == "verbs" && o.qpn)
     return InvalidArgument("qpn cannot be chosen with the verbs transport (the RDMA device assigns it)");
   if (o.broadcast_mode != "allreduce" && o.broadcast_mode != "native")
@@ -631,7 +641,7 @@ Expected<std::unique_ptr<Communicator>> Communicator::Create(const CommunicatorO
     m->set_rkey(impl->qpn);
     m->set_va_base(0);
     m->set_slot_stride(INC_MAX_PAYLOAD_BYTES + sizeof(inc_hdr));
-    m->set_transport(inc::v1::TRANSPORT_AF_XDP);
+    m->set_transport(impl->transport == "xdp" ? inc::v1::TRANSPORT_XDP : inc::v1::TRANSPORT_AF_XDP);
   }
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() +

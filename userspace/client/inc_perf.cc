@@ -200,9 +200,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option(
          "--transport", o.transport,
-         "afxdp (raw frames), verbs (rdma-core UC QP), auto (verbs when the interface has a RoCEv2 GID)")
+         "xdp (raw frames as XDP live frames), afxdp (raw frames, AF_XDP copy mode), verbs (rdma-core UC QP), "
+         "auto (verbs when the interface has a RoCEv2 GID)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"afxdp", "verbs", "auto"}));
+      ->check(CLI::IsMember({"xdp", "afxdp", "verbs", "auto"}));
   app.add_option("--rdma-device", o.rdma_device,
                  "verbs: RDMA device (default: the one with a RoCEv2 GID for --iface)");
   app.add_option("--gid-index", o.gid_index,
