@@ -246,6 +246,10 @@ INC_TARGET_AVX512 inline __mmask16 TailMask16(size_t left) {
   return static_cast<__mmask16>((1u << left) - 1);
 }
 
+INC_TARGET_AVX512 inline __mmask8 TailMask8(size_t left) {
+  return left >= 8 ? __mmask8{0xff} : static_cast<__mmask8>((1u << left) - 1);
+}
+
 INC_TARGET_AVX512 int32_t BlockExponentF32Avx512(const float* x, size_t n) {
   const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff);
   __m512i m0 = _mm512_setzero_si512(), m1 = m0;
@@ -304,7 +308,7 @@ INC_TARGET_AVX512 int32_t BlockExponentF64Avx512(const double* x, size_t n) {
     m1 = _mm512_max_epu64(m1, _mm512_and_si512(_mm512_loadu_si512(x + i + 8), abs_mask));
   }
   for (; i < n; i += 8) {
-    const __mmask8 m = n - i >= 8 ? __mmask8{0xff} : static_cast<__mmask8>((1u << (n - i)) - 1);
+    const __mmask8 m = TailMask8(n - i);
     m0 = _mm512_max_epu64(m0, _mm512_maskz_and_epi64(m, _mm512_maskz_loadu_epi64(m, x + i), abs_mask));
   }
   return ExponentOfLargestBits<double>(
@@ -318,7 +322,7 @@ INC_TARGET_AVX512 bool QuantiseF64Avx512(const double* x, size_t n, double scale
   const __m512d bound = _mm512_set1_pd(limit_d);
   __mmask8 bad = 0;
   for (size_t i = 0; i < n; i += 8) {
-    const __mmask8 m = n - i >= 8 ? __mmask8{0xff} : static_cast<__mmask8>((1u << (n - i)) - 1);
+    const __mmask8 m = TailMask8(n - i);
     __m512d s = _mm512_mul_pd(_mm512_maskz_loadu_pd(m, x + i), scale);
     bad |= _mm512_mask_cmp_pd_mask(m, _mm512_abs_pd(s), bound, _CMP_NLE_UQ);
     _mm512_mask_storeu_epi64(out + 8 * i, m, _mm512_cvtpd_epi64(s));
@@ -330,7 +334,7 @@ INC_TARGET_AVX512 void DequantiseF64Avx512(const void* q, size_t n, double unsca
   const auto* in = static_cast<const uint8_t*>(q);
   const __m512d u = _mm512_set1_pd(unscale);
   for (size_t i = 0; i < n; i += 8) {
-    const __mmask8 m = n - i >= 8 ? __mmask8{0xff} : static_cast<__mmask8>((1u << (n - i)) - 1);
+    const __mmask8 m = TailMask8(n - i);
     _mm512_mask_storeu_pd(x + i, m,
                           _mm512_mul_pd(_mm512_cvtepi64_pd(_mm512_maskz_loadu_epi64(m, in + 8 * i)), u));
   }
