@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -178,6 +179,30 @@ TEST(Frame, BuildThenParseRoundTrips) {
   EXPECT_EQ(p->payload_len, 960u);
   EXPECT_EQ(Ipv4HeaderChecksum(frame->data() + INC_OFF_IP),
             static_cast<uint16_t>((*frame)[INC_OFF_IP + 10] << 8 | (*frame)[INC_OFF_IP + 11]));
+}
+
+TEST(Frame, BuildAroundAPlacedPayloadEqualsBuildFrame) {
+  for (size_t len : {0, 4, 12, 960, 2024, 3072}) {
+    const std::vector<uint8_t> payload = RandomBytes(len, static_cast<uint32_t>(len) + 1);
+    FrameSpec s;
+    s.src_ip = *Ipv4::Parse("10.0.0.2");
+    s.dst_ip = *Ipv4::Parse("10.0.0.1");
+    s.psn = 77;
+    s.inc.count = static_cast<uint16_t>(len / 4);
+    s.payload = payload.data();
+    s.payload_len = len;
+    auto want = BuildFrame(s);
+    ASSERT_TRUE(want.ok()) << want.status().ToString();
+    std::vector<uint8_t> frame(want->size() + 8, 0xEE);
+    std::copy(payload.begin(), payload.end(), frame.begin() + INC_OFF_PAYLOAD);
+    s.payload = nullptr;
+    auto n = BuildFrameAroundPayload(s, frame.data(), frame.size());
+    ASSERT_TRUE(n.ok()) << n.status().ToString();
+    ASSERT_EQ(*n, want->size()) << "payload " << len;
+    frame.resize(*n);
+    EXPECT_EQ(frame, *want) << "payload " << len;
+    EXPECT_FALSE(BuildFrameAroundPayload(s, frame.data(), *n - 1).ok()) << "payload " << len;
+  }
 }
 
 TEST(Frame, ParseRejectsTruncatedAndForeignFrames) {
