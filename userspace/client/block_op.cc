@@ -1,6 +1,7 @@
 #include "client/block_op.h"
 
 #include <cstring>
+#include <string>
 
 #include "client/numerics.h"
 
@@ -10,12 +11,9 @@ BlockOperation::BlockOperation(const BlockSpec& spec)
     : s_(spec),
       wire_size_(inc_dtype_size(spec.wire_dtype)),
       per_packet_(ElemsPerPacket(spec.elems4, inc_dtype_size(spec.wire_dtype))),
-      packets_(PacketCount(spec.count, ElemsPerPacket(spec.elems4, inc_dtype_size(spec.wire_dtype)))) {
-  if (s_.codec == Codec::kFixedF32) lanes32_.resize(per_packet_);
-  if (s_.codec == Codec::kFixedF64) lanes64_.resize(per_packet_);
-}
+      packets_(PacketCount(spec.count, ElemsPerPacket(spec.elems4, inc_dtype_size(spec.wire_dtype)))) {}
 
-size_t BlockOperation::Build(uint64_t i, IncHeader* h, uint8_t* payload) {
+Expected<size_t> BlockOperation::Build(uint64_t i, IncHeader* h, uint8_t* payload, size_t capacity) {
   PacketRange r = PacketElements(i, s_.count, per_packet_);
   h->collective = s_.collective;
   h->dtype = s_.wire_dtype;
@@ -23,37 +21,35 @@ size_t BlockOperation::Build(uint64_t i, IncHeader* h, uint8_t* payload) {
   h->root_rank = s_.root_index;
   h->exponent = 0;
   if (s_.codec != Codec::kRaw && s_.exponents) h->exponent = static_cast<int8_t>(s_.exponents[i]);
-  if (s_.send_zeros && !s_.send) {
-    h->count = static_cast<uint16_t>(r.count);
-    std::memset(payload, 0, size_t{r.count} * wire_size_);
-    return size_t{r.count} * wire_size_;
-  }
-  if (!s_.send_data || !s_.send) {
+  const bool zeros = s_.send_zeros && !s_.send;
+  if (!zeros && (!s_.send_data || !s_.send)) {
     h->count = 0;
-    return 0;
+    return size_t{0};
   }
   h->count = static_cast<uint16_t>(r.count);
   const size_t bytes = size_t{r.count} * wire_size_;
+  if (bytes > capacity)
+    return InvalidArgument("payload of " + std::to_string(bytes) + " bytes exceeds the frame's " +
+                           std::to_string(capacity));
+  if (zeros) {
+    std::memset(payload, 0, bytes);
+    return bytes;
+  }
+  // Lanes go little-endian in host order, as on the wire.
   switch (s_.codec) {
     case Codec::kRaw:
       std::memcpy(payload, static_cast<const uint8_t*>(s_.send) + r.first * wire_size_, bytes);
       break;
-    case Codec::kFixedF32: {
-      int32_t* lanes = lanes32_.data();
+    case Codec::kFixedF32:
       if (QuantiseF32(static_cast<const float*>(s_.send) + r.first, r.count, s_.exponents[i], s_.headroom,
-                      lanes))
+                      payload))
         saturated_++;
-      std::memcpy(payload, lanes, bytes);  // little-endian host order, as on the wire
       break;
-    }
-    case Codec::kFixedF64: {
-      int64_t* lanes = lanes64_.data();
+    case Codec::kFixedF64:
       if (QuantiseF64(static_cast<const double*>(s_.send) + r.first, r.count, s_.exponents[i], s_.headroom,
-                      lanes))
+                      payload))
         saturated_++;
-      std::memcpy(payload, lanes, bytes);
       break;
-    }
   }
   return bytes;
 }
@@ -73,18 +69,13 @@ Reject BlockOperation::Accept(uint64_t i, const ParsedFrame& f) {
     case Codec::kRaw:
       std::memcpy(static_cast<uint8_t*>(s_.recv) + r.first * wire_size_, f.payload, f.payload_len);
       break;
-    case Codec::kFixedF32: {
-      int32_t* lanes = lanes32_.data();
-      std::memcpy(lanes, f.payload, f.payload_len);
-      DequantiseF32(lanes, r.count, s_.exponents[i], s_.headroom, static_cast<float*>(s_.recv) + r.first);
+    case Codec::kFixedF32:
+      DequantiseF32(f.payload, r.count, s_.exponents[i], s_.headroom, static_cast<float*>(s_.recv) + r.first);
       break;
-    }
-    case Codec::kFixedF64: {
-      int64_t* lanes = lanes64_.data();
-      std::memcpy(lanes, f.payload, f.payload_len);
-      DequantiseF64(lanes, r.count, s_.exponents[i], s_.headroom, static_cast<double*>(s_.recv) + r.first);
+    case Codec::kFixedF64:
+      DequantiseF64(f.payload, r.count, s_.exponents[i], s_.headroom,
+                    static_cast<double*>(s_.recv) + r.first);
       break;
-    }
   }
   return Reject::kNone;
 }

@@ -8,7 +8,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <vector>
 
 #include "client/engine.h"
 
@@ -37,7 +36,7 @@ class BlockOperation : public Operation {
  public:
   explicit BlockOperation(const BlockSpec& spec);
   uint64_t NumMessages() const override { return packets_; }
-  size_t Build(uint64_t i, IncHeader* header, uint8_t* payload) override;
+  Expected<size_t> Build(uint64_t i, IncHeader* header, uint8_t* payload, size_t capacity) override;
   Reject Accept(uint64_t i, const ParsedFrame& result) override;
   uint64_t saturated() const { return saturated_; }
 
@@ -47,8 +46,6 @@ class BlockOperation : public Operation {
   uint32_t per_packet_;
   uint64_t packets_;
   uint64_t saturated_ = 0;
-  std::vector<int32_t> lanes32_;
-  std::vector<int64_t> lanes64_;
 };
 
 }  // namespace inc::client

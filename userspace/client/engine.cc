@@ -12,7 +12,6 @@ using Clock = std::chrono::steady_clock;
 Engine::Engine(PacketIo* io, const EngineConfig& config)
     : io_(io), cfg_(config), next_msg_id_(config.first_msg_id) {
   if (cfg_.pool_size == 0) cfg_.pool_size = 1;
-  scratch_.resize(size_t{cfg_.elems_per_packet} * 4 + 64);
   window_.resize(cfg_.pool_size);
 }
 
@@ -71,10 +70,13 @@ Status Engine::Send(Operation* op, uint64_t i, uint32_t msg_id, bool retransmit)
   spec.inc.msg_id = msg_id;
   spec.inc.slot = SlotOf(msg_id, cfg_.pool_size);
   spec.inc.key = cfg_.key;
-  spec.payload_len = op->Build(i, &spec.inc, scratch_.data());
+  const size_t max_frame = io_->MaxFrame();
+  const size_t room = max_frame > FrameLength(0) ? max_frame - FrameLength(0) : 0;
+  auto payload_len = op->Build(i, &spec.inc, buf + INC_OFF_PAYLOAD, room);
+  if (!payload_len.ok()) return payload_len.status().WithContext("build message " + std::to_string(msg_id));
+  spec.payload_len = *payload_len;
   spec.inc.flags = retransmit ? INC_FLAG_RETRANSMIT : 0;
-  spec.payload = scratch_.data();
-  auto len = BuildFrame(spec, buf, io_->MaxFrame());
+  auto len = BuildFrameAroundPayload(spec, buf, max_frame);
   if (!len.ok()) return len.status().WithContext("build message " + std::to_string(msg_id));
   io_->TxCommit(*len);
   return Status::Ok();

@@ -65,10 +65,13 @@ class Operation {
   virtual ~Operation() = default;
   virtual uint64_t NumMessages() const = 0;
   // Fills collective/dtype/op/count/exponent/root of message i and writes
-  // its payload; returns the payload bytes.
-  virtual size_t Build(uint64_t i, IncHeader* header, uint8_t* payload) = 0;
-  // Uses the (already validated) result of message i. Returns kNone, or
-  // kMismatch when it does not answer the request (then it is not consumed).
+  // its payload straight into the frame: payload is the frame's payload area
+  // (any alignment), with room for capacity bytes. Returns the payload bytes,
+  // or an error when they do not fit.
+  virtual Expected<size_t> Build(uint64_t i, IncHeader* header, uint8_t* payload, size_t capacity) = 0;
+  // Uses the (already validated) result of message i; result.payload points
+  // into the received frame (any alignment). Returns kNone, or kMismatch
+  // when it does not answer the request (then it is not consumed).
   virtual Reject Accept(uint64_t i, const ParsedFrame& result) = 0;
 };
 
@@ -130,7 +133,6 @@ class Engine {
   uint32_t next_msg_id_;
   uint32_t psn_ = 0;
   uint16_t ip_id_ = 0;
-  std::vector<uint8_t> scratch_;
   std::vector<InFlight> window_;
   bool have_rtt_ = false;
   double srtt_us_ = 0, rttvar_us_ = 0;

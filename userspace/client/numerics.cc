@@ -1,15 +1,26 @@
 #include "client/numerics.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
+#include "common/simd.h"
 
 namespace inc::client {
 namespace {
+
+// Lane i of little-endian wire lanes at any alignment.
+template <typename I>
+I LoadLane(const void* q, size_t i) {
+  I v;
+  std::memcpy(&v, static_cast<const uint8_t*>(q) + i * sizeof(I), sizeof(v));
+  return v;
+}
+template <typename I>
+void StoreLane(void* q, size_t i, I v) {
+  std::memcpy(static_cast<uint8_t*>(q) + i * sizeof(I), &v, sizeof(v));
+}
 
 template <typename F>
 int32_t BlockExponent(const F* x, size_t n) {
@@ -31,8 +42,27 @@ int32_t BlockExponent(const F* x, size_t n) {
   return e;
 }
 
+// The vector paths find the largest magnitude from the bits: |x| orders like
+// (bits & ~sign) as a non-negative integer, inf/NaN above every finite.
+template <typename F, typename U>
+int32_t ExponentOfLargestBits(U max_bits) {
+  constexpr U kInf = static_cast<U>(sizeof(U) == 4 ? 0x7f800000ull : 0x7ff0000000000000ull);
+  if (max_bits >= kInf) return 127;  // inf or NaN
+  if (max_bits == 0) return kZeroBlockExponent;
+  F m;
+  std::memcpy(&m, &max_bits, sizeof(m));
+  return std::max(-127, std::min(127, std::ilogb(m)));
+}
+
+template <typename F>
+uint32_t AbsBitsF32(const F* x, size_t i) {
+  uint32_t b;
+  std::memcpy(&b, x + i, sizeof(b));
+  return b & 0x7fffffffu;
+}
+
 template <typename F, typename I>
-bool Quantise(const F* x, size_t n, int32_t b, int h, int total_bits, I* q) {
+bool Quantise(const F* x, size_t n, int32_t b, int h, int total_bits, void* q) {
   // |x| < 2^(b+1) => |x * 2^(total_bits-2-h-b)| < 2^(total_bits-1-h). Scaling
   // by a power of two is exact in double; rounding to an integer is exact
   // too (above 2^52 every double already is one), so 64-bit lanes need no
@@ -49,18 +79,61 @@ bool Quantise(const F* x, size_t n, int32_t b, int h, int total_bits, I* q) {
       saturated = true;
       s = std::isnan(s) ? 0 : (s > 0 ? limit : -limit);
     }
-    q[i] = static_cast<I>(std::nearbyint(s));  // round half to even
+    StoreLane(q, i, static_cast<I>(std::nearbyint(s)));  // round half to even
   }
   return saturated;
 }
 
-#if defined(__SSE2__)
-// The per-element work of FP32 SUM runs on every byte a member sends and
-// receives; these SSE2 paths (x86-64 baseline) do four lanes per step and give
-// bit-identical results to the scalar code above.
+// FP32 quantisation on the vector paths: q = round_half_even(x * 2^e) when
+// 2^e is a normal float: the product is then exact in float (or below
+// 2^-126 and rounds to 0 either way), and cvtps2dq rounds with the current
+// mode like nearbyint. A path returns false when a lane would saturate
+// (|s| > 2^(31-h) - 1) or is NaN: the caller redoes the block on the scalar
+// path, which saturates exactly as before.
+struct F32Scale {
+  float scale;
+  // The scalar limit 2^(31-h) - 1 as a float test: exact up to 2^24; above,
+  // no float lies between it and 2^(31-h), so the largest float below
+  // 2^(31-h) is the same test.
+  float limit;
+};
 
-// Largest magnitude of a float block from the bits: |x| orders like
-// (bits & 0x7fffffff) as a non-negative integer, inf/NaN above every finite.
+F32Scale MakeF32Scale(int e, int h) {
+  float scale;
+  uint32_t scale_bits = static_cast<uint32_t>(e + 127) << 23;
+  std::memcpy(&scale, &scale_bits, sizeof(scale));
+  return {scale, 31 - h > 24 ? std::nextafter(std::ldexp(1.0f, 31 - h), 0.0f) : std::ldexp(1.0f, 31 - h) - 1};
+}
+
+// Elements [i, n) of a vector path's block; false as above.
+bool QuantiseF32Tail(const float* x, size_t i, size_t n, F32Scale k, void* q) {
+  for (; i < n; i++) {
+    float s = x[i] * k.scale;
+    if (!(std::fabs(s) <= k.limit)) return false;
+    StoreLane(q, i, static_cast<int32_t>(std::nearbyint(s)));
+  }
+  return true;
+}
+
+// x = float(q * 2^-e): int32 -> double is exact, the scaling too (double
+// range), and the one rounding to float is the result's.
+void DequantiseF32Scalar(const void* q, size_t i, size_t n, double unscale, float* x) {
+  for (; i < n; i++) x[i] = static_cast<float>(static_cast<double>(LoadLane<int32_t>(q, i)) * unscale);
+}
+
+// When 2^k (k = -e) keeps every non-zero q * 2^k a normal float (1 <= |q| <
+// 2^31, so -126 <= k <= 96), scaling commutes with rounding:
+// float(q * 2^k) = float(q) * 2^k with an exact product, so the vector paths
+// convert in float, twice the lanes of the double path.
+bool DequantiseF32InFloat(int k) {
+  return k >= -126 && k <= 96;
+}
+
+#if defined(__x86_64__)
+// The per-element work of FP32 SUM runs on every byte a member sends and
+// receives: SSE2 (x86-64 baseline), AVX2 and AVX-512 paths of the scalar
+// definitions above, bit-identical to them.
+
 int32_t BlockExponentF32Sse2(const float* x, size_t n) {
   const __m128i abs_mask = _mm_set1_epi32(0x7fffffff);
   __m128i max4 = _mm_setzero_si128();
@@ -73,35 +146,14 @@ int32_t BlockExponentF32Sse2(const float* x, size_t n) {
   uint32_t lanes[4];
   _mm_storeu_si128(reinterpret_cast<__m128i*>(lanes), max4);
   uint32_t max_bits = std::max(std::max(lanes[0], lanes[1]), std::max(lanes[2], lanes[3]));
-  for (; i < n; i++) {
-    uint32_t b;
-    std::memcpy(&b, x + i, sizeof(b));
-    max_bits = std::max(max_bits, b & 0x7fffffffu);
-  }
-  if (max_bits >= 0x7f800000u) return 127;  // inf or NaN
-  if (max_bits == 0) return kZeroBlockExponent;
-  float m;
-  std::memcpy(&m, &max_bits, sizeof(m));
-  int e = std::ilogb(m);
-  return std::max(-127, std::min(127, e));
+  for (; i < n; i++) max_bits = std::max(max_bits, AbsBitsF32(x, i));
+  return ExponentOfLargestBits<float>(max_bits);
 }
 
-// q = round_half_even(x * 2^e) when 2^e is a normal float: the product is
-// then exact in float (or below 2^-126 and rounds to 0 either way), and
-// cvtps2dq rounds with the current mode like nearbyint. Returns false when
-// a lane would saturate (|s| > 2^(31-h) - 1) or is NaN: the caller redoes
-// the block on the scalar path, which saturates exactly as before.
-bool QuantiseF32Sse2(const float* x, size_t n, int e, int h, int32_t* q) {
-  float scale_f;
-  uint32_t scale_bits = static_cast<uint32_t>(e + 127) << 23;
-  std::memcpy(&scale_f, &scale_bits, sizeof(scale_f));
-  const __m128 scale = _mm_set1_ps(scale_f);
-  // The scalar limit 2^(31-h) - 1 as a float test: exact up to 2^24; above,
-  // no float lies between it and 2^(31-h), so the largest float below
-  // 2^(31-h) is the same test.
-  const float limit =
-      31 - h > 24 ? std::nextafter(std::ldexp(1.0f, 31 - h), 0.0f) : std::ldexp(1.0f, 31 - h) - 1;
-  const __m128 bound = _mm_set1_ps(limit);
+bool QuantiseF32Sse2(const float* x, size_t n, F32Scale k, void* q) {
+  auto* out = static_cast<uint8_t*>(q);
+  const __m128 scale = _mm_set1_ps(k.scale);
+  const __m128 bound = _mm_set1_ps(k.limit);
   const __m128 abs_mask = _mm_castsi128_ps(_mm_set1_epi32(0x7fffffff));
   __m128 bad = _mm_setzero_ps();
   size_t i = 0;
@@ -109,33 +161,221 @@ bool QuantiseF32Sse2(const float* x, size_t n, int e, int h, int32_t* q) {
     __m128 s = _mm_mul_ps(_mm_loadu_ps(x + i), scale);
     // !(|s| <= limit) is also true for NaN.
     bad = _mm_or_ps(bad, _mm_cmpnle_ps(_mm_and_ps(s, abs_mask), bound));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + i), _mm_cvtps_epi32(s));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 4 * i), _mm_cvtps_epi32(s));
   }
-  if (_mm_movemask_ps(bad)) return false;
-  for (; i < n; i++) {
-    float s = x[i] * scale_f;
-    if (!(std::fabs(s) <= limit)) return false;
-    q[i] = static_cast<int32_t>(std::nearbyint(s));
-  }
-  return true;
+  return !_mm_movemask_ps(bad) && QuantiseF32Tail(x, i, n, k, q);
 }
 
-// x = float(q * 2^-e): int32 -> double is exact, the scaling too (double
-// range), and the one rounding to float matches the scalar path.
-void DequantiseF32Sse2(const int32_t* q, size_t n, double unscale, float* x) {
+void DequantiseF32Sse2(const void* q, size_t n, double unscale, float* x) {
+  const auto* in = static_cast<const uint8_t*>(q);
   const __m128d u = _mm_set1_pd(unscale);
   size_t i = 0;
   for (; i + 4 <= n; i += 4) {
-    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + i));
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + 4 * i));
     __m128 lo = _mm_cvtpd_ps(_mm_mul_pd(_mm_cvtepi32_pd(v), u));
     __m128 hi = _mm_cvtpd_ps(_mm_mul_pd(_mm_cvtepi32_pd(_mm_srli_si128(v, 8)), u));
     _mm_storeu_ps(x + i, _mm_movelh_ps(lo, hi));
   }
-  for (; i < n; i++) x[i] = static_cast<float>(static_cast<double>(q[i]) * unscale);
+  DequantiseF32Scalar(q, i, n, unscale, x);
 }
+
+void DequantiseF32FloatSse2(const void* q, size_t n, double unscale, float* x) {
+  const auto* in = static_cast<const uint8_t*>(q);
+  const __m128 u = _mm_set1_ps(static_cast<float>(unscale));
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + 4 * i));
+    _mm_storeu_ps(x + i, _mm_mul_ps(_mm_cvtepi32_ps(v), u));
+  }
+  DequantiseF32Scalar(q, i, n, unscale, x);
+}
+
+INC_TARGET_AVX2 int32_t BlockExponentF32Avx2(const float* x, size_t n) {
+  const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff);
+  __m256i m0 = _mm256_setzero_si256(), m1 = m0;
+  size_t i = 0;
+  const auto* p = reinterpret_cast<const __m256i*>(x);
+  for (; i + 16 <= n; i += 16, p += 2) {
+    m0 = _mm256_max_epu32(m0, _mm256_and_si256(_mm256_loadu_si256(p), abs_mask));
+    m1 = _mm256_max_epu32(m1, _mm256_and_si256(_mm256_loadu_si256(p + 1), abs_mask));
+  }
+  if (i + 8 <= n) {
+    m0 = _mm256_max_epu32(m0, _mm256_and_si256(_mm256_loadu_si256(p), abs_mask));
+    i += 8;
+  }
+  __m256i m = _mm256_max_epu32(m0, m1);
+  __m128i m4 = _mm_max_epu32(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1));
+  m4 = _mm_max_epu32(m4, _mm_shuffle_epi32(m4, 0x4e));
+  m4 = _mm_max_epu32(m4, _mm_shuffle_epi32(m4, 0xb1));
+  uint32_t max_bits = static_cast<uint32_t>(_mm_cvtsi128_si32(m4));
+  for (; i < n; i++) max_bits = std::max(max_bits, AbsBitsF32(x, i));
+  return ExponentOfLargestBits<float>(max_bits);
+}
+
+INC_TARGET_AVX2 bool QuantiseF32Avx2(const float* x, size_t n, F32Scale k, void* q) {
+  auto* out = static_cast<uint8_t*>(q);
+  const __m256 scale = _mm256_set1_ps(k.scale);
+  const __m256 bound = _mm256_set1_ps(k.limit);
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  __m256 bad = _mm256_setzero_ps();
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 s = _mm256_mul_ps(_mm256_loadu_ps(x + i), scale);
+    bad = _mm256_or_ps(bad, _mm256_cmp_ps(_mm256_and_ps(s, abs_mask), bound, _CMP_NLE_UQ));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 4 * i), _mm256_cvtps_epi32(s));
+  }
+  return !_mm256_movemask_ps(bad) && QuantiseF32Tail(x, i, n, k, q);
+}
+
+INC_TARGET_AVX2 void DequantiseF32Avx2(const void* q, size_t n, double unscale, float* x) {
+  const auto* in = static_cast<const uint8_t*>(q);
+  const __m256 u = _mm256_set1_ps(static_cast<float>(unscale));
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + 4 * i));
+    _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_cvtepi32_ps(v), u));
+  }
+  DequantiseF32Scalar(q, i, n, unscale, x);
+}
+
+INC_AVX512_WARNINGS_OFF
+
+// AVX-512: whole blocks of 16 lanes, the rest under a lane mask (masked-off
+// lanes are neither read nor written).
+INC_TARGET_AVX512 inline __mmask16 TailMask16(size_t left) {
+  return static_cast<__mmask16>((1u << left) - 1);
+}
+
+INC_TARGET_AVX512 inline __mmask8 TailMask8(size_t left) {
+  return left >= 8 ? __mmask8{0xff} : static_cast<__mmask8>((1u << left) - 1);
+}
+
+INC_TARGET_AVX512 int32_t BlockExponentF32Avx512(const float* x, size_t n) {
+  const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff);
+  __m512i m0 = _mm512_setzero_si512(), m1 = m0;
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    m0 = _mm512_max_epu32(m0, _mm512_and_si512(_mm512_loadu_si512(x + i), abs_mask));
+    m1 = _mm512_max_epu32(m1, _mm512_and_si512(_mm512_loadu_si512(x + i + 16), abs_mask));
+  }
+  for (; i + 16 <= n; i += 16)
+    m0 = _mm512_max_epu32(m0, _mm512_and_si512(_mm512_loadu_si512(x + i), abs_mask));
+  if (i < n)
+    m1 = _mm512_max_epu32(m1, _mm512_and_si512(_mm512_maskz_loadu_epi32(TailMask16(n - i), x + i), abs_mask));
+  return ExponentOfLargestBits<float>(_mm512_reduce_max_epu32(_mm512_max_epu32(m0, m1)));
+}
+
+INC_TARGET_AVX512 bool QuantiseF32Avx512(const float* x, size_t n, F32Scale k, void* q) {
+  auto* out = static_cast<uint8_t*>(q);
+  const __m512 scale = _mm512_set1_ps(k.scale);
+  const __m512 bound = _mm512_set1_ps(k.limit);
+  __mmask16 bad = 0;
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m512 s = _mm512_mul_ps(_mm512_loadu_ps(x + i), scale);
+    bad |= _mm512_cmp_ps_mask(_mm512_abs_ps(s), bound, _CMP_NLE_UQ);
+    _mm512_storeu_si512(out + 4 * i, _mm512_cvtps_epi32(s));
+  }
+  if (i < n) {
+    const __mmask16 m = TailMask16(n - i);
+    __m512 s = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), scale);
+    bad |= _mm512_mask_cmp_ps_mask(m, _mm512_abs_ps(s), bound, _CMP_NLE_UQ);
+    _mm512_mask_storeu_epi32(out + 4 * i, m, _mm512_cvtps_epi32(s));
+  }
+  return bad == 0;
+}
+
+INC_TARGET_AVX512 void DequantiseF32Avx512(const void* q, size_t n, double unscale, float* x) {
+  const auto* in = static_cast<const uint8_t*>(q);
+  const __m512 u = _mm512_set1_ps(static_cast<float>(unscale));
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(x + i, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512(in + 4 * i)), u));
+  if (i < n) {
+    const __mmask16 m = TailMask16(n - i);
+    _mm512_mask_storeu_ps(x + i, m,
+                          _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(m, in + 4 * i)), u));
+  }
+}
+
+// FP64 on AVX-512 only (AVX2 has no int64 <-> double conversion).
+INC_TARGET_AVX512 int32_t BlockExponentF64Avx512(const double* x, size_t n) {
+  const __m512i abs_mask = _mm512_set1_epi64(0x7fffffffffffffffll);
+  __m512i m0 = _mm512_setzero_si512(), m1 = m0;
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    m0 = _mm512_max_epu64(m0, _mm512_and_si512(_mm512_loadu_si512(x + i), abs_mask));
+    m1 = _mm512_max_epu64(m1, _mm512_and_si512(_mm512_loadu_si512(x + i + 8), abs_mask));
+  }
+  for (; i < n; i += 8) {
+    const __mmask8 m = TailMask8(n - i);
+    m0 = _mm512_max_epu64(m0, _mm512_maskz_and_epi64(m, _mm512_maskz_loadu_epi64(m, x + i), abs_mask));
+  }
+  return ExponentOfLargestBits<double>(
+      static_cast<uint64_t>(_mm512_reduce_max_epu64(_mm512_max_epu64(m0, m1))));
+}
+
+// Same contract as the FP32 paths: false when a lane saturates or is NaN.
+INC_TARGET_AVX512 bool QuantiseF64Avx512(const double* x, size_t n, double scale_d, double limit_d, void* q) {
+  auto* out = static_cast<uint8_t*>(q);
+  const __m512d scale = _mm512_set1_pd(scale_d);
+  const __m512d bound = _mm512_set1_pd(limit_d);
+  __mmask8 bad = 0;
+  for (size_t i = 0; i < n; i += 8) {
+    const __mmask8 m = TailMask8(n - i);
+    __m512d s = _mm512_mul_pd(_mm512_maskz_loadu_pd(m, x + i), scale);
+    bad |= _mm512_mask_cmp_pd_mask(m, _mm512_abs_pd(s), bound, _CMP_NLE_UQ);
+    _mm512_mask_storeu_epi64(out + 8 * i, m, _mm512_cvtpd_epi64(s));
+  }
+  return bad == 0;
+}
+
+INC_TARGET_AVX512 void DequantiseF64Avx512(const void* q, size_t n, double unscale, double* x) {
+  const auto* in = static_cast<const uint8_t*>(q);
+  const __m512d u = _mm512_set1_pd(unscale);
+  for (size_t i = 0; i < n; i += 8) {
+    const __mmask8 m = TailMask8(n - i);
+    _mm512_mask_storeu_pd(x + i, m,
+                          _mm512_mul_pd(_mm512_cvtepi64_pd(_mm512_maskz_loadu_epi64(m, in + 8 * i)), u));
+  }
+}
+INC_AVX512_WARNINGS_ON
 #endif
 
+Simd DetectSimd() {
+#if defined(__x86_64__)
+  if (CpuHasAvx512()) return Simd::kAvx512;
+  if (__builtin_cpu_supports("avx2")) return Simd::kAvx2;
+  return Simd::kSse2;
+#else
+  return Simd::kScalar;
+#endif
+}
+
+Simd Usable(Simd s) {
+  return std::min(s, BestSimd());
+}
+
 }  // namespace
+
+Simd BestSimd() {
+  static const Simd best = DetectSimd();
+  return best;
+}
+
+bool SimdSupported(Simd s) {
+  return s <= BestSimd();
+}
+
+const char* SimdName(Simd s) {
+  switch (s) {
+    case Simd::kScalar: return "scalar";
+    case Simd::kSse2: return "sse2";
+    case Simd::kAvx2: return "avx2";
+    case Simd::kAvx512: return "avx512";
+  }
+  return "?";
+}
 
 int HeadroomBits(uint32_t world) {
   int h = 0;
@@ -143,53 +383,121 @@ int HeadroomBits(uint32_t world) {
   return h;
 }
 
-int32_t BlockExponentF32(const float* x, size_t n) {
-#if defined(__SSE2__)
-  return BlockExponentF32Sse2(x, n);
-#else
-  return BlockExponent(x, n);
+int32_t BlockExponentF32(Simd s, const float* x, size_t n) {
+  switch (Usable(s)) {
+#if defined(__x86_64__)
+    case Simd::kAvx512: return BlockExponentF32Avx512(x, n);
+    case Simd::kAvx2: return BlockExponentF32Avx2(x, n);
+    case Simd::kSse2: return BlockExponentF32Sse2(x, n);
 #endif
+    default: return BlockExponent(x, n);
+  }
 }
-int32_t BlockExponentF64(const double* x, size_t n) {
+
+int32_t BlockExponentF64(Simd s, const double* x, size_t n) {
+#if defined(__x86_64__)
+  if (Usable(s) == Simd::kAvx512) return BlockExponentF64Avx512(x, n);
+#endif
+  (void)s;
   return BlockExponent(x, n);
 }
 
-bool QuantiseF32(const float* x, size_t n, int32_t b, int h, int32_t* q) {
+bool QuantiseF32(Simd s, const float* x, size_t n, int32_t b, int h, void* q) {
   if (b == kZeroBlockExponent) {
-    std::memset(q, 0, n * sizeof(*q));
+    std::memset(q, 0, n * sizeof(int32_t));
     return false;
   }
-#if defined(__SSE2__)
   const int e = 30 - h - b;
-  if (e >= -126 && e <= 127 && h <= 31 && QuantiseF32Sse2(x, n, e, h, q)) return false;
+  if (e >= -126 && e <= 127 && h >= 0 && h <= 31) {
+    const F32Scale k = MakeF32Scale(e, h);
+    switch (Usable(s)) {
+#if defined(__x86_64__)
+      case Simd::kAvx512:
+        if (QuantiseF32Avx512(x, n, k, q)) return false;
+        break;
+      case Simd::kAvx2:
+        if (QuantiseF32Avx2(x, n, k, q)) return false;
+        break;
+      case Simd::kSse2:
+        if (QuantiseF32Sse2(x, n, k, q)) return false;
+        break;
 #endif
-  return Quantise(x, n, b, h, 32, q);
+      default: break;
+    }
+  }
+  return Quantise<float, int32_t>(x, n, b, h, 32, q);
 }
 
-void DequantiseF32(const int32_t* q, size_t n, int32_t b, int h, float* x) {
+void DequantiseF32(Simd s, const void* q, size_t n, int32_t b, int h, float* x) {
   if (b == kZeroBlockExponent) {
     std::memset(x, 0, n * sizeof(*x));
     return;
   }
-  const double unscale = std::ldexp(1.0, -(30 - h - b));
-#if defined(__SSE2__)
-  DequantiseF32Sse2(q, n, unscale, x);
-#else
-  for (size_t i = 0; i < n; i++) x[i] = static_cast<float>(static_cast<double>(q[i]) * unscale);
+  const int k = -(30 - h - b);
+  const double unscale = std::ldexp(1.0, k);
+  const bool in_float = DequantiseF32InFloat(k);
+  switch (Usable(s)) {
+#if defined(__x86_64__)
+    case Simd::kAvx512:
+      if (in_float) return DequantiseF32Avx512(q, n, unscale, x);
+      return DequantiseF32Sse2(q, n, unscale, x);
+    case Simd::kAvx2:
+      if (in_float) return DequantiseF32Avx2(q, n, unscale, x);
+      return DequantiseF32Sse2(q, n, unscale, x);
+    case Simd::kSse2:
+      if (in_float) return DequantiseF32FloatSse2(q, n, unscale, x);
+      return DequantiseF32Sse2(q, n, unscale, x);
 #endif
+    default: return DequantiseF32Scalar(q, 0, n, unscale, x);
+  }
 }
 
-bool QuantiseF64(const double* x, size_t n, int32_t b, int h, int64_t* q) {
+bool QuantiseF64(Simd s, const double* x, size_t n, int32_t b, int h, void* q) {
   if (b == kZeroBlockExponent) {
-    std::memset(q, 0, n * sizeof(*q));
+    std::memset(q, 0, n * sizeof(int64_t));
     return false;
   }
-  return Quantise(x, n, b, h, 64, q);
+#if defined(__x86_64__)
+  if (Usable(s) == Simd::kAvx512 && h >= 0 && h <= 63) {
+    const double limit =
+        63 - h > 53 ? std::nextafter(std::ldexp(1.0, 63 - h), 0.0) : std::ldexp(1.0, 63 - h) - 1;
+    if (QuantiseF64Avx512(x, n, std::ldexp(1.0, 62 - h - b), limit, q)) return false;
+  }
+#endif
+  (void)s;
+  return Quantise<double, int64_t>(x, n, b, h, 64, q);
 }
 
-void DequantiseF64(const int64_t* q, size_t n, int32_t b, int h, double* x) {
+void DequantiseF64(Simd s, const void* q, size_t n, int32_t b, int h, double* x) {
+  if (b == kZeroBlockExponent) {
+    std::memset(x, 0, n * sizeof(*x));
+    return;
+  }
   const double unscale = std::ldexp(1.0, -(62 - h - b));
-  for (size_t i = 0; i < n; i++) x[i] = b == kZeroBlockExponent ? 0.0 : static_cast<double>(q[i]) * unscale;
+#if defined(__x86_64__)
+  if (Usable(s) == Simd::kAvx512) return DequantiseF64Avx512(q, n, unscale, x);
+#endif
+  (void)s;
+  for (size_t i = 0; i < n; i++) x[i] = static_cast<double>(LoadLane<int64_t>(q, i)) * unscale;
+}
+
+int32_t BlockExponentF32(const float* x, size_t n) {
+  return BlockExponentF32(BestSimd(), x, n);
+}
+int32_t BlockExponentF64(const double* x, size_t n) {
+  return BlockExponentF64(BestSimd(), x, n);
+}
+bool QuantiseF32(const float* x, size_t n, int32_t b, int h, void* q) {
+  return QuantiseF32(BestSimd(), x, n, b, h, q);
+}
+void DequantiseF32(const void* q, size_t n, int32_t b, int h, float* x) {
+  DequantiseF32(BestSimd(), q, n, b, h, x);
+}
+bool QuantiseF64(const double* x, size_t n, int32_t b, int h, void* q) {
+  return QuantiseF64(BestSimd(), x, n, b, h, q);
+}
+void DequantiseF64(const void* q, size_t n, int32_t b, int h, double* x) {
+  DequantiseF64(BestSimd(), q, n, b, h, x);
 }
 
 int64_t OrderedFromF64(double x) {

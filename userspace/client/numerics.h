@@ -21,6 +21,14 @@ constexpr int32_t kZeroBlockExponent = -128;
 // Bits of headroom for summing world values without overflow.
 int HeadroomBits(uint32_t world);
 
+// Instruction sets the FP32/FP64 SUM codec has paths for. The functions
+// without a Simd argument take the best one this CPU has (BestSimd); every
+// path gives the same bits (tests and the micro-benchmark pick one).
+enum class Simd : uint8_t { kScalar, kSse2, kAvx2, kAvx512 };
+Simd BestSimd();
+bool SimdSupported(Simd s);
+const char* SimdName(Simd s);
+
 // b such that every |x| in the block is < 2^(b+1), clamped to [-127, 127]
 // (ilogb of the largest magnitude), or kZeroBlockExponent for an all-zero
 // block. NaN and infinity count as the largest finite exponent.
@@ -30,12 +38,22 @@ int32_t BlockExponentF64(const double* x, size_t n);
 // Quantise n values with the agreed block exponent b and headroom h:
 // q = round_half_even(x * 2^(30 - h - b)) saturated to +-(2^(31-h) - 1).
 // Returns true if any value saturated (only NaN/inf, or a b below the
-// block's own exponent, can do that).
-bool QuantiseF32(const float* x, size_t n, int32_t b, int h, int32_t* q);
-void DequantiseF32(const int32_t* q, size_t n, int32_t b, int h, float* x);
+// block's own exponent, can do that). The lanes q are little-endian int32s
+// at any alignment (a frame's payload), as on the wire.
+bool QuantiseF32(const float* x, size_t n, int32_t b, int h, void* q);
+void DequantiseF32(const void* q, size_t n, int32_t b, int h, float* x);
 // int64 lanes: q = round(x * 2^(62 - h - b)), saturated to +-(2^(63-h) - 1).
-bool QuantiseF64(const double* x, size_t n, int32_t b, int h, int64_t* q);
-void DequantiseF64(const int64_t* q, size_t n, int32_t b, int h, double* x);
+bool QuantiseF64(const double* x, size_t n, int32_t b, int h, void* q);
+void DequantiseF64(const void* q, size_t n, int32_t b, int h, double* x);
+
+// The same on an explicit path; one the CPU lacks falls back to the best
+// it has (SimdSupported tells).
+int32_t BlockExponentF32(Simd s, const float* x, size_t n);
+int32_t BlockExponentF64(Simd s, const double* x, size_t n);
+bool QuantiseF32(Simd s, const float* x, size_t n, int32_t b, int h, void* q);
+void DequantiseF32(Simd s, const void* q, size_t n, int32_t b, int h, float* x);
+bool QuantiseF64(Simd s, const double* x, size_t n, int32_t b, int h, void* q);
+void DequantiseF64(Simd s, const void* q, size_t n, int32_t b, int h, double* x);
 
 // FP64 <-> int64 whose signed order equals the doubles' order (-0 < +0);
 // the mapping is its own inverse.

@@ -53,6 +53,12 @@ uint16_t Ipv4HeaderChecksum(const uint8_t* ip) {
 }
 
 Expected<size_t> BuildFrame(const FrameSpec& s, uint8_t* out, size_t capacity) {
+  if (FrameLength(s.payload_len) <= capacity && s.payload_len)
+    std::memcpy(out + INC_OFF_PAYLOAD, s.payload, s.payload_len);
+  return BuildFrameAroundPayload(s, out, capacity);
+}
+
+Expected<size_t> BuildFrameAroundPayload(const FrameSpec& s, uint8_t* out, size_t capacity) {
   size_t len = FrameLength(s.payload_len);
   if (len > capacity) return InvalidArgument("frame of " + std::to_string(len) + " bytes exceeds buffer");
   if (s.payload_len % 4 != 0) return InvalidArgument("payload length must be a multiple of 4");
@@ -108,7 +114,6 @@ Expected<size_t> BuildFrame(const FrameSpec& s, uint8_t* out, size_t capacity) {
   h[20] = static_cast<uint8_t>(s.inc.exponent);
   h[21] = s.inc.root_rank;
   Put16(h + 22, s.inc.reserved);
-  if (s.payload_len) std::memcpy(out + INC_OFF_PAYLOAD, s.payload, s.payload_len);
   INC_RETURN_IF_ERROR(WriteIcrc(out, len));
   return len;
 }

@@ -59,6 +59,10 @@ uint16_t Ipv4HeaderChecksum(const uint8_t* ip_header);  // over 20 bytes, checks
 
 // Writes the frame (with IP checksum and ICRC) into out; returns its length.
 Expected<size_t> BuildFrame(const FrameSpec& spec, uint8_t* out, size_t capacity);
+// The same around a payload already in place: spec.payload_len bytes at
+// out + INC_OFF_PAYLOAD (spec.payload is not read), so a sender can write
+// its payload straight into the frame.
+Expected<size_t> BuildFrameAroundPayload(const FrameSpec& spec, uint8_t* out, size_t capacity);
 Expected<std::vector<uint8_t>> BuildFrame(const FrameSpec& spec);
 
 struct ParsedFrame {

@@ -5,12 +5,16 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <random>
+#include <string>
 
 #include "client/block_op.h"
+#include "client/engine.h"
 #include "client/numerics.h"
 #include "client/protocol.h"
+#include "client/tests/loopback_io.h"
 #include "common/frame.h"
 
 namespace inc::client {
@@ -115,10 +119,11 @@ TEST(FixedPoint, SaturationIsReportedForValuesAboveTheAgreedExponent) {
   EXPECT_EQ(q, (1 << 30) - 1);
 }
 
-// Reference for the vectorised FP32 paths: the definition in numerics.h
+// References for the vectorised paths: the definitions in numerics.h
 // computed in double, one element at a time.
-int32_t RefBlockExponent(const float* x, size_t n) {
-  float m = 0;
+template <typename F>
+int32_t RefBlockExponent(const F* x, size_t n) {
+  F m = 0;
   for (size_t i = 0; i < n; i++) {
     if (!std::isfinite(x[i])) return 127;
     m = std::max(m, std::fabs(x[i]));
@@ -127,55 +132,183 @@ int32_t RefBlockExponent(const float* x, size_t n) {
   return std::max(-127, std::min(127, std::ilogb(m)));
 }
 
-TEST(FixedPoint, VectorisedFloat32PathsMatchTheScalarDefinitionBitForBit) {
-  std::mt19937 rng(11);
-  const float specials[] = {0.0f,       -0.0f,         1e-45f,       -1e-40f,   1.1754944e-38f,
-                            3.4e38f,    -3.4e38f,      INFINITY,     -INFINITY, NAN,
-                            0.5f,       1.5f,          2.5f,         -2.5f,     std::nextafter(2.0f, 0.0f),
-                            8388607.5f, 1073741823.0f, 1073741824.0f};
-  for (int round = 0; round < 400; round++) {
-    size_t n = 1 + rng() % 509;  // odd tails included
-    int spread = static_cast<int>(rng() % 60);
-    std::vector<float> x(n);
-    for (auto& v : x) {
-      if (rng() % 50 == 0) {
-        v = specials[rng() % (sizeof(specials) / sizeof(specials[0]))];
-      } else {
-        v = std::ldexp(static_cast<float>(static_cast<int32_t>(rng())) / 2147483648.0f,
-                       static_cast<int>(rng() % (2 * spread + 1)) - spread);
-      }
+template <typename I>
+constexpr int kLaneBits = static_cast<int>(8 * sizeof(I));
+
+template <typename I, typename F>
+std::vector<I> RefQuantise(const F* x, size_t n, int32_t b, int h, bool* saturated) {
+  std::vector<I> q(n, 0);
+  *saturated = false;
+  if (b == kZeroBlockExponent) return q;
+  const int bits = kLaneBits<I>;
+  const double scale = std::ldexp(1.0, bits - 2 - h - b);
+  const double limit = bits - 1 - h > 53 ? std::nextafter(std::ldexp(1.0, bits - 1 - h), 0.0)
+                                         : std::ldexp(1.0, bits - 1 - h) - 1;
+  for (size_t i = 0; i < n; i++) {
+    double s = static_cast<double>(x[i]) * scale;
+    if (!(s <= limit && s >= -limit)) {
+      *saturated = true;
+      s = std::isnan(s) ? 0 : (s > 0 ? limit : -limit);
     }
-    const int32_t own = RefBlockExponent(x.data(), n);
-    ASSERT_EQ(BlockExponentF32(x.data(), n), own) << "round " << round;
-    for (int h : {0, 2, 6, 7, 8, 12}) {
-      // The agreed exponent is at least the block's own; sometimes below it
-      // (saturation), sometimes far above (underflow to 0).
-      for (int32_t b : {own, own + 1, own + 40, own - 3, -127, 127}) {
-        if (own == kZeroBlockExponent && b != own) continue;
-        b = std::max(-127, std::min(127, b));
-        std::vector<int32_t> q(n), want(n);
-        bool sat = QuantiseF32(x.data(), n, b, h, q.data());
-        bool want_sat = false;
-        const double scale = std::ldexp(1.0, 30 - h - b), limit = std::ldexp(1.0, 31 - h) - 1;
-        for (size_t i = 0; i < n; i++) {
-          double s = static_cast<double>(x[i]) * scale;
-          if (!(s <= limit && s >= -limit)) {
-            want_sat = true;
-            s = std::isnan(s) ? 0 : (s > 0 ? limit : -limit);
+    q[i] = static_cast<I>(std::nearbyint(s));
+  }
+  return q;
+}
+
+template <typename F, typename I>
+F RefDequantise(I q, int32_t b, int h) {
+  if (b == kZeroBlockExponent) return 0;
+  return static_cast<F>(static_cast<double>(q) * std::ldexp(1.0, -(kLaneBits<I> - 2 - h - b)));
+}
+
+std::vector<Simd> SupportedSimd() {
+  std::vector<Simd> out;
+  for (Simd s : {Simd::kScalar, Simd::kSse2, Simd::kAvx2, Simd::kAvx512})
+    if (SimdSupported(s)) out.push_back(s);
+  return out;
+}
+
+// Random values in [-2^spread, 2^spread] and now and then a special one.
+template <typename F, size_t N>
+std::vector<F> RandomBlock(std::mt19937& rng, size_t n, const F (&specials)[N]) {
+  int spread = static_cast<int>(rng() % 60);
+  std::vector<F> x(n);
+  for (auto& v : x) {
+    if (rng() % 50 == 0) {
+      v = specials[rng() % N];
+    } else {
+      v = std::ldexp(static_cast<F>(static_cast<int32_t>(rng())) / static_cast<F>(2147483648.0),
+                     static_cast<int>(rng() % (2 * spread + 1)) - spread);
+    }
+  }
+  return x;
+}
+
+// Every path of BlockExponent, Quantise and Dequantise against the scalar
+// definition: random blocks of every length up to 509 (vector tails), NaN,
+// inf, subnormals, saturation, exponents whose scale leaves the float range,
+// inputs at every alignment and wire lanes at odd byte offsets (a frame's
+// payload).
+// One name for the FP32 and FP64 entry points.
+int32_t BlockExponent(Simd s, const float* x, size_t n) {
+  return BlockExponentF32(s, x, n);
+}
+int32_t BlockExponent(Simd s, const double* x, size_t n) {
+  return BlockExponentF64(s, x, n);
+}
+bool Quantise(Simd s, const float* x, size_t n, int32_t b, int h, void* q) {
+  return QuantiseF32(s, x, n, b, h, q);
+}
+bool Quantise(Simd s, const double* x, size_t n, int32_t b, int h, void* q) {
+  return QuantiseF64(s, x, n, b, h, q);
+}
+void Dequantise(Simd s, const void* q, size_t n, int32_t b, int h, float* x) {
+  DequantiseF32(s, q, n, b, h, x);
+}
+void Dequantise(Simd s, const void* q, size_t n, int32_t b, int h, double* x) {
+  DequantiseF64(s, q, n, b, h, x);
+}
+
+template <typename F, typename I, size_t N>
+void ExpectEveryPathMatchesTheDefinition(const F (&specials)[N], std::initializer_list<int> headrooms,
+                                         int rounds) {
+  std::mt19937 rng(11);
+  const std::vector<Simd> paths = SupportedSimd();
+  for (int round = 0; round < rounds; round++) {
+    const size_t n = round < 40 ? static_cast<size_t>(round) : 1 + rng() % 509;
+    const std::vector<F> block = RandomBlock<F>(rng, n, specials);
+    const size_t x_shift = rng() % 16, q_shift = rng() % 8;
+    std::vector<F> x_buf(n + 16);
+    std::copy(block.begin(), block.end(), x_buf.begin() + x_shift);
+    const F* x = x_buf.data() + x_shift;
+    std::vector<uint8_t> q_buf((n + 1) * sizeof(I));
+    uint8_t* q = q_buf.data() + q_shift % sizeof(I);
+    const int32_t own = RefBlockExponent(x, n);
+    for (Simd path : paths) {
+      SCOPED_TRACE(std::string(SimdName(path)) + " round " + std::to_string(round) + " n " +
+                   std::to_string(n));
+      ASSERT_EQ(BlockExponent(path, x, n), own);
+      for (int h : headrooms) {
+        // The agreed exponent is at least the block's own; sometimes below it
+        // (saturation), sometimes far above (underflow to 0).
+        for (int32_t b : {own, own + 1, own + 40, own - 3, -127, 127}) {
+          if (own == kZeroBlockExponent && b != own) continue;
+          if (b != kZeroBlockExponent) b = std::max(-127, std::min(127, b));
+          SCOPED_TRACE("h " + std::to_string(h) + " b " + std::to_string(b));
+          bool want_sat;
+          const std::vector<I> want = RefQuantise<I>(x, n, b, h, &want_sat);
+          const bool sat = Quantise(path, x, n, b, h, q);
+          ASSERT_EQ(sat, want_sat);
+          ASSERT_TRUE(n == 0 || std::memcmp(q, want.data(), n * sizeof(I)) == 0);
+          // Dequantise the lanes and, for scales outside what quantising
+          // yields, random lanes of the whole range.
+          std::vector<I> lanes = want;
+          if (rng() % 2) {
+            for (auto& v : lanes) v = static_cast<I>(static_cast<uint64_t>(rng()) << 32 | rng());
+            if (n) lanes[0] = std::numeric_limits<I>::min();
+            if (n > 1) lanes[1] = std::numeric_limits<I>::max();
           }
-          want[i] = static_cast<int32_t>(std::nearbyint(s));
-        }
-        ASSERT_EQ(sat, want_sat) << "round " << round << " h " << h << " b " << b;
-        ASSERT_EQ(q, want) << "round " << round << " h " << h << " b " << b;
-        std::vector<float> back(n);
-        DequantiseF32(q.data(), n, b, h, back.data());
-        for (size_t i = 0; i < n; i++) {
-          float w = static_cast<float>(static_cast<double>(want[i]) * std::ldexp(1.0, -(30 - h - b)));
-          ASSERT_EQ(std::memcmp(&back[i], &w, sizeof(w)), 0) << "element " << i;
+          if (n) std::memcpy(q, lanes.data(), n * sizeof(I));
+          std::vector<F> back(n + 1);
+          F* out = back.data() + (rng() % 2);
+          Dequantise(path, q, n, b, h, out);
+          for (size_t i = 0; i < n; i++) {
+            F w = RefDequantise<F>(lanes[i], b, h);
+            ASSERT_EQ(std::memcmp(&out[i], &w, sizeof(w)), 0) << "element " << i << " lane " << lanes[i];
+          }
         }
       }
     }
   }
+}
+
+TEST(FixedPoint, VectorisedFloat32PathsMatchTheScalarDefinitionBitForBit) {
+  const float specials[] = {0.0f,
+                            -0.0f,
+                            1e-45f,
+                            -1e-40f,
+                            std::numeric_limits<float>::denorm_min(),
+                            std::nextafter(std::numeric_limits<float>::min(), 0.0f),
+                            1.1754944e-38f,
+                            3.4e38f,
+                            -3.4e38f,
+                            std::numeric_limits<float>::max(),
+                            INFINITY,
+                            -INFINITY,
+                            NAN,
+                            -NAN,
+                            0.5f,
+                            1.5f,
+                            2.5f,
+                            -2.5f,
+                            std::nextafter(2.0f, 0.0f),
+                            8388607.5f,
+                            1073741823.0f,
+                            1073741824.0f};
+  ExpectEveryPathMatchesTheDefinition<float, int32_t>(specials, {0, 1, 2, 6, 7, 8, 12, 24, 31}, 300);
+}
+
+TEST(FixedPoint, VectorisedFloat64PathsMatchTheScalarDefinitionBitForBit) {
+  const double specials[] = {0.0,
+                             -0.0,
+                             std::numeric_limits<double>::denorm_min(),
+                             -1e-310,
+                             std::numeric_limits<double>::min(),
+                             1e300,
+                             -1e300,
+                             std::ldexp(1.0, 127),
+                             INFINITY,
+                             -INFINITY,
+                             NAN,
+                             -NAN,
+                             0.5,
+                             1.5,
+                             2.5,
+                             -2.5,
+                             std::nextafter(2.0, 0.0),
+                             4503599627370495.5,
+                             9007199254740993.0};
+  ExpectEveryPathMatchesTheDefinition<double, int64_t>(specials, {0, 1, 2, 9, 10, 11, 12, 40, 63}, 150);
 }
 
 // The switch adds int32 lanes; emulate that in any order and check that the
@@ -372,7 +505,7 @@ TEST(BlockOperation, RawInt32CoversOddCountsAndPlacesResults) {
   std::vector<uint8_t> payload(INC_MAX_PAYLOAD_BYTES);
   for (uint64_t i = 0; i < 2; i++) {
     IncHeader h;
-    size_t n = op.Build(i, &h, payload.data());
+    size_t n = *op.Build(i, &h, payload.data(), payload.size());
     EXPECT_EQ(n, h.count * 4u);
     EXPECT_EQ(h.count, i == 0 ? 240 : 1);
     std::vector<uint8_t> p(payload.begin(), payload.begin() + n);
@@ -390,7 +523,7 @@ TEST(BlockOperation, RejectsResultWithWrongCountOrCollective) {
   BlockOperation op(s);
   IncHeader h;
   std::vector<uint8_t> payload(40);
-  op.Build(0, &h, payload.data());
+  ASSERT_TRUE(op.Build(0, &h, payload.data(), payload.size()).ok());
   IncHeader bad = h;
   bad.count = 9;
   EXPECT_EQ(op.Accept(0, ResultFor(bad, std::vector<uint8_t>(36))), Reject::kMismatch);
@@ -429,8 +562,8 @@ TEST(BlockOperation, FixedF32SumOfSimulatedSwitchMatchesExactSum) {
   for (uint64_t i = 0; i < opa.NumMessages(); i++) {
     IncHeader ha, hb;
     std::vector<uint8_t> pa(INC_MAX_PAYLOAD_BYTES), pb(INC_MAX_PAYLOAD_BYTES);
-    size_t na = opa.Build(i, &ha, pa.data());
-    size_t nb = opb.Build(i, &hb, pb.data());
+    size_t na = *opa.Build(i, &ha, pa.data(), pa.size());
+    size_t nb = *opb.Build(i, &hb, pb.data(), pb.size());
     ASSERT_EQ(na, nb);
     ASSERT_EQ(ha.exponent, hb.exponent);
     std::vector<uint8_t> sum(na);
@@ -456,7 +589,7 @@ TEST(BlockOperation, EmptyContributionsForBroadcastNonRootAndBarrier) {
   BlockOperation op(s);
   IncHeader h;
   std::vector<uint8_t> payload(64);
-  EXPECT_EQ(op.Build(0, &h, payload.data()), 0u);
+  EXPECT_EQ(*op.Build(0, &h, payload.data(), payload.size()), 0u);
   EXPECT_EQ(h.count, 0);
   BlockSpec bar;
   bar.collective = INC_COLL_BARRIER;
@@ -465,9 +598,103 @@ TEST(BlockOperation, EmptyContributionsForBroadcastNonRootAndBarrier) {
   bar.recv_data = false;
   BlockOperation barrier(bar);
   EXPECT_EQ(barrier.NumMessages(), 1u);
-  EXPECT_EQ(barrier.Build(0, &h, payload.data()), 0u);
+  EXPECT_EQ(*barrier.Build(0, &h, payload.data(), payload.size()), 0u);
   EXPECT_EQ(barrier.Accept(0, ResultFor(h, {})), Reject::kNone);
 }
+
+TEST(BlockOperation, BuildRefusesAPayloadLargerThanTheFrameHolds) {
+  std::vector<int32_t> in(240, 1);
+  BlockSpec s;
+  s.send = in.data();
+  s.count = in.size();
+  BlockOperation op(s);
+  IncHeader h;
+  std::vector<uint8_t> payload(960);
+  EXPECT_FALSE(op.Build(0, &h, payload.data(), 956).ok());
+  EXPECT_EQ(*op.Build(0, &h, payload.data(), 960), 960u);
+}
+
+// ------------------------------------------------------------- engine --
+
+// The engine's whole path on real frames: the operation writes its lanes
+// straight into the TX frame (at the payload's offset 98, not 4-aligned),
+// the frame's headers and ICRC go around them, and results dequantise
+// straight from the received frame. A world of one gets back
+// Dequantise(Quantise(x)) for every element, tails included.
+struct EngineLoopbackCase {
+  const char* name;
+  Codec codec;
+  uint8_t wire_dtype;
+  uint64_t count;
+  uint32_t elems4;
+};
+
+class EngineLoopback : public ::testing::TestWithParam<EngineLoopbackCase> {};
+
+TEST_P(EngineLoopback, ResultsMatchTheCodecElementForElement) {
+  const EngineLoopbackCase& c = GetParam();
+  EngineConfig ec;
+  ec.member_ip = *Ipv4::Parse("10.0.0.2");
+  ec.member_qpn = 0x800123;
+  ec.switch_ip = *Ipv4::Parse("10.0.0.1");
+  ec.switch_qpn = 0x100;
+  ec.tree_id = 7;
+  ec.key = 0xC0FFEE;
+  ec.pool_size = 16;
+  ec.elems_per_packet = c.elems4;
+  ec.first_msg_id = 77;
+  ec.timeout = std::chrono::milliseconds(20);
+  ec.max_retries = 1;
+  LoopbackIo io(ec.first_msg_id, ec.member_qpn);
+  Engine engine(&io, ec);
+  const size_t esize = inc_dtype_size(c.wire_dtype);
+  const uint32_t per = ElemsPerPacket(c.elems4, esize);
+  std::mt19937 rng(5);
+  std::vector<uint8_t> in(c.count * esize), out(c.count * esize, 0xAB), want(c.count * esize);
+  for (auto& b : in) b = static_cast<uint8_t>(rng());
+  std::vector<int32_t> exps(PacketCount(c.count, per));
+  BlockSpec s;
+  s.wire_dtype = c.wire_dtype;
+  s.codec = c.codec;
+  s.count = c.count;
+  s.elems4 = c.elems4;
+  s.send = in.data();
+  s.recv = out.data();
+  s.headroom = 0;
+  s.exponents = exps.data();
+  if (c.codec == Codec::kFixedF32) {
+    auto* x = reinterpret_cast<float*>(in.data());
+    for (uint64_t i = 0; i < c.count; i++)
+      x[i] = std::ldexp(static_cast<float>(rng() % 2001) - 1000, rng() % 20);
+  }
+  std::vector<int32_t> lanes(per);
+  for (size_t p = 0; p < exps.size(); p++) {
+    PacketRange r = PacketElements(p, c.count, per);
+    if (c.codec == Codec::kFixedF32) {
+      const float* x = reinterpret_cast<const float*>(in.data()) + r.first;
+      exps[p] = BlockExponentF32(x, r.count);
+      QuantiseF32(x, r.count, exps[p], 0, lanes.data());
+      DequantiseF32(lanes.data(), r.count, exps[p], 0, reinterpret_cast<float*>(want.data()) + r.first);
+    }
+  }
+  if (c.codec == Codec::kRaw) want = in;
+  BlockOperation op(s);
+  Status st = engine.Run(&op);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(io.malformed(), 0u);
+  EXPECT_EQ(io.sent(), exps.size());
+  EXPECT_EQ(engine.counters().retransmissions, 0u);
+  EXPECT_EQ(out, want);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Codecs, EngineLoopback,
+    ::testing::Values(
+        EngineLoopbackCase{"Fp32SumOddTail", Codec::kFixedF32, INC_DTYPE_FP32, 5 * 240 + 17, 240},
+        EngineLoopbackCase{"Fp32SumLargeFrames", Codec::kFixedF32, INC_DTYPE_FP32, 3 * 768 + 1, 768},
+        EngineLoopbackCase{"Int32Raw", Codec::kRaw, INC_DTYPE_INT32, 1000, 240},
+        EngineLoopbackCase{"Int64Raw", Codec::kRaw, INC_DTYPE_INT64, 333, 240}),
+    [](const ::testing::TestParamInfo<EngineLoopbackCase>& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace inc::client

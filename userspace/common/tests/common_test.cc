@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -58,16 +60,68 @@ uint32_t BitwiseCrc32Le(uint32_t crc, const uint8_t* p, size_t len) {
   return crc;
 }
 
-TEST(Crc32, EveryLengthOffsetAndSeedMatchesTheBitwiseDefinition) {
-  std::vector<uint8_t> buf(4200);
-  uint32_t x = 12345;
+std::vector<Crc32Path> SupportedCrc32Paths() {
+  std::vector<Crc32Path> out;
+  for (Crc32Path p : {Crc32Path::kTable, Crc32Path::kPclmul, Crc32Path::kVpclmul})
+    if (Crc32PathSupported(p)) out.push_back(p);
+  return out;
+}
+
+std::vector<uint8_t> RandomBytes(size_t n, uint32_t seed) {
+  std::vector<uint8_t> buf(n);
+  uint32_t x = seed;
   for (auto& b : buf) b = static_cast<uint8_t>((x = x * 1103515245 + 12345) >> 16);
-  for (size_t len : {0, 1, 15, 16, 63, 64, 65, 79, 80, 127, 128, 129, 1000, 1052, 1106, 2076, 2130, 4096}) {
-    for (size_t off : {0, 1, 3, 8, 13}) {
-      for (uint32_t seed : {0u, 0xFFFFFFFFu, 0xDEBB20E3u, 0x12345678u}) {
-        ASSERT_EQ(Crc32Le(seed, buf.data() + off, len), BitwiseCrc32Le(seed, buf.data() + off, len))
-            << "len " << len << " offset " << off << " seed " << seed;
+  return buf;
+}
+
+TEST(Crc32, EveryLengthOffsetAndSeedMatchesTheBitwiseDefinition) {
+  const std::vector<uint8_t> buf = RandomBytes(4200, 12345);
+  std::vector<size_t> lengths;
+  for (size_t len = 0; len <= 600; len++) lengths.push_back(len);  // every fold and tail boundary
+  for (size_t len : {1000, 1023, 1024, 1025, 1052, 1106, 2076, 2130, 3072, 3160, 4096})
+    lengths.push_back(len);
+  for (Crc32Path path : SupportedCrc32Paths()) {
+    for (size_t len : lengths) {
+      for (size_t off : {0, 1, 3, 8, 13}) {
+        for (uint32_t seed : {0u, 0xFFFFFFFFu, 0xDEBB20E3u, 0x12345678u}) {
+          ASSERT_EQ(Crc32Le(path, seed, buf.data() + off, len), BitwiseCrc32Le(seed, buf.data() + off, len))
+              << Crc32PathName(path) << " len " << len << " offset " << off << " seed " << seed;
+        }
       }
+    }
+  }
+}
+
+// The ICRC's definition: 8 bytes of 0xFF, then IPv4, UDP and BTH headers
+// with TOS, TTL, IPv4 checksum, UDP checksum and BTH resv8 set to 0xFF,
+// then the UDP payload after the BTH up to the ICRC; inverted.
+uint32_t IcrcByDefinition(const uint8_t* frame, size_t udp_len) {
+  const size_t covered = INC_OFF_UDP + udp_len - INC_ICRC_LEN - INC_OFF_IP;
+  std::vector<uint8_t> m(8 + covered, 0xFF);
+  std::memcpy(m.data() + 8, frame + INC_OFF_IP, covered);
+  for (size_t off : {INC_OFF_IP + 1, INC_OFF_IP + 8, INC_OFF_IP + 10, INC_OFF_IP + 11, INC_OFF_UDP + 6,
+                     INC_OFF_UDP + 7, INC_OFF_BTH + 4})
+    m[8 + off - INC_OFF_IP] = 0xFF;
+  return ~BitwiseCrc32Le(0xFFFFFFFF, m.data(), m.size());
+}
+
+TEST(Icrc, EveryPathAndUdpLengthMatchesTheMaskedDefinition) {
+  // Random header bytes (masked ones included) around every UDP length
+  // from the shortest RoCEv2 packet to a 3 KiB payload, with bytes after
+  // the UDP datagram that must not count.
+  const std::vector<uint8_t> noise = RandomBytes(INC_OFF_UDP + 3200 + 16, 777);
+  for (size_t udp_len = 8 + 12 + INC_ICRC_LEN; udp_len <= 3200; udp_len++) {
+    std::vector<uint8_t> frame(noise.begin(), noise.begin() + INC_OFF_UDP + udp_len + udp_len % 5);
+    frame[12] = 0x08;
+    frame[13] = 0x00;
+    frame[INC_OFF_IP] = 0x45;
+    frame[INC_OFF_UDP + 4] = static_cast<uint8_t>(udp_len >> 8);
+    frame[INC_OFF_UDP + 5] = static_cast<uint8_t>(udp_len);
+    const uint32_t want = IcrcByDefinition(frame.data(), udp_len);
+    for (Crc32Path path : SupportedCrc32Paths()) {
+      auto got = ComputeIcrc(path, frame.data(), frame.size());
+      ASSERT_TRUE(got.ok()) << got.status().ToString();
+      ASSERT_EQ(*got, want) << Crc32PathName(path) << " UDP length " << udp_len;
     }
   }
 }
@@ -125,6 +179,30 @@ TEST(Frame, BuildThenParseRoundTrips) {
   EXPECT_EQ(p->payload_len, 960u);
   EXPECT_EQ(Ipv4HeaderChecksum(frame->data() + INC_OFF_IP),
             static_cast<uint16_t>((*frame)[INC_OFF_IP + 10] << 8 | (*frame)[INC_OFF_IP + 11]));
+}
+
+TEST(Frame, BuildAroundAPlacedPayloadEqualsBuildFrame) {
+  for (size_t len : {0, 4, 12, 960, 2024, 3072}) {
+    const std::vector<uint8_t> payload = RandomBytes(len, static_cast<uint32_t>(len) + 1);
+    FrameSpec s;
+    s.src_ip = *Ipv4::Parse("10.0.0.2");
+    s.dst_ip = *Ipv4::Parse("10.0.0.1");
+    s.psn = 77;
+    s.inc.count = static_cast<uint16_t>(len / 4);
+    s.payload = payload.data();
+    s.payload_len = len;
+    auto want = BuildFrame(s);
+    ASSERT_TRUE(want.ok()) << want.status().ToString();
+    std::vector<uint8_t> frame(want->size() + 8, 0xEE);
+    std::copy(payload.begin(), payload.end(), frame.begin() + INC_OFF_PAYLOAD);
+    s.payload = nullptr;
+    auto n = BuildFrameAroundPayload(s, frame.data(), frame.size());
+    ASSERT_TRUE(n.ok()) << n.status().ToString();
+    ASSERT_EQ(*n, want->size()) << "payload " << len;
+    frame.resize(*n);
+    EXPECT_EQ(frame, *want) << "payload " << len;
+    EXPECT_FALSE(BuildFrameAroundPayload(s, frame.data(), *n - 1).ok()) << "payload " << len;
+  }
 }
 
 TEST(Frame, ParseRejectsTruncatedAndForeignFrames) {
