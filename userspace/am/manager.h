@@ -34,7 +34,7 @@ struct AmOptions {
   uint32_t switch_heartbeat_interval_ms = 1000;
   uint32_t join_timeout_ms = 30000;
   uint32_t default_pool_size = 256;
-  uint32_t default_elems_per_packet = 240;
+  uint32_t default_elems_per_packet = 0;  // 0: the largest the tree's switches and MTUs allow
   uint32_t switch_rpc_timeout_ms = 3000;
   uint32_t dismantled_retention_ms = 600000;
   // Trees move off failed leaf-spine links always; off congested ones when

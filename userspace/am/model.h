@@ -95,7 +95,7 @@ struct Requirements {
   uint32_t coll_mask = 0;
   uint32_t pool_size = 256;
   uint32_t elems_per_packet = 0;  // 0 = default_elems, capped by switches and MTUs
-  uint32_t default_elems = 240;
+  uint32_t default_elems = 0;     // 0 = the largest the tree allows
 };
 
 struct MemberPlacement {

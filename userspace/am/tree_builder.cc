@@ -276,7 +276,10 @@ Expected<TreePlan> BuildTreePlan(const Topology& topo, const std::map<std::strin
                                                            : "collective"));
   if (max_elems == 0) return FailedPrecondition("no element fits a packet: " + elems_limiter);
   if (req.elems_per_packet == 0) {
-    plan.elems_per_packet = std::min(req.default_elems ? req.default_elems : 240u, max_elems);
+    // The largest packet the tree allows (fewer packets per byte are the
+    // biggest lever on the members' and switches' per-packet cost), or the
+    // AM's configured default when it is smaller.
+    plan.elems_per_packet = req.default_elems ? std::min(req.default_elems, max_elems) : max_elems;
   } else if (req.elems_per_packet > max_elems) {
     return InvalidArgument("elems_per_packet " + std::to_string(req.elems_per_packet) +
                            " exceeds what the tree allows: " + std::to_string(max_elems) + " (" +

@@ -73,7 +73,9 @@ TEST_F(TreeBuilderTest, MembersUnderOneLeafGetASingleLevelTreeOnThatLeaf) {
     EXPECT_EQ(s.children[r].member_lo, r);
     EXPECT_EQ(s.children[r].member_hi, r + 1);
   }
-  EXPECT_EQ(plan->elems_per_packet, 240u);
+  // No request and no AM default: the largest packet the ports' MTU 1500
+  // allows (IB MTU 1024).
+  EXPECT_EQ(plan->elems_per_packet, 250u);
   EXPECT_EQ(plan->pool_size, 256u);
 }
 
@@ -267,8 +269,12 @@ TEST_F(TreeBuilderTest, ElementsPerPacketFollowSwitchLimitsAndPortMtus) {
   ASSERT_FALSE(over_switch.ok());
   EXPECT_NE(over_switch.status().message().find("max_elems_per_packet"), std::string::npos);
   req_.elems_per_packet = 0;
+  req_.default_elems = 0;
+  EXPECT_EQ(Build({"h00_0"})->elems_per_packet, 504u);  // the largest allowed
   req_.default_elems = 240;
-  EXPECT_EQ(Build({"h00_0"})->elems_per_packet, 240u);
+  EXPECT_EQ(Build({"h00_0"})->elems_per_packet, 240u);  // an AM default below it
+  req_.default_elems = 4000;
+  EXPECT_EQ(Build({"h00_0"})->elems_per_packet, 504u);  // an AM default above it is capped
 }
 
 TEST_F(TreeBuilderTest, WithoutRequirementsTheTreeAllowsWhatEverySwitchSupports) {
