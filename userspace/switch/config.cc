@@ -95,7 +95,6 @@ std::vector<Ipv4> InterfaceAddresses(const std::string& ifname) {
 
 v1::SwitchAgentConfig DefaultConfig() {
   v1::SwitchAgentConfig c;
-  c.set_icrc_verify(true);
   FillDefaults(&c);
   return c;
 }
@@ -115,8 +114,6 @@ Expected<v1::SwitchAgentConfig> ParseConfigJson(const std::string& json) {
   if (!st.ok()) {
     return InvalidArgument("bad SwitchAgentConfig: " + std::string(st.message()));
   }
-  const auto& keys = object.fields();
-  if (!keys.count("icrcVerify") && !keys.count("icrc_verify")) config.set_icrc_verify(true);
   FillDefaults(&config);
   return config;
 }

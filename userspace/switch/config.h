@@ -21,8 +21,9 @@ inline constexpr uint32_t kDefaultHeartbeatMs = 1000;
 
 // Parses a SwitchAgentConfig in protobuf JSON. Unknown fields are an error
 // naming the field and where it is ("ports[1].adress"). Fills defaults for
-// the fields the JSON leaves out (icrc_verify defaults to true, which proto3
-// cannot express, so presence is read from the JSON itself).
+// the fields the JSON leaves out (icrc_verify stays false: the members check
+// every result's ICRC, and docs/operations.md "ICRC verification" says when
+// a switch should check contributions too).
 Expected<v1::SwitchAgentConfig> ParseConfigJson(const std::string& json);
 Expected<v1::SwitchAgentConfig> LoadConfigFile(const std::string& path);
 

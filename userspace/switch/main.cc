@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
   FlagOverrides flags;
   std::string name, listen, am, pin_root, xdp_mode, log_level, advertise;
   uint32_t slot_capacity = 0;
-  bool icrc = true, keep = false;
+  bool icrc = false, keep = false;
   app.add_option("--config", config_path, "SwitchAgentConfig in protobuf JSON (flags override it)")
       ->check(CLI::ExistingFile);
   auto* o_name = app.add_option("--name", name, "switch name (pins under <pin-root>/<name>/)");
@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
   auto* o_slots =
       app.add_option("--slot-capacity", slot_capacity, "aggregation slots in total (default 4096)");
   auto* o_icrc = app.add_flag("--icrc-verify,!--no-icrc-verify", icrc,
-                              "check the ICRC of every contribution (default on)");
+                              "check the ICRC of every contribution (default off; docs/operations.md)");
   auto* o_mode = app.add_option("--xdp-mode", xdp_mode, "native (default) or generic")
                      ->check(CLI::IsMember({"native", "generic"}));
   auto* o_keep =

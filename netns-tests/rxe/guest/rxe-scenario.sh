@@ -10,7 +10,7 @@
 #             switch namespaces' forwarding path
 #   unit      verbs_unit_test's device tests in a worker namespace
 #   mixed     rxe removed from w2,w3; every rank --transport auto: w0,w1 on
-#             verbs, w2,w3 on AF_XDP in one job (allreduce int32, float32)
+#             verbs, w2,w3 on the xdp transport in one job (allreduce int32, float32)
 # After the phases: zero bad_icrc drops in every switch's data path (incinctl
 # stats), zero error counters on every rxe device (hw_counters), packets
 # counted on both. One line per phase goes to $RXE_RESULTS ("topo/phase PASS").
@@ -20,7 +20,7 @@ TOPO=${2:?single or two}
 PHASES=${3:-verbs}
 RXE_RESULTS=${RXE_RESULTS:-/dev/null}
 # TCG under a busy host can stall a member for seconds: heartbeats get 30 s.
-lab_up a "$TOPO" --member-timeout-ms 30000
+lab_up a "$TOPO" --member-timeout-ms 30000 --icrc-verify  # the switches check rxe's ICRCs
 L=a
 PFX=$P$L
 LOGS=/tmp/inclab-$PFX/logs
@@ -187,8 +187,8 @@ phase_mixed() {
   for t in m-ar-int32 m-ar-f32; do
     expect_transport $t w0 verbs
     expect_transport $t w1 verbs
-    expect_transport $t w2 afxdp
-    expect_transport $t w3 afxdp
+    expect_transport $t w2 xdp
+    expect_transport $t w3 xdp
   done
 }
 

@@ -54,7 +54,7 @@ TEST(ConfigParse, FillsDefaultsForOmittedFields) {
   EXPECT_EQ(c->listen(), kDefaultListen);
   EXPECT_EQ(c->pin_root(), kDefaultPinRoot);
   EXPECT_EQ(c->slot_capacity(), kDefaultSlotCapacity);
-  EXPECT_TRUE(c->icrc_verify()) << "ICRC checking is on unless the file says false";
+  EXPECT_FALSE(c->icrc_verify()) << "ICRC checking is off unless the file says true";
   EXPECT_EQ(c->xdp_mode(), "native");
   EXPECT_EQ(c->heartbeat_interval_ms(), kDefaultHeartbeatMs);
   EXPECT_EQ(c->log_level(), "info");
