@@ -150,7 +150,7 @@ Expected<std::string> ResolveTransport(const std::string& requested, const std::
     return std::string("verbs");
   }
   if (why) *why = gid.status().message();
-  return std::string("afxdp");
+  return std::string("xdp");
 }
 
 Expected<Assignment> AssignmentFromJson(const std::string& json) {
@@ -194,7 +194,7 @@ class Communicator::Impl {
   Assignment asg;
   InterfaceInfo ifinfo;
   uint32_t qpn = 0;
-  std::string transport;            // resolved: "afxdp" or "verbs"
+  std::string transport;            // resolved: "xdp", "afxdp" or "verbs"
   VerbsTransport* verbs = nullptr;  // = io when transport is verbs
   std::unique_ptr<PacketIo> io;
   std::unique_ptr<Engine> engine;
@@ -484,14 +484,50 @@ class Communicator::Impl {
     }
   }
 
+  // The raw-frame transports (frames built here, no RDMA device): "xdp",
+  // or "afxdp" when asked for or when "auto" finds the kernel without what
+  // "xdp" needs (live-frame BPF_PROG_RUN, XDP ring buffers).
+  Status OpenRawTransport() {
+    const Ipv4 filter_ip = ifinfo.ip;
+    const uint32_t filter_qpn = opt.qpn_filter ? qpn : 0;
+    if (transport == "xdp") {
+      XdpIoOptions xo;
+      xo.ifname = opt.iface;
+      xo.xdp_generic = opt.xdp_generic;
+      xo.filter_ip = filter_ip;
+      xo.filter_qpn = filter_qpn;
+      auto x = XdpIo::Open(xo);
+      if (x.ok()) {
+        io = std::move(*x);
+        return Status::Ok();
+      }
+      if (opt.transport != "auto") return x.status();
+      LOG_WARN << "transport auto: xdp cannot start (" << x.status().ToString() << "); using afxdp";
+      transport = "afxdp";
+    }
+    XskOptions xo;
+    xo.ifname = opt.iface;
+    xo.xdp_generic = opt.xdp_generic;
+    xo.filter_ip = filter_ip;
+    xo.filter_qpn = filter_qpn;
+    auto sock = XskSocket::Open(xo);
+    if (!sock.ok()) return sock.status();
+    io = std::move(*sock);
+    return Status::Ok();
+  }
+
   Status Start() {
     if (asg.pool_size == 0) return InvalidArgument("assignment has pool size 0");
     if (asg.elems_per_packet == 0) asg.elems_per_packet = INC_DEFAULT_ELEMS_PER_PACKET;
-    // A received frame sits after XDP_PACKET_HEADROOM (256) in a 4096-byte
-    // UMEM chunk; bigger frames would need multi-buffer AF_XDP.
-    if (FrameLength(size_t{asg.elems_per_packet} * 4) > 4096 - 256)
-      return InvalidArgument("elems_per_packet " + std::to_string(asg.elems_per_packet) +
-                             " makes frames larger than one AF_XDP chunk (at most 934 four-byte elements)");
+    // afxdp: a received frame sits after XDP_PACKET_HEADROOM (256) in a
+    // 4096-byte UMEM chunk (bigger frames would need multi-buffer AF_XDP);
+    // xdp: a live frame is one page minus headroom and tailroom.
+    const size_t frame = FrameLength(size_t{asg.elems_per_packet} * 4);
+    const size_t max_frame = transport == "xdp" ? size_t{INC_IO_FRAME_BYTES} : 4096 - 256;
+    if (!verbs && frame > max_frame)
+      return InvalidArgument("elems_per_packet " + std::to_string(asg.elems_per_packet) + " makes " +
+                             std::to_string(frame) + "-byte frames, larger than the " + transport +
+                             " transport's " + std::to_string(max_frame));
     auto sw_ip = Ipv4::Parse(asg.switch_ip);
     if (!sw_ip.ok()) return sw_ip.status().WithContext("assignment switch_ip");
     auto sw_mac = Mac::Parse(asg.switch_mac);
@@ -501,24 +537,6 @@ class Communicator::Impl {
       // side is known.
       INC_RETURN_IF_ERROR(
           verbs->Connect(*sw_mac, *sw_ip, asg.switch_qpn, asg.pool_size, asg.elems_per_packet));
-    } else if (transport == "xdp") {
-      XdpIoOptions xo;
-      xo.ifname = opt.iface;
-      xo.xdp_generic = opt.xdp_generic;
-      xo.filter_ip = ifinfo.ip;
-      xo.filter_qpn = opt.qpn_filter ? qpn : 0;
-      auto x = XdpIo::Open(xo);
-      if (!x.ok()) return x.status();
-      io = std::move(*x);
-    } else {
-      XskOptions xo;
-      xo.ifname = opt.iface;
-      xo.xdp_generic = opt.xdp_generic;
-      xo.filter_ip = ifinfo.ip;
-      xo.filter_qpn = opt.qpn_filter ? qpn : 0;
-      auto sock = XskSocket::Open(xo);
-      if (!sock.ok()) return sock.status();
-      io = std::move(*sock);
     }
     EngineConfig ec;
     ec.member_mac = ifinfo.mac;
@@ -601,6 +619,7 @@ Expected<std::unique_ptr<Communicator::Impl>> MakeImpl(const CommunicatorOptions
     impl->qpn = impl->verbs->qpn();
   } else {
     impl->qpn = options.qpn ? options.qpn : DefaultQpn();
+    INC_RETURN_IF_ERROR(impl->OpenRawTransport());
   }
   if (!options.am_address.empty()) {
     impl->channel = grpc::CreateChannel(options.am_address, grpc::InsecureChannelCredentials());

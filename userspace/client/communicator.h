@@ -36,9 +36,11 @@ const char* ReduceOpName(ReduceOp op);
 bool ParseDataType(const std::string& text, DataType* out);  // int32 float32 int64 float16 bfloat16 float64
 bool ParseReduceOp(const std::string& text, ReduceOp* out);  // sum min max
 
-// What CommunicatorOptions.transport resolves to on this host: "afxdp" or
-// "verbs". "auto" picks verbs when an RDMA device has a RoCEv2 GID for the
-// interface's IPv4 address (the reason is written to *why when given).
+// What CommunicatorOptions.transport resolves to on this host: "xdp",
+// "afxdp" or "verbs". "auto" picks verbs when an RDMA device has a RoCEv2 GID
+// for the interface's IPv4 address, else xdp (the reason is written to *why
+// when given); a Communicator falls back from xdp to afxdp when the kernel
+// cannot run it.
 Expected<std::string> ResolveTransport(const std::string& requested, const std::string& iface,
                                        std::string* why = nullptr);
 
@@ -48,10 +50,12 @@ struct CommunicatorOptions {
   uint32_t rank = 0;
   uint32_t world_size = 1;
   std::string iface;  // the worker's interface toward its switch
-  // "afxdp" (raw RoCEv2 frames through AF_XDP), "verbs" (an rdma-core UC
-  // QP on the RDMA device with a RoCEv2 GID for iface's address; see
-  // docs/rdma.md) or "auto" (verbs when such a device exists, else afxdp).
-  std::string transport = "afxdp";
+  // "xdp" (raw RoCEv2 frames sent as XDP live frames and received into a
+  // BPF ring buffer: no skb per frame; client/xdp_io.h), "afxdp" (raw frames
+  // through an AF_XDP socket in copy mode), "verbs" (an rdma-core UC QP on
+  // the RDMA device with a RoCEv2 GID for iface's address; see docs/rdma.md)
+  // or "auto" (verbs when such a device exists, else xdp, else afxdp).
+  std::string transport = "auto";
   std::string rdma_device;                    // verbs: force this device (default: found by GID)
   int gid_index = -1;                         // verbs: force this GID index
   uint32_t qpn = 0;                           // this member's QPN; 0 = derived from the pid
@@ -117,7 +121,7 @@ struct CommunicatorStatus {
   std::string member_ip;
   std::string member_mac;
   uint32_t member_qpn = 0;
-  std::string transport;  // "afxdp" or "verbs" (what "auto" chose)
+  std::string transport;  // "xdp", "afxdp" or "verbs" (what "auto" chose)
   std::string rdma_device;
   uint64_t tx_packets = 0, tx_bytes = 0, rx_packets = 0, rx_bytes = 0;
   uint64_t messages = 0, retransmissions = 0, overflow_results = 0, saturated_blocks = 0;

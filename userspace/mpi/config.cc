@@ -12,7 +12,7 @@ const std::vector<EnvVar> kEnvVars = {
     {"INCMPI_MAX_BYTES", "0", "messages larger than this use MPI's algorithm; 0 = no limit"},
     {"INCMPI_AM", "(none)", "incamd address host:port; unset = no INC group (reason=no_group)"},
     {"INCMPI_IFACE", "(default route's)", "the worker's interface toward its switch"},
-    {"INCMPI_TRANSPORT", "afxdp", "libinc transport"},
+    {"INCMPI_TRANSPORT", "auto", "libinc transport: auto, xdp, afxdp or verbs"},
     {"INCMPI_JOB_ID", "(made by rank 0)", "job id of MPI_COMM_WORLD's INC group"},
     {"INCMPI_JOIN_TIMEOUT_MS", "30000", "how long joining the group may take at MPI_Init"},
     {"INCMPI_FLOAT_SUM", "offload", "offload|fallback: float/double SUM run in fixed point on the switch"},

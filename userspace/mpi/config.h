@@ -21,7 +21,7 @@ struct Config {
   uint64_t max_bytes = 0;                         // INCMPI_MAX_BYTES: larger ones too (0 = no limit)
   std::string am;                                 // INCMPI_AM: host:port of incamd ("" = no INC)
   std::string iface;                              // INCMPI_IFACE: "" = the interface of the default route
-  std::string transport = "afxdp";                // INCMPI_TRANSPORT
+  std::string transport = "auto";                 // INCMPI_TRANSPORT
   std::string job_id;                             // INCMPI_JOB_ID: "" = made by rank 0 and broadcast
   uint32_t join_timeout_ms = 30000;               // INCMPI_JOIN_TIMEOUT_MS
   bool float_sum = true;                          // INCMPI_FLOAT_SUM=offload|fallback (fixed-point sums)

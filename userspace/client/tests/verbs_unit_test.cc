@@ -187,12 +187,12 @@ TEST(TransportSelection, ExplicitChoicesAreKeptAndUnknownOnesRejected) {
   EXPECT_NE(bad.status().message().find("'rdma'"), std::string::npos);
 }
 
-TEST(TransportSelection, AutoPicksAfXdpWithoutARoceV2GidAndSaysWhy) {
+TEST(TransportSelection, AutoPicksXdpWithoutARoceV2GidAndSaysWhy) {
   // 127.0.0.1 never has a RoCEv2 GID (rxe does not bind to loopback).
   std::string why;
   auto t = ResolveTransport("auto", "lo", &why);
   ASSERT_TRUE(t.ok()) << t.status().ToString();
-  EXPECT_EQ(*t, "afxdp");
+  EXPECT_EQ(*t, "xdp");
   EXPECT_FALSE(why.empty());
   EXPECT_FALSE(ResolveTransport("auto", "no-such-if0").ok());
 }

@@ -27,7 +27,7 @@ TEST(IncMpiConfig, DefaultsWhenNothingIsSet) {
   EXPECT_EQ(c->min_bytes, 0u);
   EXPECT_EQ(c->max_bytes, 0u);
   EXPECT_EQ(c->am, "");
-  EXPECT_EQ(c->transport, "afxdp");
+  EXPECT_EQ(c->transport, "auto");
   EXPECT_EQ(c->join_timeout_ms, 30000u);
   EXPECT_TRUE(c->float_sum);
   EXPECT_EQ(c->log_level, LogLevel::kWarn);
