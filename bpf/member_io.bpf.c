@@ -4,9 +4,11 @@
  *
  * member_tx runs under BPF_PROG_RUN with BPF_F_TEST_XDP_LIVE_FRAMES, once
  * per frame the process queued: it copies the next entry of tx_frames into
- * the live frame and returns XDP_TX, which sends it out of the member's
- * interface as an xdp_frame, so the switch's XDP program sees it without an
- * skb being built on either side.
+ * the live frame and redirects it into tx_port, the member's interface, as
+ * an xdp_frame, so the switch's XDP program sees it without an skb being
+ * built on either side. (A devmap, not XDP_TX: the run's ingress device is
+ * resolved in the calling thread's namespace, which need not be the
+ * interface's.)
  *
  * member_rx is attached to the member's interface: RoCEv2 frames for this
  * member go into rx_ring (BPF ring buffer, read by the process in place) and
@@ -53,6 +55,14 @@ struct {
 	__type(key, __u32);
 	__type(value, struct inc_io_frame);
 } tx_frames SEC(".maps");
+
+/* The member's interface (key 0), where member_tx sends. */
+struct {
+	__uint(type, BPF_MAP_TYPE_DEVMAP);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} tx_port SEC(".maps");
 
 /* Frames received for this member, in arrival order (struct inc_io_frame
  * records; len 0 = wake-up record). */
@@ -106,7 +116,9 @@ static __always_inline int member_tx(struct xdp_md *ctx)
 		return count(INC_IO_STAT_TX_ERROR, XDP_DROP);
 	if (bpf_xdp_store_bytes(ctx, 0, f->data, len))
 		return count(INC_IO_STAT_TX_ERROR, XDP_DROP);
-	return count(INC_IO_STAT_TX, XDP_TX);
+	if (bpf_redirect_map(&tx_port, 0, XDP_DROP) != XDP_REDIRECT)
+		return count(INC_IO_STAT_TX_ERROR, XDP_DROP);
+	return count(INC_IO_STAT_TX, XDP_REDIRECT);
 }
 
 /* Delivers a frame for this member into rx_ring. */
@@ -134,8 +146,10 @@ static __always_inline int member_rx(struct xdp_md *ctx)
 	if (len < INC_OFF_PAYLOAD || len > INC_IO_FRAME_BYTES)
 		return count(INC_IO_STAT_RX_BAD_LEN, XDP_DROP);
 	if (rx_sleeping && __sync_val_compare_and_swap(&rx_sleeping, 1, 0) == 1) {
-		count(INC_IO_STAT_RX_WAKEUPS, 0);
-		return bpf_redirect_map(&wake_xsks, 0, XDP_DROP);
+		if (bpf_redirect_map(&wake_xsks, 0, XDP_PASS) == XDP_REDIRECT)
+			return count(INC_IO_STAT_RX_WAKEUPS, XDP_REDIRECT);
+		/* No wake-up socket: the ring, with a wake-up record. */
+		__sync_lock_test_and_set(&rx_sleeping, 1);
 	}
 	rec = bpf_ringbuf_reserve(&rx_ring, sizeof(*rec), 0);
 	if (!rec)

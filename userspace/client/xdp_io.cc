@@ -105,6 +105,8 @@ Status XdpIo::Init() {
   if (!wake.ok()) return wake.status().WithContext("wake-up socket");
   wake_ = std::move(*wake);
   uint32_t zero = 0;
+  if (bpf_map_update_elem(bpf_map__fd(skel_->maps.tx_port), &zero, &ifindex_, 0))
+    return ErrnoStatus("put " + opt_.ifname + " into tx_port", errno);
   int wfd = wake_->fd();
   if (bpf_map_update_elem(bpf_map__fd(skel_->maps.wake_xsks), &zero, &wfd, 0))
     return ErrnoStatus("insert the wake-up socket into wake_xsks", errno);
@@ -180,12 +182,11 @@ Status XdpIo::Flush() {
   if (tx_pending_ == 0) return Status::Ok();
   if (tx_pending_ < kLiveFramesMin) return SendSmall();
   // One BPF_PROG_RUN sends every queued frame: member_tx takes entry
-  // tx_next, tx_next + 1, ... and XDP_TX puts each out of the interface.
+  // tx_next, tx_next + 1, ... and redirects each out of the interface.
   skel_->bss->tx_next = tx_head_;
   xdp_md ctx{};
   ctx.data = sizeof(template_.cookie);  // metadata before the frame
-  ctx.data_end = sizeof(template_);
-  ctx.ingress_ifindex = ifindex_;
+  ctx.data_end = sizeof(template_);     // ingress: the caller's loopback; member_tx redirects
   LIBBPF_OPTS(bpf_test_run_opts, run, .data_in = &template_, .data_size_in = sizeof(template_),
               .ctx_in = &ctx, .ctx_size_in = sizeof(ctx), .repeat = static_cast<int>(tx_pending_),
               .flags = BPF_F_TEST_XDP_LIVE_FRAMES, .batch_size = 64);

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# lab.client_afxdp_loopback: two private namespaces (prefix cli + pid) joined
-# by a veth pair, then the AF_XDP lab test binary. Always cleaned up.
-#   afxdp_loopback.sh /path/to/client_lab_test [gtest args]
+# lab.client_afxdp_loopback and lab.client_xdp_loopback: two private
+# namespaces (prefix cli + pid) joined by a veth pair, then the client lab
+# test binary with the member transport CLI_TRANSPORT (default afxdp).
+# Always cleaned up.
+#   [CLI_TRANSPORT=xdp] afxdp_loopback.sh /path/to/client_lab_test [gtest args]
 set -euo pipefail
 bin=$1
 shift
@@ -38,4 +40,5 @@ for i in 1 2; do
   ip -n "$m" link set ethc up
   ip -n "$B" link set ethc$i up
 done
-CLI_NS_M1=$M1 CLI_NS_M2=$M2 CLI_NS_A=$A CLI_NS_B=$B CLI_IF_A=ethc CLI_IF_B=ethc "$bin" "$@"
+CLI_TRANSPORT=${CLI_TRANSPORT:-afxdp} CLI_NS_M1=$M1 CLI_NS_M2=$M2 CLI_NS_A=$A CLI_NS_B=$B CLI_IF_A=ethc CLI_IF_B=ethc \
+  "$bin" "$@"

@@ -1,6 +1,8 @@
-// Lab test of libinc's AF_XDP transport (label lab): two network namespaces
-// joined by a veth pair, prepared by afxdp_loopback.sh, which passes their
-// names in CLI_NS_A/CLI_NS_B and the interfaces in CLI_IF_A/CLI_IF_B.
+// Lab test of libinc's raw-frame transports (label lab): two network
+// namespaces joined by a veth pair, prepared by afxdp_loopback.sh, which
+// passes their names in CLI_NS_A/CLI_NS_B, the interfaces in
+// CLI_IF_A/CLI_IF_B, and the member transport under test in CLI_TRANSPORT
+// ("afxdp" or "xdp"; the stand-in switches always use AF_XDP sockets).
 // - raw RoCEv2 frames built with common/frame.h go from an AF_XDP socket in A
 //   to one in B byte for byte, with a valid ICRC, while ARP/ICMP still reach
 //   the kernel (the worker XDP program passes them);
@@ -41,6 +43,12 @@ namespace {
 std::string Env(const char* name) {
   const char* v = std::getenv(name);
   return v ? v : "";
+}
+
+// The member transport the Communicator tests run on (CLI_TRANSPORT).
+std::string MemberTransport() {
+  std::string t = Env("CLI_TRANSPORT");
+  return t.empty() ? "afxdp" : t;
 }
 
 // Runs fn inside the named network namespace, then returns to the original.
@@ -255,6 +263,7 @@ TEST_F(AfXdpLab, CommunicatorCollectivesOverAfXdpWithRetransmissions) {
   reflector.Start();
 
   CommunicatorOptions o;
+  o.transport = MemberTransport();
   o.iface = if_a_;
   o.qpn = kMemberQpn;
   o.message_timeout_us = 5000;
@@ -342,6 +351,7 @@ TEST_F(AfXdpLab, ThroughputAgainstTheReflectorIsPrinted) {
   Reflector reflector(b.get(), info_b_, kSwitchQpn, kMemberQpn, 0);
   reflector.Start();
   CommunicatorOptions o;
+  o.transport = MemberTransport();
   o.iface = if_a_;
   o.qpn = kMemberQpn;
   o.message_timeout_us = 50000;
@@ -570,6 +580,7 @@ TEST_F(AfXdpLab, ThreeRanksThroughASoftwareSwitchGetIdenticalExactResults) {
   std::vector<std::unique_ptr<Communicator>> comms(kWorld);
   for (uint32_t r = 0; r < kWorld; r++) {
     CommunicatorOptions o;
+    o.transport = MemberTransport();
     o.iface = "ethc";
     o.rank = r;
     o.world_size = kWorld;
@@ -709,10 +720,10 @@ TEST_F(AfXdpLab, IncPerfRanksReportZeroWrongAndExitZero) {
       ASSERT_NE(f, nullptr);
       std::fputs(json.c_str(), f);
       std::fclose(f);
-      script += "ip netns exec " + member_ns[r] + " " + perf + " " + args + " --json --rank " +
-                std::to_string(r) + " --world 3 --iface ethc --qpn " + std::to_string(0x810000 + r) +
-                " --assignment " + file + " > " + dir + "/out" + std::to_string(r) +
-                " 2>&1 & pids=\"$pids $!\"; ";
+      script += "ip netns exec " + member_ns[r] + " " + perf + " " + args + " --transport " +
+                MemberTransport() + " --json --rank " + std::to_string(r) + " --world 3 --iface ethc --qpn " +
+                std::to_string(0x810000 + r) + " --assignment " + file + " > " + dir + "/out" +
+                std::to_string(r) + " 2>&1 & pids=\"$pids $!\"; ";
     }
     script += "rc=0; for p in $pids; do wait $p || rc=$?; done; exit $rc";
     int rc = std::system(("bash -c '" + script + "'").c_str());
@@ -740,6 +751,7 @@ TEST_F(AfXdpLab, IncPerfRanksReportZeroWrongAndExitZero) {
 
 TEST_F(AfXdpLab, CollectivesTheTreeDoesNotOfferFailFastWithFailedPrecondition) {
   CommunicatorOptions o;
+  o.transport = MemberTransport();
   o.iface = if_a_;
   o.qpn = 0x80077A;
   Assignment asg;
@@ -766,6 +778,7 @@ TEST_F(AfXdpLab, CollectivesTheTreeDoesNotOfferFailFastWithFailedPrecondition) {
 
 TEST_F(AfXdpLab, MissingResultsFailWithDeadlineExceededAfterRetries) {
   CommunicatorOptions o;
+  o.transport = MemberTransport();
   o.iface = if_a_;
   o.qpn = 0x800778;
   o.message_timeout_us = 2000;
