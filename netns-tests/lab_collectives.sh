@@ -3,7 +3,8 @@
 # the XDP switches of the single- or two-level lab give exact results on
 # every rank: big sizes (up to 64 MiB) for float32 sum, one element and odd
 # element counts (1, 3, 9, ... crossing packet boundaries) for every data
-# type x operation, and a repeated run. inc-perf checks every element of
+# type x operation, float sums on both sides of the one-packet gather
+# threshold, and a repeated run. inc-perf checks every element of
 # every rank against the exact host reference.
 . "$(dirname "$0")/lib.sh" "$1" col
 KIND=${2:?single or two}
@@ -25,6 +26,30 @@ for d in $DTYPES; do
   run_perf $L "red-$d" -- reduce -d "$d" -o sum -r 2 -b "$e" -e $((e * 2187)) -f 3 -n 2 -w 0
   run_perf $L "bc-$d" -- broadcast -d "$d" -r 1 -b "$e" -e $((e * 2187)) -f 3 -n 2 -w 0
 done
+# Float sums whose four ranks' elements fit one packet are gathered through
+# one INT32 SUM and added in rank order; one more element takes block fixed
+# point. At 240 four-byte lanes per packet the last count that fits is 60
+# float32, 30 float64 and 120 float16 elements. Messages rank 0 sent (first
+# transmissions) tell the paths apart: 2 iterations x (1 gather, or 1
+# pre-pass + 1 data) + inc-perf's own #wrong allreduce.
+sent() {  # TAG: libinc messages of rank 0 in that run
+  python3 -c 'import json, sys
+docs = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{") and "\"results\"" in l]
+print(docs[-1]["status"]["messages"] if docs else "none")' "/tmp/inclab-$P$L/logs/$1-w0.log"
+}
+for d in float32 float64 float16; do
+  e=$(esize "$d")
+  t=$((960 / 4 / e))
+  for c in $((t - 1)) $t $((t + 1)); do
+    run_perf $L "edge-$d-$c" -- allreduce -d "$d" -o sum --elems 240 -b $((e * c)) -e $((e * c)) -n 2 -w 0
+    want=3
+    [ "$c" -le "$t" ] || want=5
+    got=$(sent "edge-$d-$c")
+    [ "$got" = "$want" ] || { echo "FAIL: edge-$d-$c sent $got messages, want $want" >&2; FAILED+=("edge-$d-$c-messages"); }
+  done
+done
+run_perf $L "red-edge-float32" -- reduce -d float32 -o sum -r 3 --elems 240 -b 240 -e 245 -f 1.017 -n 2 -w 0
+run_perf $L "ar-small-fixed" -- allreduce -d float32 -o sum --small-sum fixed -b 4 -e 256 -f 4 -n 2 -w 0
 run_perf $L "red-max-root3" -- reduce -d int32 -o max -r 3 -b 4 -e 1M -f 16 -n 2 -w 0
 run_perf $L "bc-root0-big" -- broadcast -d float32 -r 0 -b 4 -e 4M -f 16 -n 2 -w 0
 run_perf $L barrier -- barrier -n 50 -w 1

@@ -5,7 +5,7 @@
 # failover time and what was lost in flight. Every run also checks what the
 # lab test checks (zero drops, order, failover), so a bad setting fails loudly.
 #
-#   sudo bash scripts/credit-sweep.sh [--build DIR] [SETTING...]
+#   bash scripts/credit-sweep.sh [--build DIR] [SETTING...]
 #
 # SETTING is reserve_kb/quantum_kb/heartbeat_ms (default: 16/2/100 16/4/100
 # 20/8/100 16/4/30). 3 flows share the lab's 64 KB WAN buffer, so

@@ -6,7 +6,7 @@
 # its table and `incinctl tree show` while the job's tree is live, tear down.
 # Exits non-zero on any failure (a wrong element included).
 #
-#   sudo bash scripts/demo.sh            (fresh Debian 12: installs, builds)
+#   bash scripts/demo.sh            (fresh Debian 12: installs, builds)
 #   MAX=4M ITERS=3 bash scripts/demo.sh  (smaller run)
 #   BUILD_DIR=build-x DEMO_SKIP_BUILD=1 bash scripts/demo.sh  (existing build)
 set -euo pipefail

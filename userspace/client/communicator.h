@@ -82,6 +82,12 @@ struct CommunicatorOptions {
   // half the result traffic). Native needs a switch whose data path answers a
   // retransmission before it compares counts (bpf/aggregate.h).
   std::string reduce_mode = "native";
+  // How a float SUM (AllReduce, Reduce, ReduceScatter) runs when world x
+  // count elements fit one packet: "gather" = one INT32 SUM gathers every
+  // rank's values and each rank adds them in rank order (one round trip;
+  // client/gather_sum.h) or "fixed" = block fixed point as for larger counts
+  // (exponent pre-pass + data: two round trips). docs/operations.md "Numbers".
+  std::string small_sum = "gather";
   // Before LeaveGroup (which dismantles the tree), keep the tree alive this
   // long after the last collective, so that a rank whose last result was
   // lost can still get it by retransmission from the switch.

@@ -195,6 +195,12 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::IsMember({"allreduce", "native"}));
   app.add_option(
+         "--small-sum", o.small_sum,
+         "float sums whose ranks' elements fit one packet: gather (one INT32 SUM, added in rank order) "
+         "or fixed (block fixed point: exponent pre-pass + data)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"gather", "fixed"}));
+  app.add_option(
          "--linger-ms", o.leave_linger_ms,
          "keep the tree up this long after the last collective before leaving (peers' retransmissions)")
       ->capture_default_str();

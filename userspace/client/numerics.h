@@ -5,6 +5,8 @@
 //   exponent) into int32 lanes with ceil(log2(world)) bits of headroom; the
 //   integer sum is exact and order-free, so every rank gets the same bits.
 // - FP64 SUM is the same on int64 lanes.
+// - Float SUMs whose ranks' elements together fit one packet are gathered
+//   and added in rank order instead (gather_sum.h).
 // - FP32/FP64 MIN/MAX travel as order-preserving integers (FP32: raw bits,
 //   the switch applies the transform; FP64: transformed here onto INT64).
 // - FP16/BF16 widen to FP32 exactly and narrow back with round-to-nearest-even.

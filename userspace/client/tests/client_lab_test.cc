@@ -33,6 +33,7 @@
 #include <type_traits>
 
 #include "client/communicator.h"
+#include "client/numerics.h"
 #include "client/xsk_socket.h"
 #include "common/frame.h"
 #include "common/net.h"
@@ -608,6 +609,19 @@ TEST_F(AfXdpLab, ThreeRanksThroughASoftwareSwitchGetIdenticalExactResults) {
       rs(kWorld, std::vector<int32_t>(5));
   std::vector<std::vector<int32_t>> a2a(kWorld, std::vector<int32_t>(kWorld * 5)),
       gat(kWorld, std::vector<int32_t>(kWorld * 5));
+  // Small float sums (world x count fit one packet): one INT32 SUM gathers
+  // the values and every rank adds them in rank order (gather_sum.h), so
+  // rank order decides cancellations and IEEE special values pass through.
+  const float tiny = std::ldexp(1.0f, -149);
+  const std::vector<std::vector<float>> small_f = {{-0.0f, 1e30f, 1.0f, tiny, 1.0f},
+                                                   {-0.0f, -1e30f, std::ldexp(1.0f, -24), tiny, NAN},
+                                                   {-0.0f, 1.0f, std::ldexp(1.0f, -24), tiny, 2.0f}};
+  const std::vector<std::vector<double>> small_d = {
+      {-0.0, 1e300, 0.1}, {-0.0, 1.0, 0.2}, {-0.0, -1e300, 0.3}};
+  std::vector<std::vector<float>> sf_out(kWorld, std::vector<float>(5));
+  std::vector<std::vector<double>> sd_out(kWorld, std::vector<double>(3));
+  std::vector<std::vector<uint16_t>> sh_out(kWorld, std::vector<uint16_t>(7, 0xFFFF));
+  std::vector<uint64_t> small_msgs(kWorld);
   std::vector<Status> failures(kWorld);
   std::vector<std::thread> threads;
   for (uint32_t r = 0; r < kWorld; r++) {
@@ -616,6 +630,14 @@ TEST_F(AfXdpLab, ThreeRanksThroughASoftwareSwitchGetIdenticalExactResults) {
       auto run = [&](Status s) {
         if (!s.ok() && failures[r].ok()) failures[r] = s;
       };
+      const uint64_t before = c.GetStatus().messages;
+      run(c.AllReduce(small_f[r].data(), sf_out[r].data(), 5, DataType::kFloat32, ReduceOp::kSum));
+      run(c.AllReduce(small_d[r].data(), sd_out[r].data(), 3, DataType::kFloat64, ReduceOp::kSum));
+      std::vector<uint16_t> h(7);
+      for (size_t i = 0; i < h.size(); i++)
+        h[i] = F32ToF16(static_cast<float>(i) + 0.5f * static_cast<float>(r));
+      run(c.Reduce(h.data(), sh_out[r].data(), h.size(), DataType::kFloat16, ReduceOp::kSum, 1));
+      small_msgs[r] = c.GetStatus().messages - before;
       std::vector<float> f(n);
       std::vector<int32_t> iv(n);
       std::vector<double> dv(n);
@@ -659,6 +681,21 @@ TEST_F(AfXdpLab, ThreeRanksThroughASoftwareSwitchGetIdenticalExactResults) {
     EXPECT_EQ(red_out[1][i], mx) << i;
     EXPECT_NEAR(d_out[0][i], exact / 3.0, 1e-12) << i;
   }
+  for (uint32_t r = 0; r < kWorld; r++) {
+    EXPECT_EQ(small_msgs[r], 3u) << "rank " << r << ": small float sums take one message each";
+    const std::vector<float>& f = sf_out[r];
+    EXPECT_TRUE(f[0] == 0.0f && std::signbit(f[0])) << f[0];  // -0 + -0 + -0
+    EXPECT_EQ(f[1], 1.0f);                                    // (1e30 - 1e30) + 1
+    EXPECT_EQ(f[2], 1.0f + std::ldexp(1.0f, -23));            // 1 + 2^-24 + 2^-24, one rounding
+    EXPECT_EQ(f[3], 3 * tiny);                                // subnormals
+    EXPECT_TRUE(std::isnan(f[4])) << f[4];                    // NaN propagates
+    EXPECT_EQ(0, std::memcmp(f.data(), sf_out[0].data(), 5 * 4)) << "rank " << r;
+    EXPECT_TRUE(sd_out[r][0] == 0.0 && std::signbit(sd_out[r][0]));
+    EXPECT_EQ(sd_out[r][1], 0.0);  // (1e300 + 1) - 1e300 in rank order
+    EXPECT_EQ(sd_out[r][2], (0.1 + 0.2) + 0.3);
+  }
+  for (size_t i = 0; i < 7; i++) EXPECT_EQ(F16ToF32(sh_out[1][i]), 3.0f * static_cast<float>(i) + 1.5f) << i;
+  EXPECT_EQ(sh_out[0], std::vector<uint16_t>(7, 0xFFFF));  // Reduce: non-roots untouched
   for (uint32_t r = 1; r < kWorld; r++) {
     EXPECT_EQ(0, std::memcmp(f_out[r].data(), f_out[0].data(), n * 4)) << "float32 sum differs on rank " << r;
     EXPECT_EQ(0, std::memcmp(d_out[r].data(), d_out[0].data(), n * 8)) << "float64 sum differs on rank " << r;

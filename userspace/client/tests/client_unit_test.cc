@@ -1,17 +1,21 @@
 // libinc unit tests: packet/window arithmetic, block fixed point, number
-// mappings, result-frame validation and the block operation's codecs.
+// mappings, result-frame validation, the block operation's codecs and the
+// small float sums gathered in one packet.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <string>
 
 #include "client/block_op.h"
 #include "client/engine.h"
+#include "client/gather_sum.h"
 #include "client/numerics.h"
 #include "client/protocol.h"
 #include "client/tests/loopback_io.h"
@@ -695,6 +699,252 @@ INSTANTIATE_TEST_SUITE_P(
         EngineLoopbackCase{"Int32Raw", Codec::kRaw, INC_DTYPE_INT32, 1000, 240},
         EngineLoopbackCase{"Int64Raw", Codec::kRaw, INC_DTYPE_INT64, 333, 240}),
     [](const ::testing::TestParamInfo<EngineLoopbackCase>& info) { return std::string(info.param.name); });
+// ------------------------------------------------------------ gather sum --
+
+TEST(GatherSum, FitsWhenEveryRanksElementsFillAtMostOnePacket) {
+  for (uint32_t elems4 : {60u, 240u, 768u})
+    for (uint32_t world = 1; world <= 8; world++)
+      for (size_t esize : {size_t{2}, size_t{4}, size_t{8}}) {
+        SCOPED_TRACE(::testing::Message() << "elems4 " << elems4 << " world " << world << " esize " << esize);
+        const uint64_t max = size_t{elems4} * 4 / (world * esize);
+        ASSERT_GT(max, 1u);
+        EXPECT_TRUE(GatherSumFits(world, max - 1, esize, elems4));
+        EXPECT_TRUE(GatherSumFits(world, max, esize, elems4));
+        EXPECT_FALSE(GatherSumFits(world, max + 1, esize, elems4));
+        EXPECT_FALSE(GatherSumFits(world, 0, esize, elems4));
+        EXPECT_LE(GatherSumLanes(world, max, esize), elems4);
+      }
+  EXPECT_FALSE(GatherSumFits(4, uint64_t{1} << 62, 8, 768));  // no wrap-around
+}
+
+// Element bytes of a float type from a double (16-bit types through float).
+std::vector<uint8_t> Encode(DataType t, const std::vector<double>& v) {
+  std::vector<uint8_t> out(v.size() * DataTypeSize(t));
+  for (size_t i = 0; i < v.size(); i++) {
+    uint8_t* o = out.data() + i * DataTypeSize(t);
+    float f = static_cast<float>(v[i]);
+    uint16_t h = t == DataType::kFloat16 ? F32ToF16(f) : F32ToBf16(f);
+    switch (t) {
+      case DataType::kFloat32: std::memcpy(o, &f, 4); break;
+      case DataType::kFloat64: std::memcpy(o, &v[i], 8); break;
+      default: std::memcpy(o, &h, 2); break;
+    }
+  }
+  return out;
+}
+
+double Decode(DataType t, const uint8_t* p) {
+  float f;
+  double d;
+  uint16_t h;
+  switch (t) {
+    case DataType::kFloat32: std::memcpy(&f, p, 4); return f;
+    case DataType::kFloat64: std::memcpy(&d, p, 8); return d;
+    default: std::memcpy(&h, p, 2); return t == DataType::kFloat16 ? F16ToF32(h) : Bf16ToF32(h);
+  }
+}
+
+// The definition of the result: element i of every rank's input, rank 0
+// first, added in double; rounded to float32 (and narrowed to nearest even
+// for 16-bit types) or kept as a double.
+std::vector<uint8_t> RankOrderSum(DataType t, const std::vector<std::vector<uint8_t>>& in, uint64_t count) {
+  const size_t es = DataTypeSize(t);
+  std::vector<double> sums(count);
+  for (uint64_t i = 0; i < count; i++) {
+    double s = Decode(t, in[0].data() + i * es);
+    for (size_t r = 1; r < in.size(); r++) s += Decode(t, in[r].data() + i * es);
+    sums[i] = s;
+  }
+  if (t == DataType::kFloat64) return Encode(t, sums);
+  for (double& s : sums) s = static_cast<float>(s);  // the one rounding to float32
+  return Encode(t, sums);
+}
+
+// One gather-sum collective of in.size() ranks as libinc runs it: every
+// rank's contribution is built by the raw INT32 SUM block operation, a
+// simulated switch adds the lanes in a random arrival order (64-bit
+// accumulator, as the data path), every rank accepts the result and adds the
+// gathered values. Fails the test if the collective would take more than
+// one message or if any partial sum of a lane left int32 (the switch would
+// flag OVERFLOW; a leaf's partial in a two-level tree is such a partial).
+std::vector<std::vector<uint8_t>> GatherSumThroughSwitch(DataType t,
+                                                         const std::vector<std::vector<uint8_t>>& in,
+                                                         uint64_t count, uint32_t elems4, std::mt19937& rng) {
+  const uint32_t world = static_cast<uint32_t>(in.size());
+  const size_t es = DataTypeSize(t);
+  const size_t lanes = GatherSumLanes(world, count, es);
+  std::vector<std::vector<int32_t>> mine(world, std::vector<int32_t>(lanes)), all(world);
+  std::vector<std::unique_ptr<BlockOperation>> ops;
+  std::vector<std::vector<uint8_t>> payloads(world, std::vector<uint8_t>(size_t{elems4} * 4));
+  IncHeader h;
+  for (uint32_t r = 0; r < world; r++) {
+    GatherSumContribution(r, world, count, es, in[r].data(), mine[r].data());
+    all[r].assign(lanes, -1);
+    BlockSpec s;
+    s.collective = INC_COLL_ALLREDUCE;
+    s.wire_dtype = INC_DTYPE_INT32;
+    s.op = INC_OP_SUM;
+    s.count = lanes;
+    s.elems4 = elems4;
+    s.send = mine[r].data();
+    s.recv = all[r].data();
+    ops.push_back(std::make_unique<BlockOperation>(s));
+    EXPECT_EQ(ops[r]->NumMessages(), 1u);
+    auto built = ops[r]->Build(0, &h, payloads[r].data(), payloads[r].size());
+    EXPECT_TRUE(built.ok()) << built.status().ToString();
+    EXPECT_EQ(built.ok() ? *built : 0, lanes * 4);
+  }
+  std::vector<uint32_t> order(world);
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), rng);
+  std::vector<uint8_t> result(lanes * 4);
+  for (size_t k = 0; k < lanes; k++) {
+    int64_t acc = 0;
+    for (uint32_t r : order) {
+      int32_t x;
+      std::memcpy(&x, payloads[r].data() + k * 4, 4);
+      acc += x;
+      EXPECT_TRUE(acc >= INT32_MIN && acc <= INT32_MAX) << "lane " << k << " overflows";
+    }
+    auto lane = static_cast<int32_t>(acc);
+    std::memcpy(result.data() + k * 4, &lane, 4);
+  }
+  std::vector<std::vector<uint8_t>> out(world, std::vector<uint8_t>(count * es));
+  for (uint32_t r = 0; r < world; r++) {
+    EXPECT_EQ(ops[r]->Accept(0, ResultFor(h, result)), Reject::kNone);
+    GatherSumAdd(t, world, count, all[r].data(), out[r].data());
+  }
+  return out;
+}
+
+// Random element bytes: mostly values of mixed sign over a spread of
+// magnitudes, some arbitrary bit patterns (NaNs, infinities, subnormals,
+// negative zeros).
+std::vector<uint8_t> RandomElements(DataType t, uint64_t count, std::mt19937& rng) {
+  const size_t es = DataTypeSize(t);
+  std::vector<uint8_t> out(count * es);
+  for (uint64_t i = 0; i < count; i++) {
+    if (rng() % 8 == 0) {
+      uint64_t bits = (uint64_t{rng()} << 32) | rng();
+      std::memcpy(out.data() + i * es, &bits, es);
+    } else {
+      double v = std::ldexp(static_cast<double>(static_cast<int32_t>(rng())) / 2147483648.0,
+                            static_cast<int>(rng() % 41) - 20);
+      std::vector<uint8_t> e = Encode(t, {v});
+      std::memcpy(out.data() + i * es, e.data(), es);
+    }
+  }
+  return out;
+}
+
+struct GatherTypeCase {
+  const char* name;
+  DataType type;
+};
+
+TEST(GatherSum, EveryRankGetsTheRankOrderSumBitForBitAtTheThreshold) {
+  const GatherTypeCase kTypes[] = {{"float32", DataType::kFloat32},
+                                   {"float64", DataType::kFloat64},
+                                   {"float16", DataType::kFloat16},
+                                   {"bfloat16", DataType::kBFloat16}};
+  std::mt19937 rng(29);
+  for (const auto& tc : kTypes)
+    for (uint32_t elems4 : {240u, 768u})
+      for (uint32_t world = 1; world <= 8; world++) {
+        const size_t es = DataTypeSize(tc.type);
+        const uint64_t max = size_t{elems4} * 4 / (world * es);
+        ASSERT_FALSE(GatherSumFits(world, max + 1, es, elems4)) << tc.name;
+        for (uint64_t count : {uint64_t{1}, max - 1, max}) {
+          SCOPED_TRACE(::testing::Message()
+                       << tc.name << " elems4 " << elems4 << " world " << world << " count " << count);
+          ASSERT_TRUE(GatherSumFits(world, count, es, elems4));
+          std::vector<std::vector<uint8_t>> in(world);
+          for (auto& v : in) v = RandomElements(tc.type, count, rng);
+          auto out = GatherSumThroughSwitch(tc.type, in, count, elems4, rng);
+          for (uint32_t r = 1; r < world; r++) ASSERT_EQ(out[r], out[0]) << "rank " << r;
+          // Which of two NaN operands an addition returns may differ between
+          // the library's and the test's code, so NaN matches any NaN here.
+          const auto want = RankOrderSum(tc.type, in, count);
+          for (uint64_t i = 0; i < count; i++) {
+            const double got = Decode(tc.type, out[0].data() + i * es),
+                         exp = Decode(tc.type, want.data() + i * es);
+            if (std::isnan(exp)) {
+              ASSERT_TRUE(std::isnan(got)) << "element " << i;
+            } else {
+              ASSERT_EQ(0, std::memcmp(out[0].data() + i * es, want.data() + i * es, es)) << "element " << i;
+            }
+          }
+        }
+      }
+}
+
+struct GatherSpecialCase {
+  const char* name;
+  DataType type;
+  std::vector<double> ranks;  // element 0 of rank 0, 1, ...
+  double want;                // NaN: any NaN
+};
+
+TEST(GatherSum, SpecialValuesFollowIeeeAdditionInRankOrder) {
+  const double inf = INFINITY, nan = NAN;
+  const double f32_min_sub = std::ldexp(1.0, -149), f16_min_sub = std::ldexp(1.0, -24);
+  const GatherSpecialCase kCases[] = {
+      {"negative zeros stay negative", DataType::kFloat32, {-0.0, -0.0, -0.0}, -0.0},
+      {"one positive zero makes the zero positive", DataType::kFloat32, {-0.0, 0.0, -0.0}, 0.0},
+      {"infinity absorbs finite values", DataType::kFloat32, {1.0, inf, -3.0}, inf},
+      {"opposite infinities give NaN", DataType::kFloat32, {inf, 2.0, -inf}, nan},
+      {"NaN propagates", DataType::kFloat32, {1.0, nan, 2.0, 3.0}, nan},
+      {"subnormals add exactly",
+       DataType::kFloat32,
+       {f32_min_sub, f32_min_sub, f32_min_sub},
+       3 * f32_min_sub},
+      {"a total above FLT_MAX rounds to infinity", DataType::kFloat32, {FLT_MAX, FLT_MAX}, inf},
+      {"partial sums above FLT_MAX do not overflow",
+       DataType::kFloat32,
+       {FLT_MAX, FLT_MAX, -FLT_MAX},
+       FLT_MAX},
+      {"small terms add up before the one rounding",
+       DataType::kFloat32,
+       {1.0, 0x1p-24, 0x1p-24},
+       1 + 0x1p-23},
+      {"rank order decides a cancellation (1)", DataType::kFloat32, {1e30, -1e30, 1.0}, 1.0},
+      {"rank order decides a cancellation (2)", DataType::kFloat32, {1e30, 1.0, -1e30}, 0.0},
+      {"world of one returns the input", DataType::kFloat32, {-0x1.fffffep-3}, -0x1.fffffep-3},
+      {"float64 negative zeros stay negative", DataType::kFloat64, {-0.0, -0.0}, -0.0},
+      {"float64 subnormals add exactly", DataType::kFloat64, {0x1p-1074, 0x1p-1074}, 0x1p-1073},
+      {"float64 overflow is infinity", DataType::kFloat64, {DBL_MAX, DBL_MAX, 1.0}, inf},
+      {"float64 NaN propagates", DataType::kFloat64, {nan, -inf}, nan},
+      {"float64 rank order decides a cancellation", DataType::kFloat64, {1e300, 1.0, -1e300}, 0.0},
+      {"float16 subnormals add exactly",
+       DataType::kFloat16,
+       {f16_min_sub, f16_min_sub, f16_min_sub},
+       3 * f16_min_sub},
+      {"float16 above 65504 is infinity", DataType::kFloat16, {65504.0, 32.0}, inf},
+      {"float16 negative zeros stay negative", DataType::kFloat16, {-0.0, -0.0, -0.0, -0.0}, -0.0},
+      {"float16 NaN propagates", DataType::kFloat16, {nan, 1.0}, nan},
+      {"bfloat16 terms below its precision add up first",
+       DataType::kBFloat16,
+       {1.0, 0x1p-8, 0x1p-8},
+       1 + 0x1p-7},
+      {"bfloat16 opposite infinities give NaN", DataType::kBFloat16, {-inf, inf}, nan},
+  };
+  std::mt19937 rng(3);
+  for (const auto& c : kCases) {
+    SCOPED_TRACE(c.name);
+    const uint32_t world = static_cast<uint32_t>(c.ranks.size());
+    std::vector<std::vector<uint8_t>> in;
+    for (double v : c.ranks) in.push_back(Encode(c.type, {v}));
+    auto out = GatherSumThroughSwitch(c.type, in, 1, 240, rng);
+    for (uint32_t r = 1; r < world; r++) EXPECT_EQ(out[r], out[0]) << "rank " << r;
+    const double got = Decode(c.type, out[0].data());
+    if (std::isnan(c.want)) {
+      EXPECT_TRUE(std::isnan(got)) << got;
+    } else {
+      EXPECT_EQ(got, c.want);
+      EXPECT_EQ(std::signbit(got), std::signbit(c.want));
+    }
+  }
+}
 
 }  // namespace
 }  // namespace inc::client
