@@ -8,7 +8,9 @@
  * element on every rank is compared with the value known analytically
  * (inputs are small integers, so float sums are exact in any order).
  *
- * usage: mpi_coverage [--init-thread] [--quick]
+ * usage: mpi_coverage [--init-thread] [--quick] [--hello]
+ * --hello: only start, meet in one MPI_Barrier and finish (rank 0 prints
+ * "mpi_coverage: hello from N ranks"): a launch test.
  * Rank 0 prints "mpi_coverage: ranks N checks C failures F digest D"; D is
  * a hash of rank 0's results, equal with and without an interposer. Exit 1
  * on any failure (on any rank).
@@ -359,14 +361,16 @@ static void run_suite(const struct comm* cm, int full) {
 }
 
 int main(int argc, char** argv) {
-  int init_thread = 0, full = 1;
+  int init_thread = 0, full = 1, hello = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--init-thread"))
       init_thread = 1;
     else if (!strcmp(argv[i], "--quick"))
       full = 0;
+    else if (!strcmp(argv[i], "--hello"))
+      hello = 1;
     else {
-      fprintf(stderr, "usage: mpi_coverage [--init-thread] [--quick]\n");
+      fprintf(stderr, "usage: mpi_coverage [--init-thread] [--quick] [--hello]\n");
       return 2;
     }
   }
@@ -378,6 +382,12 @@ int main(int argc, char** argv) {
   }
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  if (hello) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank_ == 0) printf("mpi_coverage: hello from %d ranks\n", size_);
+    MPI_Finalize();
+    return 0;
+  }
 
   struct comm world = make_comm(MPI_COMM_WORLD, "world");
   run_suite(&world, full);
