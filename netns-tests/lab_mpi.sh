@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # lab.mpi_<topology>: an unmodified Open MPI program (mpi_coverage: every
 # intercepted call x int/unsigned/long/int64/float/double x SUM/MIN/MAX, in
-# place, dup, a rank-reversing split, a split into halves, MPI_COMM_SELF, and
-# calls no switch computes) launched by inc-mpirun across the lab's four worker
-# namespaces, one orted each:
+# place, dup, a rank-reversing split, a split into halves, MPI_COMM_SELF,
+# calls no switch computes, collectives entered with a point-to-point send
+# pending) launched by inc-mpirun across the lab's four worker namespaces, one
+# orted each:
 #   1. without libincmpi (Open MPI's own algorithms over TCP): exact results;
 #   2. with libincmpi preloaded: exact results, the same digest as run 1,
 #      every intercepted call offloaded at least once on every rank with the

@@ -65,6 +65,7 @@ struct Global {
   std::set<std::pair<Call, Reason>> logged;
   Stats stats;
   int keyval = MPI_KEYVAL_INVALID;
+  MPI_Comm progress_comm = MPI_COMM_NULL;  // private: probed to drive MPI's progress
   bool finalized = false;
 };
 
@@ -374,6 +375,16 @@ void FormGroup() {
     // MPI_Finalize runs a PMPI_Barrier before leaving: every rank then holds
     // every result, so nothing needs the tree for retransmissions.
     o.leave_linger_ms = 0;
+    // While this rank waits on the switch, another may still wait inside
+    // MPI for data this rank's MPI has only queued (an eager send of an
+    // earlier fallback or of the program's own point-to-point): with no
+    // progress thread, it moves only while this rank is inside MPI. Probe
+    // a private communicator, which runs MPI's progress engine.
+    PMPI_Comm_dup(MPI_COMM_SELF, &g->progress_comm);
+    o.on_wait = [] {
+      int flag = 0;
+      PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, g->progress_comm, &flag, MPI_STATUS_IGNORE);
+    };
     if (!c.reduce_mode.empty()) o.reduce_mode = c.reduce_mode;
     if (!c.broadcast_mode.empty()) o.broadcast_mode = c.broadcast_mode;
     auto made = client::Communicator::Create(o);
@@ -443,6 +454,7 @@ void Teardown() {
     libinc_json = g->inc->GetStatus().ToJson();
     g->inc.reset();  // LeaveGroup: the AM dismantles the tree
   }
+  if (g->progress_comm != MPI_COMM_NULL) PMPI_Comm_free(&g->progress_comm);
   Stats::Header h;
   h.rank = g->rank;
   h.world = g->world;

@@ -4,7 +4,8 @@
  * int64_t, float and double with SUM/MIN/MAX, in place and not, on
  * MPI_COMM_WORLD, a dup, a split that reverses the ranks, a split into
  * halves and MPI_COMM_SELF, plus calls no switch computes (MPI_PROD,
- * MPI_BAND, a user op, MPI_SHORT, unsigned MIN, a vector datatype). Every
+ * MPI_BAND, a user op, MPI_SHORT, unsigned MIN, a vector datatype), and
+ * collectives entered while a point-to-point send is still pending. Every
  * element on every rank is compared with the value known analytically
  * (inputs are small integers, so float sums are exact in any order).
  *
@@ -328,6 +329,54 @@ static void unsupported(const struct comm* cm) {
   MPI_Type_free(&every_other);
 }
 
+/* A legal program that needs MPI's progress inside the collectives: world
+ * rank 1 starts a send of 4 MiB (MPI's rendezvous protocol) to rank 2 and
+ * enters the collective; rank 2 receives first. Rank 1's MPI moves the data
+ * only while rank 1 is inside MPI, so an interposer that waits on the
+ * switch without driving MPI's progress deadlocks here. */
+static void pending_send_across(const struct comm* cm, int which) {
+  if (size_ < 3) return;
+  const int n = 1 << 20;
+  int* big = malloc(sizeof(int) * n);
+  int vals[8], out[8];
+  for (int i = 0; i < 8; i++) vals[i] = rank_ + i;
+  MPI_Request req = MPI_REQUEST_NULL;
+  if (rank_ == 1) {
+    for (int i = 0; i < n; i++) big[i] = i ^ 0x5a5a;
+    MPI_Isend(big, n, MPI_INT, 2, 90 + which, MPI_COMM_WORLD, &req);
+  } else if (rank_ == 2) {
+    MPI_Recv(big, n, MPI_INT, 1, 90 + which, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  }
+  const char* what[] = {"Allreduce", "Bcast", "Barrier", "Allgather"};
+  char label[80];
+  snprintf(label, sizeof(label), "%s after a pending 4 MiB send", what[which]);
+  if (which == 0) MPI_Allreduce(vals, out, 8, MPI_INT, MPI_SUM, cm->c);
+  if (which == 1) MPI_Bcast(vals, 8, MPI_INT, 0, cm->c);
+  if (which == 2) MPI_Barrier(cm->c);
+  if (which == 3) {
+    int* all = malloc(sizeof(int) * cm->size);
+    MPI_Allgather(&rank_, 1, MPI_INT, all, 1, MPI_INT, cm->c);
+    for (int r = 0; r < cm->size; r++)
+      if (all[r] != cm->world[r]) fail(label, (size_t)r, all[r], cm->world[r]);
+    free(all);
+  }
+  if (which == 0)
+    for (int i = 0; i < 8; i++) {
+      long long want = 0;
+      for (int r = 0; r < cm->size; r++) want += cm->world[r] + i;
+      if (out[i] != want) fail(label, (size_t)i, out[i], want);
+    }
+  if (rank_ == 1) MPI_Wait(&req, MPI_STATUS_IGNORE);
+  if (rank_ == 2)
+    for (int i = 0; i < n; i++)
+      if (big[i] != (i ^ 0x5a5a)) {
+        fail(label, (size_t)i, big[i], i ^ 0x5a5a);
+        break;
+      }
+  checks_++;
+  free(big);
+}
+
 static void run_suite(const struct comm* cm, int full) {
   static const size_t kCounts[] = {1, 3, 241, 1000, 70001};
   size_t ncounts = full ? sizeof(kCounts) / sizeof(kCounts[0]) : 3;
@@ -390,6 +439,7 @@ int main(int argc, char** argv) {
   }
 
   struct comm world = make_comm(MPI_COMM_WORLD, "world");
+  for (int which = 0; which < 4; which++) pending_send_across(&world, which);
   run_suite(&world, full);
   unsupported(&world);
 
