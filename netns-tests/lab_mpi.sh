@@ -2,15 +2,16 @@
 # lab.mpi_<topology>: an unmodified Open MPI program (mpi_coverage: every
 # intercepted call x int/unsigned/long/int64/float/double x SUM/MIN/MAX, in
 # place, dup, a rank-reversing split, a split into halves, MPI_COMM_SELF,
-# calls no switch computes, collectives entered with a point-to-point send
-# pending) launched by inc-mpirun across the lab's four worker namespaces, one
-# orted each:
+# calls no switch computes, a vector datatype, collectives entered with a
+# point-to-point send pending) launched by inc-mpirun across the lab's four
+# worker namespaces, one orted each:
 #   1. without libincmpi (Open MPI's own algorithms over TCP): exact results;
 #   2. with libincmpi preloaded: exact results, the same digest as run 1,
 #      every intercepted call offloaded at least once on every rank with the
 #      same counts on every rank, every expected fallback reason counted and
-#      logged ("incmpi: fallback reason=..."), libinc sent frames, and the AM
-#      has no tree left after MPI_Finalize;
+#      logged ("incmpi: fallback reason=..."), the vector broadcast packed,
+#      no "reason=empty" for a call with bytes, libinc sent frames, and the
+#      AM has no tree left after MPI_Finalize;
 #   3. with an unreachable AM: exact results, every call fell back (no_group);
 #   4. with INCMPI_ENABLE=0: exact results, every call fell back (disabled).
 # The two-level run starts the program with MPI_Init_thread.
@@ -74,6 +75,9 @@ for d in docs:
     for w in want:
         if d["fallback_reasons"].get(w, 0) == 0:
             bad.append(f"rank {r}: no fallback counted as {w}")
+    # The vector datatype's broadcast went through MPI_Pack/MPI_Unpack.
+    if d["calls"]["MPI_Bcast"]["packed"] == 0:
+        bad.append(f"rank {r}: no MPI_Bcast was packed")
     if d["libinc"]["tx_packets"] == 0 or d["libinc"]["rx_packets"] == 0:
         bad.append(f"rank {r}: libinc moved no frames")
     # Every rank takes the same path for the same call.
@@ -90,9 +94,10 @@ for b in bad:
     print("  " + b, file=sys.stderr)
 sys.exit(1 if bad else 0)
 PY
-for reason in user_op unsupported_op subcomm below_min_bytes; do
+for reason in user_op unsupported_op subcomm below_min_bytes noncontiguous_dtype; do
   grep -q "incmpi: fallback reason=$reason call=" "$OUT/inc.log" || fail "no log line for reason=$reason"
 done
+! grep "incmpi: fallback reason=empty .* bytes=[1-9]" "$OUT/inc.log" || fail "a call with bytes logged as empty"
 "$INCLAB" ctl "$L" -o json tree list | python3 -c '
 import json, sys
 kind = sys.argv[1]

@@ -4,7 +4,8 @@
  * int64_t, float and double with SUM/MIN/MAX, in place and not, on
  * MPI_COMM_WORLD, a dup, a split that reverses the ranks, a split into
  * halves and MPI_COMM_SELF, plus calls no switch computes (MPI_PROD,
- * MPI_BAND, a user op, MPI_SHORT, unsigned MIN, a vector datatype), and
+ * MPI_BAND, a user op, MPI_SHORT, unsigned MIN, a struct of an int and a
+ * double, a vector datatype), and
  * collectives entered while a point-to-point send is still pending. Every
  * element on every rank is compared with the value known analytically
  * (inputs are small integers, so float sums are exact in any order).
@@ -17,6 +18,7 @@
  * on any failure (on any rank).
  */
 #include <mpi.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -314,6 +316,25 @@ static void unsupported(const struct comm* cm) {
     long long want = expect(&tu, OP_MIN, i, 6, cm->world, cm->size) + (i % 2 ? 3000000000ll : 0);
     if (uout[i] != want) fail("Allreduce unsigned min", i, uout[i], want);
   }
+  /* A struct of an int and a double with MPI_SUM: no switch reduces mixed
+   * elements, and Open MPI rejects predefined ops on derived datatypes, with
+   * or without an interposer. */
+  struct int_double {
+    int i;
+    double d;
+  } sin2[10], sout2[10];
+  int lens[2] = {1, 1};
+  MPI_Aint displs[2] = {offsetof(struct int_double, i), offsetof(struct int_double, d)};
+  MPI_Datatype types[2] = {MPI_INT, MPI_DOUBLE}, int_double;
+  MPI_Type_create_struct(2, lens, displs, types, &int_double);
+  MPI_Type_commit(&int_double);
+  memset(sin2, 0, sizeof(sin2));
+  MPI_Comm_set_errhandler(cm->c, MPI_ERRORS_RETURN);
+  int rc = MPI_Allreduce(sin2, sout2, 10, int_double, MPI_SUM, cm->c);
+  MPI_Comm_set_errhandler(cm->c, MPI_ERRORS_ARE_FATAL);
+  checks_++;
+  if (rc == MPI_SUCCESS) fail("Allreduce struct{int,double} sum is rejected", 0, rc, MPI_ERR_OP);
+  MPI_Type_free(&int_double);
   /* A vector datatype: every other int */
   MPI_Datatype every_other;
   MPI_Type_vector((int)(n / 2), 1, 2, MPI_INT, &every_other);
