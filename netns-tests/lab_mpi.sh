@@ -22,7 +22,6 @@ require_bins incamd incswitchd incinctl mpi_coverage libincmpi.so
 command -v mpirun >/dev/null || { echo "SKIP: mpirun not installed (openmpi-bin)" >&2; TEST_OK=1; exit 77; }
 COVERAGE=$(find "$INCLAB_BUILD" -maxdepth 4 -type f -name mpi_coverage -perm -u+x | head -n1)
 LIBINCMPI=$(find "$INCLAB_BUILD" -maxdepth 4 -type f -name libincmpi.so | head -n1)
-MPIRUN="$LAB_TESTS_DIR/inc-mpirun"
 lab_up m "$KIND"
 L="${P}m"
 OUT="/tmp/inclab-$L/mpi"
@@ -30,22 +29,11 @@ mkdir -p "$OUT"
 ARGS=()
 [ "$KIND" = two ] && ARGS+=(--init-thread)
 
-# run TAG [inc-mpirun options] -- [program args]: runs mpi_coverage, keeps
-# its output in $OUT/TAG.log, checks "failures 0" and prints the digest.
+# run TAG [inc-mpirun options] -- [program args]: mpi_coverage, "failures 0".
 run() {
-  local tag=$1 rc=0
+  local tag=$1
   shift
-  local opts=()
-  while [ "$1" != -- ]; do opts+=("$1"); shift; done
-  shift
-  note "$KIND: run $tag"
-  # No retry: a launch that hangs is a failure (lab.mpi_launch).
-  timeout 90 "$MPIRUN" "$L" --timeout 80 "${opts[@]}" -- "$COVERAGE" "$@" >"$OUT/$tag.log" 2>&1 || rc=$?
-  if [ "$rc" != 0 ] || ! grep -q "^mpi_coverage: ranks 4 checks [0-9]* failures 0 " "$OUT/$tag.log"; then
-    tail -n 40 "$OUT/$tag.log" >&2
-    fail "run $tag: exit $rc or wrong results (log $OUT/$tag.log)"
-  fi
-  grep "^mpi_coverage:" "$OUT/$tag.log" | sed 's/^/  /'
+  mpi_run "$tag" "$COVERAGE" "^mpi_coverage: ranks 4 checks [0-9]* failures 0 " "$@"
 }
 digest() { sed -n 's/^mpi_coverage: .* digest \([0-9a-f]*\)$/\1/p' "$1"; }
 
