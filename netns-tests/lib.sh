@@ -149,3 +149,25 @@ wan_incast() {  # TAG FLOWS SECS RSECS [action...]
   wait
   wait $rpid 2>/dev/null || true
 }
+
+# The MPI labs (lab_mpi*.sh): mpi_run TAG PROGRAM PASS_REGEX [inc-mpirun
+# options] -- [program args] runs PROGRAM through inc-mpirun on lab $L's
+# workers (at most $MPI_RUN_TIMEOUT seconds, default 90), keeps its output in
+# $OUT/TAG.log and fails the test unless it exits 0 with a line matching
+# PASS_REGEX, which it prints.
+mpi_run() {
+  local tag=$1 prog=$2 pass=$3 rc=0 limit=${MPI_RUN_TIMEOUT:-90}
+  shift 3
+  local opts=()
+  while [ "$1" != -- ]; do opts+=("$1"); shift; done
+  shift
+  note "${KIND:-}: run $tag"
+  # No retry: a launch that hangs is a failure (lab.mpi_launch).
+  timeout "$limit" "$LAB_TESTS_DIR/inc-mpirun" "$L" --timeout $((limit - 10)) "${opts[@]}" -- "$prog" "$@" \
+    >"$OUT/$tag.log" 2>&1 || rc=$?
+  if [ "$rc" != 0 ] || ! grep -q "$pass" "$OUT/$tag.log"; then
+    tail -n 40 "$OUT/$tag.log" >&2
+    fail "run $tag: exit $rc or wrong results (log $OUT/$tag.log)"
+  fi
+  grep "$pass" "$OUT/$tag.log" | sed 's/^/  /'
+}

@@ -579,6 +579,7 @@ class Communicator::Impl {
     ec.max_retries = opt.max_retries;
     ec.max_timeout = std::chrono::microseconds(std::max(opt.max_message_timeout_us, opt.message_timeout_us));
     ec.poll_ms = opt.poll_ms;
+    ec.on_wait = opt.on_wait;
     engine = std::make_unique<Engine>(io.get(), ec);
     engine->SetTimeoutReporter(
         [this](uint32_t id, uint32_t n, const std::string& e) { ReportError(id, n, e); });

@@ -18,6 +18,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -67,6 +68,11 @@ struct CommunicatorOptions {
   uint32_t pool_size = 0;                     // requested from the AM; 0 = AM default
   uint32_t elems_per_packet = 0;              // requested; 0 = AM default from the path MTU
   int poll_ms = 1;
+  // Called on the calling thread while a collective waits for results with
+  // nothing else to do (about once per poll_ms). A library that runs these
+  // collectives inside another runtime's calls drives that runtime's
+  // progress here: libincmpi lets MPI send what other ranks still wait for.
+  std::function<void()> on_wait;
   bool xdp_generic = false;  // attach the redirect program in SKB mode
   bool qpn_filter = true;    // redirect only frames for our QPN to the socket
   bool heartbeats = true;

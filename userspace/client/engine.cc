@@ -163,6 +163,7 @@ Status Engine::Run(Operation* op) {
     const uint64_t done_before = done_count;
     auto got = io_->Receive(on_frame, can_send ? 0 : cfg_.poll_ms, 256);
     if (!got.ok()) return fail(got.status());
+    if (*got == 0 && !can_send && cfg_.on_wait) cfg_.on_wait();
     while (oldest < next && window_[oldest % pool].done) oldest++;
     auto now = Clock::now();
     if (done_count != done_before) {

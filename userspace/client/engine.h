@@ -57,6 +57,9 @@ struct EngineConfig {
   std::chrono::microseconds max_timeout{std::chrono::seconds(1)};  // backoff cap
   uint32_t max_retries = 10;
   int poll_ms = 1;  // longest sleep in poll() while waiting for results
+  // Called on Run's thread whenever a wait for results found nothing to do
+  // (so at most about once per poll_ms); may be empty.
+  std::function<void()> on_wait;
 };
 
 // One collective call cut into messages.

@@ -65,8 +65,7 @@ Decision Decide(const Config& config, const Request& q) {
     d.offload = true;
     return d;
   }
-  if (q.count == 0 || q.bytes == 0) return Fallback(Reason::kEmpty);
-  if (!q.contiguous) return Fallback(Reason::kNoncontiguousDtype);
+  if (q.bytes == 0) return Fallback(Reason::kEmpty);
   if (Reduces(q.call)) {
     switch (q.op) {
       case OpKind::kSum: d.op = client::ReduceOp::kSum; break;
@@ -96,6 +95,7 @@ Decision Decide(const Config& config, const Request& q) {
         d.dtype = q.elem == Elem::kFloat32 ? client::DataType::kFloat32 : client::DataType::kFloat64;
         break;
       case Elem::kBytes: return Fallback(Reason::kUnsupportedDtype);
+      case Elem::kMixed: return Fallback(Reason::kNoncontiguousDtype);
     }
   }
   if (q.bytes < config.min_bytes) return Fallback(Reason::kBelowMinBytes);

@@ -1,9 +1,11 @@
 // The fallback decision table of libincmpi, free of MPI so it can be tested
-// without a running MPI: given what a call asks for (collective, element
-// type, operation, contiguity, sizes) and the communicator's state, either
-// the libinc data type/op to offload with, or the reason it runs on MPI's
-// own algorithm (PMPI_*). Every input is the same on every rank of a
-// correct MPI program, so every rank takes the same path.
+// without a running MPI: given what a call asks for (collective, the element
+// type of its type signature, operation, sizes) and the communicator's
+// state, either the libinc data type/op to offload with, or the reason it
+// runs on MPI's own algorithm (PMPI_*). Every input is the same on every
+// rank of a correct MPI program, so every rank takes the same path. A
+// datatype's local layout is deliberately not an input: ranks may pass
+// different datatypes with one type signature (dtype.h).
 #pragma once
 
 #include <array>
@@ -16,9 +18,11 @@ namespace inc::mpi {
 
 enum class Call { kAllreduce, kReduce, kBcast, kBarrier, kReduceScatterBlock, kAllgather, kCount };
 
-// Element types as the switch sees them. kBytes: a contiguous type that is
-// only copied (Bcast/Allgather), never computed on.
-enum class Elem { kInt32, kUInt32, kInt64, kUInt64, kFloat32, kFloat64, kBytes };
+// The element type of a type signature as the switch sees it. kBytes: a
+// type it only copies (Bcast/Allgather), never computes on (MPI_CHAR,
+// MPI_SHORT, pair types, ...); kMixed: a derived datatype whose elements
+// are of more than one basic type (a struct of an int and a double).
+enum class Elem { kInt32, kUInt32, kInt64, kUInt64, kFloat32, kFloat64, kBytes, kMixed };
 
 enum class OpKind { kNone, kSum, kMin, kMax, kOtherPredefined, kUser };
 
@@ -36,7 +40,7 @@ enum class Reason {
   kThreadMultiple,         // a derived communicator under MPI_THREAD_MULTIPLE
   kInvalidArgs,            // null handles, mismatched sizes: MPI reports the error
   kEmpty,                  // nothing to move (count 0)
-  kNoncontiguousDtype,     // a derived datatype that is not a contiguous run of one basic type
+  kNoncontiguousDtype,     // reduction on a derived datatype that is no run of one basic type even packed
   kUnsupportedDtype,       // reduction on a type the switch does not compute (char, short, pairs...)
   kUserOp,                 // MPI_Op_create
   kUnsupportedOp,          // predefined op other than SUM/MIN/MAX (PROD, LAND, BAND, MINLOC...)
@@ -55,11 +59,9 @@ struct Request {
   Call call = Call::kAllreduce;
   Reason comm_reason = Reason::kNone;  // the communicator's state (kNone = has an INC group)
   bool valid = true;                   // handles not null, sizes consistent
-  bool contiguous = true;              // every datatype involved
-  Elem elem = Elem::kBytes;
-  OpKind op = OpKind::kNone;  // reductions only
-  uint64_t count = 0;         // elements (Barrier: ignored)
-  uint64_t bytes = 0;         // what one rank contributes
+  Elem elem = Elem::kBytes;            // of the type signature
+  OpKind op = OpKind::kNone;           // reductions only
+  uint64_t bytes = 0;                  // what one rank contributes (0: nothing to do)
 };
 
 struct Decision {

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -33,6 +34,7 @@
 #include "common/log.h"
 #include "mpi/config.h"
 #include "mpi/decision.h"
+#include "mpi/dtype.h"
 #include "mpi/stats.h"
 
 extern char** environ;
@@ -64,7 +66,9 @@ struct Global {
   std::mutex log_mu;
   std::set<std::pair<Call, Reason>> logged;
   Stats stats;
-  int keyval = MPI_KEYVAL_INVALID;
+  int keyval = MPI_KEYVAL_INVALID;         // CommState of derived communicators
+  int type_keyval = MPI_KEYVAL_INVALID;    // TypeInfo of derived datatypes
+  MPI_Comm progress_comm = MPI_COMM_NULL;  // private: probed to drive MPI's progress
   bool finalized = false;
 };
 
@@ -148,12 +152,15 @@ Reason CommReason(MPI_Comm comm, const CommState** state) {
   return Reason::kNone;
 }
 
+// A datatype as libincmpi uses it: the element type of its signature (the
+// only part that enters a decision) and its local layout (whether this rank
+// packs).
 struct TypeInfo {
   bool valid = false;
-  bool contiguous = false;
+  bool contiguous = false;  // count items are count x size bytes at the buffer
   Elem elem = Elem::kBytes;
-  uint64_t elems = 0;  // basic elements per datatype item
-  uint64_t size = 0;   // bytes per datatype item
+  uint64_t size = 0;   // bytes of data per item
+  int64_t extent = 0;  // bytes from one item to the next
 };
 
 Elem PredefinedElem(MPI_Datatype t) {
@@ -164,6 +171,7 @@ Elem PredefinedElem(MPI_Datatype t) {
   constexpr Elem kLong = sizeof(long) == 8 ? Elem::kInt64 : Elem::kInt32;
   constexpr Elem kULong = sizeof(long) == 8 ? Elem::kUInt64 : Elem::kUInt32;
   static_assert(sizeof(int) == 4 && sizeof(long long) == 8, "C type sizes");
+  static_assert(sizeof(MPI_Aint) == 8 && sizeof(MPI_Count) == 8, "MPI integer sizes");
   const Entry table[] = {
       {MPI_INT, Elem::kInt32},
       {MPI_INT32_T, Elem::kInt32},
@@ -174,6 +182,8 @@ Elem PredefinedElem(MPI_Datatype t) {
       {MPI_LONG_LONG, Elem::kInt64},
       {MPI_LONG_LONG_INT, Elem::kInt64},
       {MPI_INT64_T, Elem::kInt64},
+      {MPI_AINT, Elem::kInt64},
+      {MPI_COUNT, Elem::kInt64},
       {MPI_UNSIGNED_LONG_LONG, Elem::kUInt64},
       {MPI_UINT64_T, Elem::kUInt64},
       {MPI_FLOAT, Elem::kFloat32},
@@ -181,57 +191,175 @@ Elem PredefinedElem(MPI_Datatype t) {
   };
   for (const Entry& e : table)
     if (e.type == t) return e.elem;
-  return Elem::kBytes;
+  return Elem::kBytes;  // incl. the pair types: MPI reduces them with MINLOC/MAXLOC only
 }
 
-// A named type, or MPI_Type_dup/MPI_Type_contiguous (nested) of one; any
-// other constructor counts as non-contiguous (conservative: correct).
-void ClassifyStructure(MPI_Datatype t, TypeInfo* info, int depth) {
+bool IsNamed(MPI_Datatype t) {
   int ni = 0, na = 0, nd = 0, combiner = 0;
-  if (depth > 16 || PMPI_Type_get_envelope(t, &ni, &na, &nd, &combiner) != MPI_SUCCESS) return;
-  if (combiner == MPI_COMBINER_NAMED) {
-    info->valid = true;
-    info->contiguous = true;
-    info->elem = PredefinedElem(t);
-    info->elems = 1;
-    return;
+  return PMPI_Type_get_envelope(t, &ni, &na, &nd, &combiner) == MPI_SUCCESS && combiner == MPI_COMBINER_NAMED;
+}
+
+void FreeDerived(MPI_Datatype t) {
+  if (!IsNamed(t)) PMPI_Type_free(&t);
+}
+
+// One level of a datatype for SignatureElem and Ordered; the inner
+// datatypes that MPI_Type_get_contents returns are freed by Release.
+struct MpiTypeTree {
+  std::vector<MPI_Datatype> unused;  // returned, but contributing no elements
+
+  TypeNode<MPI_Datatype> Decode(MPI_Datatype t) {
+    TypeNode<MPI_Datatype> node;
+    int ni = 0, na = 0, nd = 0, combiner = 0;
+    MPI_Count size = 0;
+    PMPI_Type_size_x(t, &size);
+    if (PMPI_Type_get_envelope(t, &ni, &na, &nd, &combiner) != MPI_SUCCESS ||
+        combiner == MPI_COMBINER_NAMED || nd == 0) {
+      // Fortran parameterised types (MPI_Type_create_f90_*) have no inner type.
+      node.named = true;
+      node.elem = combiner == MPI_COMBINER_NAMED ? PredefinedElem(t) : Elem::kBytes;
+      node.size = static_cast<uint64_t>(std::max<MPI_Count>(size, 0));
+      return node;
+    }
+    std::vector<int> ints(static_cast<size_t>(ni));
+    std::vector<MPI_Aint> addrs(static_cast<size_t>(na));
+    std::vector<MPI_Datatype> types(static_cast<size_t>(nd));
+    PMPI_Type_get_contents(t, ni, na, nd, ints.data(), addrs.data(), types.data());
+    for (int i = 0; i < nd; i++) {
+      // A struct lists its block lengths after its count; any other
+      // constructor has one inner type, with elements iff it has some.
+      bool contributes =
+          combiner == MPI_COMBINER_STRUCT ? ni > i + 1 && ints[static_cast<size_t>(i) + 1] > 0 : size > 0;
+      (contributes ? node.parts : unused).push_back(types[static_cast<size_t>(i)]);
+    }
+    return node;
   }
-  if ((combiner != MPI_COMBINER_DUP && combiner != MPI_COMBINER_CONTIGUOUS) || nd != 1 || ni > 1) {
-    info->valid = true;
-    return;
+  void Release(MPI_Datatype t) { FreeDerived(t); }
+  ~MpiTypeTree() {
+    for (MPI_Datatype t : unused) FreeDerived(t);
   }
-  int ints[1] = {1};
+};
+
+// A predefined type, or MPI_Type_dup/MPI_Type_contiguous (nested) of one:
+// its elements lie in signature order.
+bool Ordered(MPI_Datatype t) {
+  int ni = 0, na = 0, nd = 0, combiner = 0;
+  if (PMPI_Type_get_envelope(t, &ni, &na, &nd, &combiner) != MPI_SUCCESS) return false;
+  if (combiner == MPI_COMBINER_NAMED) return true;
+  if ((combiner != MPI_COMBINER_DUP && combiner != MPI_COMBINER_CONTIGUOUS) || nd != 1 || ni > 1 || na > 0)
+    return false;
+  int ints[1] = {0};
   MPI_Aint addrs[1];
   MPI_Datatype inner;
-  if (PMPI_Type_get_contents(t, ni, na, nd, ints, addrs, &inner) != MPI_SUCCESS) return;
-  ClassifyStructure(inner, info, depth + 1);
-  int ini = 0, ina = 0, ind = 0, icomb = 0;
-  PMPI_Type_get_envelope(inner, &ini, &ina, &ind, &icomb);
-  if (icomb != MPI_COMBINER_NAMED) PMPI_Type_free(&inner);
-  if (combiner == MPI_COMBINER_CONTIGUOUS) info->elems *= static_cast<uint64_t>(std::max(ints[0], 0));
+  if (PMPI_Type_get_contents(t, ni, na, nd, ints, addrs, &inner) != MPI_SUCCESS) return false;
+  bool ordered = Ordered(inner);
+  FreeDerived(inner);
+  return ordered;
 }
 
-TypeInfo ClassifyType(MPI_Datatype t) {
+TypeInfo ComputeTypeInfo(MPI_Datatype t) {
   TypeInfo info;
-  if (t == MPI_DATATYPE_NULL) return info;
-  ClassifyStructure(t, &info, 0);
-  if (!info.valid) return info;
-  int size = 0;
-  MPI_Aint lb = 0, extent = 0;
-  if (PMPI_Type_size(t, &size) != MPI_SUCCESS || PMPI_Type_get_true_extent(t, &lb, &extent) != MPI_SUCCESS) {
-    info.valid = false;
+  Layout l;
+  MPI_Count size = 0, lb = 0, extent = 0, true_lb = 0, true_extent = 0;
+  if (PMPI_Type_size_x(t, &size) != MPI_SUCCESS || size == MPI_UNDEFINED || size < 0 ||
+      PMPI_Type_get_extent_x(t, &lb, &extent) != MPI_SUCCESS ||
+      PMPI_Type_get_true_extent_x(t, &true_lb, &true_extent) != MPI_SUCCESS)
     return info;
-  }
+  MpiTypeTree tree;
+  info.elem = SignatureElem(tree, t).value_or(Elem::kBytes);
   info.size = static_cast<uint64_t>(size);
-  // Padding or gaps (pair types, resized types) make the bytes a non-run.
-  if (lb != 0 || static_cast<uint64_t>(extent) != info.size) info.contiguous = false;
-  if (info.elem != Elem::kBytes && info.contiguous) {
-    uint64_t basic =
-        (info.elem == Elem::kInt32 || info.elem == Elem::kUInt32 || info.elem == Elem::kFloat32) ? 4 : 8;
-    if (info.elems * basic != info.size) info.contiguous = false;
-  }
+  info.extent = extent;
+  l.ordered = Ordered(t);
+  l.size = size;
+  l.lb = lb;
+  l.extent = extent;
+  l.true_lb = true_lb;
+  l.true_extent = true_extent;
+  info.contiguous = IsContiguous(l);
+  info.valid = true;
   return info;
 }
+
+int DeleteTypeInfo(MPI_Datatype, int, void* value, void*) {
+  delete static_cast<TypeInfo*>(value);
+  return MPI_SUCCESS;
+}
+
+// Derived datatypes are decoded once and cached as an attribute (freed
+// with the type, so a recycled handle is decoded afresh).
+TypeInfo ClassifyType(MPI_Datatype t) {
+  if (t == MPI_DATATYPE_NULL) return TypeInfo();
+  if (IsNamed(t) || g->type_keyval == MPI_KEYVAL_INVALID) return ComputeTypeInfo(t);
+  void* val = nullptr;
+  int flag = 0;
+  if (PMPI_Type_get_attr(t, g->type_keyval, &val, &flag) == MPI_SUCCESS && flag)
+    return *static_cast<TypeInfo*>(val);
+  TypeInfo info = ComputeTypeInfo(t);
+  if (info.valid) PMPI_Type_set_attr(t, g->type_keyval, new TypeInfo(info));
+  return info;
+}
+
+// Elements of `bytes` of a signature, as libinc counts them.
+uint64_t Elements(const TypeInfo& t, uint64_t bytes) {
+  return bytes / ElemSize(t.elem);
+}
+
+// Copies `count` items of datatype `t` at `buf` to (pack) or from (unpack)
+// `run`, their count x size bytes in signature order. MPI_Pack in a
+// homogeneous job writes exactly those bytes (checked at MPI_Init); its
+// sizes are ints, so at most 2 GiB of whole items per call.
+Status CopyPacked(bool pack, const void* buf, int64_t count, MPI_Datatype t, const TypeInfo& ti,
+                  uint8_t* run) {
+  const uint64_t per = std::max<uint64_t>(1, static_cast<uint64_t>(INT_MAX) / std::max<uint64_t>(ti.size, 1));
+  for (uint64_t done = 0; done < static_cast<uint64_t>(count);) {
+    const uint64_t n = std::min<uint64_t>(per, static_cast<uint64_t>(count) - done);
+    const uint64_t bytes = n * ti.size;
+    if (bytes > static_cast<uint64_t>(INT_MAX))
+      return Internal("a datatype item of " + std::to_string(ti.size) + " bytes is too large for MPI_Pack");
+    auto* item =
+        const_cast<uint8_t*>(static_cast<const uint8_t*>(buf)) + static_cast<int64_t>(done) * ti.extent;
+    uint8_t* at = run + done * ti.size;
+    int pos = 0;
+    int rc =
+        pack ? PMPI_Pack(item, static_cast<int>(n), t, at, static_cast<int>(bytes), &pos, MPI_COMM_WORLD)
+             : PMPI_Unpack(at, static_cast<int>(bytes), &pos, item, static_cast<int>(n), t, MPI_COMM_WORLD);
+    if (rc != MPI_SUCCESS || static_cast<uint64_t>(pos) != bytes)
+      return Internal(std::string(pack ? "MPI_Pack" : "MPI_Unpack") + " of " + std::to_string(n) +
+                      " items gave " + std::to_string(pos) + " of " + std::to_string(bytes) + " bytes");
+    done += n;
+  }
+  return Status::Ok();
+}
+
+Status Pack(const void* buf, int64_t count, MPI_Datatype t, const TypeInfo& ti, uint8_t* run) {
+  return CopyPacked(true, buf, count, t, ti, run);
+}
+
+Status Unpack(const uint8_t* run, void* buf, int64_t count, MPI_Datatype t, const TypeInfo& ti) {
+  return CopyPacked(false, buf, count, t, ti, const_cast<uint8_t*>(run));
+}
+
+// The contiguous bytes of `count` items at `buf`: the buffer itself when
+// the layout is contiguous, else a packed copy.
+class Staged {
+ public:
+  Status Load(const void* buf, int64_t count, MPI_Datatype t, const TypeInfo& ti) {
+    if (ti.contiguous) {
+      data_ = static_cast<const uint8_t*>(buf);
+      return Status::Ok();
+    }
+    copy_.resize(static_cast<size_t>(count) * ti.size);
+    data_ = copy_.data();
+    return Pack(buf, count, t, ti, copy_.data());
+  }
+  const uint8_t* data() const { return data_; }
+  // Writable only when packed (a copy).
+  uint8_t* copy() { return copy_.data(); }
+
+ private:
+  const uint8_t* data_ = nullptr;
+  std::vector<uint8_t> copy_;
+};
 
 OpKind ClassifyOp(MPI_Op op) {
   if (op == MPI_SUM) return OpKind::kSum;
@@ -268,8 +396,9 @@ bool IsSwitchUnsupported(const Status& s) {
 }
 
 // Runs one intercepted call: offload (a libinc call) or fallback (PMPI_*).
+// `packed`: this rank's layout goes through MPI_Pack/MPI_Unpack when offloaded.
 template <typename Offload, typename Fallback>
-int Dispatch(MPI_Comm comm, const Request& q, Offload&& offload, Fallback&& fallback) {
+int Dispatch(MPI_Comm comm, const Request& q, bool packed, Offload&& offload, Fallback&& fallback) {
   auto t0 = Clock::now();
   Decision d = Decide(g->cfg, q);
   if (d.offload) {
@@ -284,7 +413,7 @@ int Dispatch(MPI_Comm comm, const Request& q, Offload&& offload, Fallback&& fall
       d.reason = Reason::kGroupFailed;
     } else if (s.ok()) {
       g->stats.Record(q.call, Reason::kNone, q.bytes,
-                      std::chrono::duration<double>(Clock::now() - t0).count());
+                      std::chrono::duration<double>(Clock::now() - t0).count(), packed);
       return MPI_SUCCESS;
     } else if (IsSwitchUnsupported(s)) {
       d.reason = Reason::kSwitchUnsupported;
@@ -334,6 +463,20 @@ Status BroadcastBytes(void* buf, uint64_t bytes, uint32_t root, bool is_root) {
   return Status::Ok();
 }
 
+// MPI_Allgather of equal blocks of `block` bytes from `send` into `out`,
+// block w from world rank w.
+Status AllGatherBytes(const void* send, uint8_t* out, uint64_t block) {
+  if (block % 2 == 0) return g->inc->AllGather(send, out, block / 2, client::DataType::kFloat16);
+  const uint32_t n = g->inc->world_size();
+  const uint32_t mine = static_cast<uint32_t>(g->rank);
+  for (uint32_t w = 0; w < n; w++) {
+    uint8_t* dst = out + w * block;
+    if (w == mine) std::memcpy(dst, send, block);
+    INC_RETURN_IF_ERROR(BroadcastBytes(dst, block, w, w == mine));
+  }
+  return Status::Ok();
+}
+
 std::string MakeJobId() {
   char host[64] = {0};
   gethostname(host, sizeof(host) - 1);
@@ -344,6 +487,25 @@ std::string MakeJobId() {
                                       .count() %
                                   100000000);
   return id.substr(0, 100);
+}
+
+// Ranks whose layouts differ exchange packed bytes with ranks that pass
+// their buffers as they are: that is right only if MPI_Pack writes exactly
+// the data bytes in signature order.
+bool PackIsRaw() {
+  struct {
+    double d;
+    int i;
+  } pair[2] = {{1.5, 7}, {-2.25, 9}};
+  uint8_t want[24], got[24] = {0};
+  for (int k = 0; k < 2; k++) {
+    std::memcpy(want + 12 * k, &pair[k].d, 8);
+    std::memcpy(want + 12 * k + 8, &pair[k].i, 4);
+  }
+  int size = 0, pos = 0;
+  return PMPI_Pack_size(2, MPI_DOUBLE_INT, MPI_COMM_WORLD, &size) == MPI_SUCCESS && size == 24 &&
+         PMPI_Pack(pair, 2, MPI_DOUBLE_INT, got, sizeof(got), &pos, MPI_COMM_WORLD) == MPI_SUCCESS &&
+         pos == 24 && std::memcmp(want, got, sizeof(want)) == 0;
 }
 
 void FormGroup() {
@@ -359,7 +521,12 @@ void FormGroup() {
   }
   int ok = 1;
   std::string why;
-  if (c.am.empty()) {
+  if (!PackIsRaw()) {
+    ok = 0;
+    why =
+        "MPI_Pack does not write the bare data bytes (a heterogeneous job?), so non-contiguous datatypes "
+        "could not be packed around an offloaded collective";
+  } else if (c.am.empty()) {
     ok = 0;
     why = "INCMPI_AM is not set";
   } else {
@@ -374,6 +541,16 @@ void FormGroup() {
     // MPI_Finalize runs a PMPI_Barrier before leaving: every rank then holds
     // every result, so nothing needs the tree for retransmissions.
     o.leave_linger_ms = 0;
+    // While this rank waits on the switch, another may still wait inside
+    // MPI for data this rank's MPI has only queued (an eager send of an
+    // earlier fallback or of the program's own point-to-point): with no
+    // progress thread, it moves only while this rank is inside MPI. Probe
+    // a private communicator, which runs MPI's progress engine.
+    PMPI_Comm_dup(MPI_COMM_SELF, &g->progress_comm);
+    o.on_wait = [] {
+      int flag = 0;
+      PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, g->progress_comm, &flag, MPI_STATUS_IGNORE);
+    };
     if (!c.reduce_mode.empty()) o.reduce_mode = c.reduce_mode;
     if (!c.broadcast_mode.empty()) o.broadcast_mode = c.broadcast_mode;
     auto made = client::Communicator::Create(o);
@@ -422,6 +599,7 @@ void Setup(int thread_level) {
   for (const std::string& n : UnknownEnvNames(environ))
     Log(LogLevel::kWarn, "unknown variable " + n + " ignored (see docs/mpi.md for the INCMPI_* names)");
   PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, DeleteCommState, &g->keyval, nullptr);
+  PMPI_Type_create_keyval(MPI_TYPE_NULL_COPY_FN, DeleteTypeInfo, &g->type_keyval, nullptr);
   if (g->group_reason != Reason::kNone) return;
   if (!g->cfg.enable) {
     g->group_reason = Reason::kDisabled;
@@ -443,6 +621,7 @@ void Teardown() {
     libinc_json = g->inc->GetStatus().ToJson();
     g->inc.reset();  // LeaveGroup: the AM dismantles the tree
   }
+  if (g->progress_comm != MPI_COMM_NULL) PMPI_Comm_free(&g->progress_comm);
   Stats::Header h;
   h.rank = g->rank;
   h.world = g->world;
@@ -469,6 +648,7 @@ void Teardown() {
 }  // namespace inc::mpi
 
 using namespace inc::mpi;  // NOLINT: the C entry points below
+using inc::Status;
 using inc::client::DataType;
 
 extern "C" {
@@ -503,16 +683,18 @@ int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype da
   q.comm_reason = CommReason(comm, &st);
   TypeInfo t = ClassifyType(datatype);
   q.valid = t.valid && count >= 0 && (count == 0 || recvbuf);
-  q.contiguous = t.contiguous;
   q.elem = t.elem;
   q.op = ClassifyOp(op);
-  q.count = count > 0 ? static_cast<uint64_t>(count) * t.elems : 0;
   q.bytes = count > 0 ? static_cast<uint64_t>(count) * t.size : 0;
   return Dispatch(
-      comm, q,
-      [&](const Decision& d) {
+      comm, q, !t.contiguous,
+      [&](const Decision& d) -> Status {
         const void* send = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-        return g->inc->AllReduce(send, recvbuf, q.count, d.dtype, d.op);
+        if (t.contiguous) return g->inc->AllReduce(send, recvbuf, Elements(t, q.bytes), d.dtype, d.op);
+        Staged in;
+        INC_RETURN_IF_ERROR(in.Load(send, count, datatype, t));
+        INC_RETURN_IF_ERROR(g->inc->AllReduce(in.copy(), in.copy(), Elements(t, q.bytes), d.dtype, d.op));
+        return Unpack(in.copy(), recvbuf, count, datatype, t);
       },
       [&] { return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm); });
 }
@@ -531,16 +713,21 @@ int MPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datat
   bool is_root = me == root;
   q.valid = t.valid && count >= 0 && root >= 0 && root < size && (count == 0 || !is_root || recvbuf) &&
             (is_root || sendbuf != MPI_IN_PLACE);
-  q.contiguous = t.contiguous;
   q.elem = t.elem;
   q.op = ClassifyOp(op);
-  q.count = count > 0 ? static_cast<uint64_t>(count) * t.elems : 0;
   q.bytes = count > 0 ? static_cast<uint64_t>(count) * t.size : 0;
   return Dispatch(
-      comm, q,
-      [&](const Decision& d) {
+      comm, q, !t.contiguous,
+      [&](const Decision& d) -> Status {
         const void* send = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-        return g->inc->Reduce(send, is_root ? recvbuf : nullptr, q.count, d.dtype, d.op, IncRoot(st, root));
+        const uint64_t n = Elements(t, q.bytes);
+        if (t.contiguous)
+          return g->inc->Reduce(send, is_root ? recvbuf : nullptr, n, d.dtype, d.op, IncRoot(st, root));
+        Staged in;
+        INC_RETURN_IF_ERROR(in.Load(send, count, datatype, t));
+        INC_RETURN_IF_ERROR(
+            g->inc->Reduce(in.copy(), is_root ? in.copy() : nullptr, n, d.dtype, d.op, IncRoot(st, root)));
+        return is_root ? Unpack(in.copy(), recvbuf, count, datatype, t) : Status::Ok();
       },
       [&] { return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm); });
 }
@@ -556,13 +743,18 @@ int MPI_Bcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm
   int me = valid_comm ? CommRank(comm) : -1;
   int size = valid_comm ? CommSize(comm) : 0;
   q.valid = t.valid && count >= 0 && root >= 0 && root < size;
-  q.contiguous = t.contiguous;
   q.elem = Elem::kBytes;
-  q.count = count > 0 ? static_cast<uint64_t>(count) : 0;
   q.bytes = count > 0 ? static_cast<uint64_t>(count) * t.size : 0;
   return Dispatch(
-      comm, q,
-      [&](const Decision&) { return BroadcastBytes(buffer, q.bytes, IncRoot(st, root), me == root); },
+      comm, q, !t.contiguous,
+      [&](const Decision&) -> Status {
+        const uint32_t inc_root = IncRoot(st, root);
+        if (t.contiguous) return BroadcastBytes(buffer, q.bytes, inc_root, me == root);
+        std::vector<uint8_t> run(q.bytes);
+        if (me == root) INC_RETURN_IF_ERROR(Pack(buffer, count, datatype, t, run.data()));
+        INC_RETURN_IF_ERROR(BroadcastBytes(run.data(), q.bytes, inc_root, me == root));
+        return me == root ? Status::Ok() : Unpack(run.data(), buffer, count, datatype, t);
+      },
       [&] { return PMPI_Bcast(buffer, count, datatype, root, comm); });
 }
 
@@ -573,7 +765,7 @@ int MPI_Barrier(MPI_Comm comm) {
   q.call = Call::kBarrier;
   q.comm_reason = CommReason(comm, &st);
   return Dispatch(
-      comm, q, [&](const Decision&) { return g->inc->Barrier(); }, [&] { return PMPI_Barrier(comm); });
+      comm, q, false, [&](const Decision&) { return g->inc->Barrier(); }, [&] { return PMPI_Barrier(comm); });
 }
 
 int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype datatype,
@@ -586,28 +778,36 @@ int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, 
   TypeInfo t = ClassifyType(datatype);
   int size = q.comm_reason != Reason::kInvalidArgs ? CommSize(comm) : 0;
   q.valid = t.valid && recvcount >= 0 && (recvcount == 0 || recvbuf);
-  q.contiguous = t.contiguous;
   q.elem = t.elem;
   q.op = ClassifyOp(op);
-  q.count = recvcount > 0 ? static_cast<uint64_t>(recvcount) * t.elems : 0;
   q.bytes = recvcount > 0 ? static_cast<uint64_t>(recvcount) * t.size * static_cast<uint64_t>(size) : 0;
   return Dispatch(
-      comm, q,
-      [&](const Decision& d) {
-        const auto* in = static_cast<const uint8_t*>(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf);
+      comm, q, !t.contiguous,
+      [&](const Decision& d) -> Status {
+        const void* src = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+        const uint64_t blk = q.bytes / static_cast<uint64_t>(size);
+        const uint64_t n = Elements(t, blk);
+        // libinc reads blocks in world rank order and writes block `rank`
+        // while reading: the input must be a copy when it is in recvbuf or
+        // its blocks are in another order.
+        Staged in;
+        INC_RETURN_IF_ERROR(in.Load(src, static_cast<int64_t>(recvcount) * size, datatype, t));
+        std::vector<uint8_t> copy;
+        const uint8_t* input = in.data();
         if (st && st->permuted) {
-          // libinc gives world rank w block w: put comm block c where its
-          // owner's world rank is.
-          const uint64_t blk = q.bytes / static_cast<uint64_t>(size);
-          std::vector<uint8_t> world_order(q.bytes);
+          // comm block c goes where its owner's world rank is.
+          copy.resize(q.bytes);
           for (int c = 0; c < size; c++)
-            std::memcpy(world_order.data() + st->to_world[c] * blk, in + c * blk, blk);
-          return g->inc->ReduceScatter(world_order.data(), recvbuf, q.count, d.dtype, d.op);
+            std::memcpy(copy.data() + st->to_world[c] * blk, input + c * blk, blk);
+          input = copy.data();
+        } else if (t.contiguous && sendbuf == MPI_IN_PLACE) {
+          copy.assign(input, input + q.bytes);
+          input = copy.data();
         }
-        if (sendbuf != MPI_IN_PLACE) return g->inc->ReduceScatter(sendbuf, recvbuf, q.count, d.dtype, d.op);
-        // The input is recvbuf itself; its first block is overwritten.
-        std::vector<uint8_t> copy(in, in + q.bytes);
-        return g->inc->ReduceScatter(copy.data(), recvbuf, q.count, d.dtype, d.op);
+        if (t.contiguous) return g->inc->ReduceScatter(input, recvbuf, n, d.dtype, d.op);
+        std::vector<uint8_t> out(blk);
+        INC_RETURN_IF_ERROR(g->inc->ReduceScatter(input, out.data(), n, d.dtype, d.op));
+        return Unpack(out.data(), recvbuf, recvcount, datatype, t);
       },
       [&] { return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm); });
 }
@@ -623,45 +823,50 @@ int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, voi
   TypeInfo rt = ClassifyType(recvtype);
   bool in_place = sendbuf == MPI_IN_PLACE;
   TypeInfo stt = in_place ? rt : ClassifyType(sendtype);
-  int me = q.comm_reason != Reason::kInvalidArgs ? CommRank(comm) : 0;
+  bool valid_comm = q.comm_reason != Reason::kInvalidArgs;
+  int me = valid_comm ? CommRank(comm) : 0;
+  int size = valid_comm ? CommSize(comm) : 0;
   uint64_t block = recvcount > 0 ? static_cast<uint64_t>(recvcount) * rt.size : 0;
   uint64_t sblock = in_place ? block : (sendcount > 0 ? static_cast<uint64_t>(sendcount) * stt.size : 0);
   q.valid = rt.valid && stt.valid && recvcount >= 0 && (in_place || sendcount >= 0) && block == sblock &&
             (block == 0 || recvbuf);
-  q.contiguous = rt.contiguous && stt.contiguous;
   q.elem = Elem::kBytes;
-  q.count = block;
   q.bytes = block;
   return Dispatch(
-      comm, q,
-      [&](const Decision&) -> inc::Status {
+      comm, q, !rt.contiguous || !stt.contiguous,
+      [&](const Decision&) -> Status {
         auto* recv = static_cast<uint8_t*>(recvbuf);
+        // In place, this rank's block is already in recvbuf; it is read
+        // before anything is written there.
+        Staged send;
         std::vector<uint8_t> own;
-        const void* send = sendbuf;
-        if (in_place) {
+        if (!in_place) {
+          INC_RETURN_IF_ERROR(send.Load(sendbuf, sendcount, sendtype, stt));
+        } else if (rt.contiguous) {
           own.assign(recv + me * block, recv + (me + 1) * block);
-          send = own.data();
-        }
-        // libinc's blocks are in world rank order; a permuted communicator
-        // gathers into a copy and reorders.
-        const bool permuted = st && st->permuted;
-        const uint32_t n = g->inc->world_size();
-        std::vector<uint8_t> world_order(permuted ? block * n : 0);
-        uint8_t* out = permuted ? world_order.data() : recv;
-        if (block % 2 == 0) {
-          INC_RETURN_IF_ERROR(g->inc->AllGather(send, out, block / 2, DataType::kFloat16));
         } else {
-          const uint32_t mine = static_cast<uint32_t>(g->rank);
-          for (uint32_t w = 0; w < n; w++) {
-            uint8_t* dst = out + w * block;
-            if (w == mine) std::memcpy(dst, send, block);
-            INC_RETURN_IF_ERROR(BroadcastBytes(dst, block, w, w == mine));
-          }
+          own.resize(block);
+          INC_RETURN_IF_ERROR(Pack(recv + static_cast<int64_t>(me) * recvcount * rt.extent, recvcount,
+                                   recvtype, rt, own.data()));
         }
-        if (permuted)
-          for (uint32_t c = 0; c < n; c++)
-            std::memcpy(recv + c * block, out + st->to_world[c] * block, block);
-        return inc::Status::Ok();
+        const void* mine = in_place ? own.data() : send.data();
+        // libinc's blocks are in world rank order: a permuted communicator
+        // gathers into a copy and reorders; a non-contiguous receive type
+        // gathers into a copy and unpacks.
+        const bool permuted = st && st->permuted;
+        const uint64_t total = block * static_cast<uint64_t>(size);
+        std::vector<uint8_t> gathered(permuted || !rt.contiguous ? total : 0);
+        INC_RETURN_IF_ERROR(AllGatherBytes(mine, gathered.empty() ? recv : gathered.data(), block));
+        std::vector<uint8_t> ordered(permuted && !rt.contiguous ? total : 0);
+        const uint8_t* run = gathered.data();
+        if (permuted) {
+          uint8_t* to = rt.contiguous ? recv : ordered.data();
+          for (int c = 0; c < size; c++)
+            std::memcpy(to + c * block, gathered.data() + st->to_world[c] * block, block);
+          run = to;
+        }
+        if (rt.contiguous) return Status::Ok();
+        return Unpack(run, recvbuf, static_cast<int64_t>(recvcount) * size, recvtype, rt);
       },
       [&] { return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm); });
 }

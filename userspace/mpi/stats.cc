@@ -42,12 +42,18 @@ std::string JsonString(const std::string& s) {
   return out + "\"";
 }
 
-void Stats::Record(Call call, Reason reason, uint64_t bytes, double seconds) {
+void Stats::Record(Call call, Reason reason, uint64_t bytes, double seconds, bool packed) {
   std::lock_guard<std::mutex> l(mu_);
   Tally& t = t_[static_cast<size_t>(call)][static_cast<size_t>(reason)];
   t.calls++;
   t.bytes += bytes;
   t.seconds += seconds;
+  if (packed && reason == Reason::kNone) packed_[static_cast<size_t>(call)]++;
+}
+
+uint64_t Stats::Packed(Call call) const {
+  std::lock_guard<std::mutex> l(mu_);
+  return packed_[static_cast<size_t>(call)];
 }
 
 Tally Stats::Get(Call call, Reason reason) const {
@@ -102,8 +108,8 @@ std::string Stats::ToJson(const Header& h) const {
     fallback.bytes += fb.bytes;
     fallback.seconds += fb.seconds;
     o << (c ? ", " : "") << JsonString(CallName(static_cast<Call>(c)))
-      << ": {\"offloaded\": " << TallyJson(off) << ", \"fallback\": " << TallyJson(fb)
-      << ", \"fallback_reasons\": {" << reasons << "}}";
+      << ": {\"offloaded\": " << TallyJson(off) << ", \"packed\": " << packed_[c]
+      << ", \"fallback\": " << TallyJson(fb) << ", \"fallback_reasons\": {" << reasons << "}}";
   }
   o << "}, \"totals\": {\"offloaded\": " << TallyJson(offloaded) << ", \"fallback\": " << TallyJson(fallback)
     << "}, \"fallback_reasons\": {";
@@ -135,6 +141,7 @@ std::string Stats::ToText(const Header& h) const {
       const Tally& t = t_[c][r];
       if (!t.calls) continue;
       std::string path = r == 0 ? "offloaded" : std::string("fallback:") + ReasonName(static_cast<Reason>(r));
+      if (r == 0 && packed_[c]) path += " (" + std::to_string(packed_[c]) + " packed)";
       std::snprintf(line, sizeof(line), "incmpi:   %-26s %-34s %10llu %14llu %12.6f\n",
                     CallName(static_cast<Call>(c)), path.c_str(), static_cast<unsigned long long>(t.calls),
                     static_cast<unsigned long long>(t.bytes), t.seconds);

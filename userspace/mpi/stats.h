@@ -20,8 +20,11 @@ struct Tally {
 
 class Stats {
  public:
-  void Record(Call call, Reason reason, uint64_t bytes, double seconds);  // kNone = offloaded
+  // kNone = offloaded; `packed`: an offloaded call that went through
+  // MPI_Pack/MPI_Unpack on this rank (a non-contiguous local layout).
+  void Record(Call call, Reason reason, uint64_t bytes, double seconds, bool packed = false);
   Tally Get(Call call, Reason reason) const;
+  uint64_t Packed(Call call) const;
   uint64_t Offloaded() const;  // calls, all collectives
   uint64_t FellBack() const;
 
@@ -41,6 +44,7 @@ class Stats {
  private:
   mutable std::mutex mu_;
   std::array<std::array<Tally, static_cast<size_t>(Reason::kCount)>, static_cast<size_t>(Call::kCount)> t_{};
+  std::array<uint64_t, static_cast<size_t>(Call::kCount)> packed_{};
 };
 
 // JSON string literal (quotes included).

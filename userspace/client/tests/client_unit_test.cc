@@ -1,6 +1,6 @@
 // libinc unit tests: packet/window arithmetic, block fixed point, number
-// mappings, result-frame validation, the block operation's codecs and the
-// small float sums gathered in one packet.
+// mappings, result-frame validation, the block operation's codecs, the
+// small float sums gathered in one packet and the engine's wait hook.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -943,6 +943,120 @@ TEST(GatherSum, SpecialValuesFollowIeeeAdditionInRankOrder) {
       EXPECT_EQ(got, c.want);
       EXPECT_EQ(std::signbit(got), std::signbit(c.want));
     }
+  }
+}
+
+// ---------------------------------------------------------------- engine --
+
+// A switch of one member behind the engine's PacketIo: it answers every
+// contribution with a result of the same payload once `held` receive
+// calls have come back empty (a peer that has not contributed yet).
+class OneMemberSwitch : public PacketIo {
+ public:
+  explicit OneMemberSwitch(const EngineConfig& c) : cfg_(c) {}
+  int held = 0;
+  int empty_receives = 0;
+
+  size_t MaxFrame() const override { return 4096; }
+  // The same buffer until it is committed (the engine probes for one).
+  uint8_t* TxBuffer() override {
+    pending_.resize(MaxFrame());
+    return pending_.data();
+  }
+  void TxCommit(size_t len) override {
+    pending_.resize(len);
+    tx_.push_back(std::move(pending_));
+    pending_.clear();
+  }
+  Status Flush() override {
+    for (const auto& f : tx_) {
+      auto p = ParseFrame(f.data(), f.size());
+      if (!p.ok()) return p.status();
+      FrameSpec r;
+      r.src_mac = cfg_.switch_mac;
+      r.dst_mac = cfg_.member_mac;
+      r.src_ip = cfg_.switch_ip;
+      r.dst_ip = cfg_.member_ip;
+      r.dest_qpn = cfg_.member_qpn;
+      r.inc = p->inc;
+      r.inc.flags = INC_FLAG_RESULT;
+      r.inc.rank = INC_RANK_RESULT;
+      std::vector<uint8_t> payload(p->payload, p->payload + p->payload_len);
+      r.payload = payload.data();
+      r.payload_len = payload.size();
+      auto built = BuildFrame(r);
+      if (!built.ok()) return built.status();
+      results_.push_back(*built);
+    }
+    tx_.clear();
+    return Status::Ok();
+  }
+  Expected<size_t> Receive(const FrameHandler& handler, int, size_t max_frames) override {
+    if (held > 0 || results_.empty()) {
+      held -= held > 0;
+      empty_receives++;
+      return size_t{0};
+    }
+    size_t n = 0;
+    while (!results_.empty() && n < max_frames) {
+      handler(results_.front().data(), results_.front().size());
+      results_.erase(results_.begin());
+      n++;
+    }
+    return n;
+  }
+  PacketIoStats Stats() const override { return {}; }
+
+ private:
+  EngineConfig cfg_;
+  std::vector<uint8_t> pending_;
+  std::vector<std::vector<uint8_t>> tx_;
+  std::vector<std::vector<uint8_t>> results_;
+};
+
+EngineConfig OneMemberConfig() {
+  EngineConfig c;
+  c.member_mac = *Mac::Parse("02:00:00:00:00:01");
+  c.switch_mac = *Mac::Parse("02:00:00:00:00:02");
+  c.member_ip = *Ipv4::Parse("10.0.0.2");
+  c.switch_ip = *Ipv4::Parse("10.0.0.1");
+  c.member_qpn = 0x800123;
+  c.tree_id = 7;
+  c.key = 0xC0FFEE;
+  c.pool_size = 256;
+  c.timeout = std::chrono::seconds(10);  // no retransmission during the test
+  return c;
+}
+
+TEST(Engine, CallsOnWaitWhileItWaitsForResultsAndCompletesAfterwards) {
+  struct Case {
+    const char* what;
+    int held;         // empty receives before the switch answers
+    bool want_waits;  // on_wait called at all
+  };
+  const Case cases[] = {
+      {"results at once: never idle", 0, false},
+      {"a peer three polls late", 3, true},
+  };
+  for (const Case& k : cases) {
+    EngineConfig c = OneMemberConfig();
+    int waits = 0;
+    c.on_wait = [&] { waits++; };
+    OneMemberSwitch sw(c);
+    sw.held = k.held;
+    Engine engine(&sw, c);
+    std::vector<int32_t> in(500), out(500, -1);
+    std::iota(in.begin(), in.end(), 7);
+    BlockSpec s;
+    s.send = in.data();
+    s.recv = out.data();
+    s.count = in.size();
+    BlockOperation op(s);
+    Status st = engine.Run(&op);
+    ASSERT_TRUE(st.ok()) << k.what << ": " << st.ToString();
+    EXPECT_EQ(out, in) << k.what;
+    EXPECT_EQ(waits, sw.empty_receives) << k.what << ": once per empty wait";
+    EXPECT_EQ(waits > 0, k.want_waits) << k.what;
   }
 }
 

@@ -1,13 +1,16 @@
 // libincmpi without a running MPI: environment parsing, the fallback
-// decision table (every reason and every offloaded type/op) and the
-// summary's JSON.
+// decision table (every reason and every offloaded type/op), datatype
+// signatures and layouts, and the summary's JSON.
 #include <gtest/gtest.h>
 
 #include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "mpi/config.h"
 #include "mpi/decision.h"
+#include "mpi/dtype.h"
 #include "mpi/stats.h"
 
 namespace inc::mpi {
@@ -139,7 +142,6 @@ Request Reduction(Call call, Elem elem, OpKind op, uint64_t count, uint64_t elem
   q.call = call;
   q.elem = elem;
   q.op = op;
-  q.count = count;
   q.bytes = count * elem_size;
   return q;
 }
@@ -189,8 +191,6 @@ TEST(IncMpiDecision, EachFallbackReason) {
   auto R = [](Call call, Elem e, OpKind op, uint64_t count, uint64_t size) {
     return Reduction(call, e, op, count, size);
   };
-  Request noncontig = R(Call::kAllreduce, Elem::kInt32, OpKind::kSum, 100, 4);
-  noncontig.contiguous = false;
   Request invalid = R(Call::kAllreduce, Elem::kInt32, OpKind::kSum, 100, 4);
   invalid.valid = false;
   Request subcomm = R(Call::kAllreduce, Elem::kInt32, OpKind::kSum, 100, 4);
@@ -208,7 +208,8 @@ TEST(IncMpiDecision, EachFallbackReason) {
       {"small", R(Call::kAllreduce, Elem::kInt32, OpKind::kSum, 15, 4), Reason::kBelowMinBytes},
       {"small bcast", R(Call::kBcast, Elem::kBytes, OpKind::kNone, 63, 1), Reason::kBelowMinBytes},
       {"count 0", R(Call::kAllreduce, Elem::kInt32, OpKind::kSum, 0, 4), Reason::kEmpty},
-      {"vector type", noncontig, Reason::kNoncontiguousDtype},
+      {"struct of int and double", R(Call::kAllreduce, Elem::kMixed, OpKind::kSum, 10, 12),
+       Reason::kNoncontiguousDtype},
       {"null handle", invalid, Reason::kInvalidArgs},
       {"split comm", subcomm, Reason::kSubcomm},
   };
@@ -225,11 +226,37 @@ TEST(IncMpiDecision, EachFallbackReason) {
   EXPECT_TRUE(Decide(c, R(Call::kAllreduce, Elem::kInt32, OpKind::kSum, 16, 4)).offload) << "64 B = minimum";
 }
 
-TEST(IncMpiDecision, BroadcastAndAllgatherMoveAnyContiguousBytes) {
+TEST(IncMpiDecision, BroadcastAndAllgatherMoveAnySignatureAsBytes) {
   Config c;
   for (Call call : {Call::kBcast, Call::kAllgather}) {
-    Decision d = Decide(c, Reduction(call, Elem::kBytes, OpKind::kNone, 3, 1));
-    EXPECT_TRUE(d.offload) << CallName(call) << ": " << ReasonName(d.reason);
+    for (Elem e : {Elem::kBytes, Elem::kMixed, Elem::kInt32, Elem::kFloat64}) {
+      Decision d = Decide(c, Reduction(call, e, OpKind::kNone, 3, 1));
+      EXPECT_TRUE(d.offload) << CallName(call) << ": " << ReasonName(d.reason);
+    }
+  }
+}
+
+TEST(IncMpiDecision, ReductionsOnDerivedTypesAreNeverEmpty) {
+  // A vector of 10 ints is 40 bytes of int32 elements whatever its layout;
+  // that used to be counted as 0 elements and logged reason=empty.
+  Config c;
+  struct Case {
+    const char* what;
+    Elem elem;
+    Reason want;  // kNone = offloaded
+  };
+  const Case cases[] = {
+      {"vector of ints", Elem::kInt32, Reason::kNone},
+      {"indexed doubles", Elem::kFloat64, Reason::kNone},
+      {"struct of an int and a double", Elem::kMixed, Reason::kNoncontiguousDtype},
+      {"struct of shorts", Elem::kBytes, Reason::kUnsupportedDtype},
+  };
+  for (Call call : {Call::kAllreduce, Call::kReduce, Call::kReduceScatterBlock}) {
+    for (const Case& k : cases) {
+      Decision d = Decide(c, Reduction(call, k.elem, OpKind::kSum, 40, 1));
+      EXPECT_EQ(d.offload, k.want == Reason::kNone) << CallName(call) << " " << k.what;
+      EXPECT_EQ(d.reason, k.want) << CallName(call) << " " << k.what << ": got " << ReasonName(d.reason);
+    }
   }
 }
 
@@ -274,6 +301,129 @@ TEST(IncMpiDecision, EveryReasonHasADistinctName) {
   for (int r = 0; r < static_cast<int>(Reason::kCount); r++) seen[ReasonName(static_cast<Reason>(r))]++;
   EXPECT_EQ(seen.size(), static_cast<size_t>(Reason::kCount));
   EXPECT_EQ(seen.count("unknown"), 0u);
+}
+
+// A fake datatype constructor tree: handle i is nodes[i].
+struct FakeTypes {
+  std::vector<TypeNode<int>> nodes;
+  int released = 0;
+
+  int Named(Elem e, uint64_t size) {
+    TypeNode<int> n;
+    n.named = true;
+    n.elem = e;
+    n.size = size;
+    nodes.push_back(n);
+    return static_cast<int>(nodes.size()) - 1;
+  }
+  int Derived(std::vector<int> parts) {
+    TypeNode<int> n;
+    n.parts = std::move(parts);
+    nodes.push_back(n);
+    return static_cast<int>(nodes.size()) - 1;
+  }
+  TypeNode<int> Decode(int h) { return nodes.at(static_cast<size_t>(h)); }
+  void Release(int) { released++; }
+};
+
+TEST(IncMpiDtype, SignatureElemDependsOnTheElementsNotTheLayout) {
+  FakeTypes f;
+  const int mpi_int = f.Named(Elem::kInt32, 4);
+  const int mpi_double = f.Named(Elem::kFloat64, 8);
+  const int mpi_short = f.Named(Elem::kBytes, 2);
+  const int mpi_char = f.Named(Elem::kBytes, 1);
+  const int double_int = f.Named(Elem::kBytes, 12);
+  const int mpi_lb = f.Named(Elem::kBytes, 0);
+  int deep = mpi_int;
+  for (int i = 0; i < 50; i++) deep = f.Derived({deep});
+  struct Case {
+    const char* what;
+    int type;
+    std::optional<Elem> want;
+  };
+  const Case cases[] = {
+      {"MPI_INT", mpi_int, Elem::kInt32},
+      {"contiguous of MPI_INT", f.Derived({mpi_int}), Elem::kInt32},
+      {"vector of a contiguous of MPI_INT", f.Derived({f.Derived({mpi_int})}), Elem::kInt32},
+      {"struct of ints in three blocks", f.Derived({mpi_int, mpi_int, mpi_int}), Elem::kInt32},
+      {"struct of ints and an empty contiguous of doubles", f.Derived({mpi_int, f.Derived({}), mpi_int}),
+       Elem::kInt32},
+      {"struct of ints and MPI_LB", f.Derived({mpi_lb, mpi_int}), Elem::kInt32},
+      {"50 nested dups of MPI_INT", deep, Elem::kInt32},
+      {"struct of an int and a double", f.Derived({mpi_int, mpi_double}), Elem::kMixed},
+      {"struct of a double and a vector of ints", f.Derived({mpi_double, f.Derived({mpi_int})}),
+       Elem::kMixed},
+      {"dup of MPI_DOUBLE_INT", f.Derived({double_int}), Elem::kBytes},
+      {"struct of a short and a char", f.Derived({mpi_short, mpi_char}), Elem::kBytes},
+      {"struct of a short and an int", f.Derived({mpi_short, mpi_int}), Elem::kMixed},
+      {"contiguous of 0 ints", f.Derived({}), std::nullopt},
+  };
+  for (const Case& k : cases) {
+    f.released = 0;
+    EXPECT_EQ(SignatureElem(f, k.type), k.want) << k.what;
+    int parts = 0;
+    std::vector<int> todo = {k.type};
+    while (!todo.empty()) {
+      const TypeNode<int>& n = f.nodes[static_cast<size_t>(todo.back())];
+      todo.pop_back();
+      parts += static_cast<int>(n.parts.size());
+      todo.insert(todo.end(), n.parts.begin(), n.parts.end());
+    }
+    EXPECT_EQ(f.released, parts) << k.what << ": every inner type is released once";
+  }
+}
+
+TEST(IncMpiDtype, ContiguousOnlyWithLowerBoundZeroAndExtentEqualToSize) {
+  struct Case {
+    const char* what;
+    Layout layout;
+    bool want;
+  };
+  // ordered, size, lb, extent, true_lb, true_extent (x86-64 Open MPI's numbers)
+  const Case cases[] = {
+      {"MPI_INT", {true, 4, 0, 4, 0, 4}, true},
+      {"contiguous of 5 MPI_INT", {true, 20, 0, 20, 0, 20}, true},
+      {"MPI_2INT", {true, 8, 0, 8, 0, 8}, true},
+      {"MPI_FLOAT_INT", {true, 8, 0, 8, 0, 8}, true},
+      {"MPI_DOUBLE_INT: 12 bytes of data, extent 16", {true, 12, 0, 16, 0, 12}, false},
+      {"MPI_LONG_INT", {true, 12, 0, 16, 0, 12}, false},
+      {"MPI_SHORT_INT", {true, 6, 0, 8, 0, 6}, false},
+      {"MPI_LONG_DOUBLE_INT", {true, 20, 0, 32, 0, 20}, false},
+      {"contiguous of 2 MPI_DOUBLE_INT", {true, 24, 0, 32, 0, 28}, false},
+      {"MPI_INT resized to extent 8", {false, 4, 0, 8, 0, 4}, false},
+      {"MPI_INT resized to lb -4", {false, 4, -4, 4, 0, 4}, false},
+      {"struct of an int at offset 4", {false, 4, 0, 8, 4, 4}, false},
+      {"vector of 2 ints, stride 2", {false, 8, 0, 12, 0, 12}, false},
+      {"indexed: ints 1 and 0, no gap but reversed", {false, 8, 0, 8, 0, 8}, false},
+  };
+  for (const Case& k : cases) EXPECT_EQ(IsContiguous(k.layout), k.want) << k.what;
+}
+
+TEST(IncMpiDtype, ElementSizesAsTheSwitchCountsThem) {
+  EXPECT_EQ(ElemSize(Elem::kInt32), 4u);
+  EXPECT_EQ(ElemSize(Elem::kUInt32), 4u);
+  EXPECT_EQ(ElemSize(Elem::kFloat32), 4u);
+  EXPECT_EQ(ElemSize(Elem::kInt64), 8u);
+  EXPECT_EQ(ElemSize(Elem::kUInt64), 8u);
+  EXPECT_EQ(ElemSize(Elem::kFloat64), 8u);
+  EXPECT_EQ(ElemSize(Elem::kBytes), 1u);
+  EXPECT_EQ(ElemSize(Elem::kMixed), 1u);
+}
+
+TEST(IncMpiStats, PackedCountsOnlyOffloadedCalls) {
+  Stats s;
+  s.Record(Call::kBcast, Reason::kNone, 24, 0.1, true);
+  s.Record(Call::kBcast, Reason::kNone, 24, 0.1, false);
+  s.Record(Call::kBcast, Reason::kBelowMinBytes, 24, 0.1, true);
+  EXPECT_EQ(s.Packed(Call::kBcast), 1u);
+  EXPECT_EQ(s.Packed(Call::kAllgather), 0u);
+  Stats::Header h;
+  EXPECT_NE(
+      s.ToJson(h).find("\"MPI_Bcast\": {\"offloaded\": {\"calls\": 2, \"bytes\": 48, \"seconds\": 0.200000}, "
+                       "\"packed\": 1,"),
+      std::string::npos)
+      << s.ToJson(h);
+  EXPECT_NE(s.ToText(h).find("offloaded (1 packed)"), std::string::npos) << s.ToText(h);
 }
 
 TEST(IncMpiStats, JsonCountsPerCallAndReason) {

@@ -4,16 +4,21 @@
  * int64_t, float and double with SUM/MIN/MAX, in place and not, on
  * MPI_COMM_WORLD, a dup, a split that reverses the ranks, a split into
  * halves and MPI_COMM_SELF, plus calls no switch computes (MPI_PROD,
- * MPI_BAND, a user op, MPI_SHORT, unsigned MIN, a vector datatype). Every
+ * MPI_BAND, a user op, MPI_SHORT, unsigned MIN, a struct of an int and a
+ * double, a vector datatype), and
+ * collectives entered while a point-to-point send is still pending. Every
  * element on every rank is compared with the value known analytically
  * (inputs are small integers, so float sums are exact in any order).
  *
- * usage: mpi_coverage [--init-thread] [--quick]
+ * usage: mpi_coverage [--init-thread] [--quick] [--hello]
+ * --hello: only start, meet in one MPI_Barrier and finish (rank 0 prints
+ * "mpi_coverage: hello from N ranks"): a launch test.
  * Rank 0 prints "mpi_coverage: ranks N checks C failures F digest D"; D is
  * a hash of rank 0's results, equal with and without an interposer. Exit 1
  * on any failure (on any rank).
  */
 #include <mpi.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -311,6 +316,25 @@ static void unsupported(const struct comm* cm) {
     long long want = expect(&tu, OP_MIN, i, 6, cm->world, cm->size) + (i % 2 ? 3000000000ll : 0);
     if (uout[i] != want) fail("Allreduce unsigned min", i, uout[i], want);
   }
+  /* A struct of an int and a double with MPI_SUM: no switch reduces mixed
+   * elements, and Open MPI rejects predefined ops on derived datatypes, with
+   * or without an interposer. */
+  struct int_double {
+    int i;
+    double d;
+  } sin2[10], sout2[10];
+  int lens[2] = {1, 1};
+  MPI_Aint displs[2] = {offsetof(struct int_double, i), offsetof(struct int_double, d)};
+  MPI_Datatype types[2] = {MPI_INT, MPI_DOUBLE}, int_double;
+  MPI_Type_create_struct(2, lens, displs, types, &int_double);
+  MPI_Type_commit(&int_double);
+  memset(sin2, 0, sizeof(sin2));
+  MPI_Comm_set_errhandler(cm->c, MPI_ERRORS_RETURN);
+  int rc = MPI_Allreduce(sin2, sout2, 10, int_double, MPI_SUM, cm->c);
+  MPI_Comm_set_errhandler(cm->c, MPI_ERRORS_ARE_FATAL);
+  checks_++;
+  if (rc == MPI_SUCCESS) fail("Allreduce struct{int,double} sum is rejected", 0, rc, MPI_ERR_OP);
+  MPI_Type_free(&int_double);
   /* A vector datatype: every other int */
   MPI_Datatype every_other;
   MPI_Type_vector((int)(n / 2), 1, 2, MPI_INT, &every_other);
@@ -324,6 +348,54 @@ static void unsupported(const struct comm* cm) {
     if (out[i] != want) fail("Bcast vector datatype", i, out[i], want);
   }
   MPI_Type_free(&every_other);
+}
+
+/* A legal program that needs MPI's progress inside the collectives: world
+ * rank 1 starts a send of 4 MiB (MPI's rendezvous protocol) to rank 2 and
+ * enters the collective; rank 2 receives first. Rank 1's MPI moves the data
+ * only while rank 1 is inside MPI, so an interposer that waits on the
+ * switch without driving MPI's progress deadlocks here. */
+static void pending_send_across(const struct comm* cm, int which) {
+  if (size_ < 3) return;
+  const int n = 1 << 20;
+  int* big = malloc(sizeof(int) * n);
+  int vals[8], out[8];
+  for (int i = 0; i < 8; i++) vals[i] = rank_ + i;
+  MPI_Request req = MPI_REQUEST_NULL;
+  if (rank_ == 1) {
+    for (int i = 0; i < n; i++) big[i] = i ^ 0x5a5a;
+    MPI_Isend(big, n, MPI_INT, 2, 90 + which, MPI_COMM_WORLD, &req);
+  } else if (rank_ == 2) {
+    MPI_Recv(big, n, MPI_INT, 1, 90 + which, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  }
+  const char* what[] = {"Allreduce", "Bcast", "Barrier", "Allgather"};
+  char label[80];
+  snprintf(label, sizeof(label), "%s after a pending 4 MiB send", what[which]);
+  if (which == 0) MPI_Allreduce(vals, out, 8, MPI_INT, MPI_SUM, cm->c);
+  if (which == 1) MPI_Bcast(vals, 8, MPI_INT, 0, cm->c);
+  if (which == 2) MPI_Barrier(cm->c);
+  if (which == 3) {
+    int* all = malloc(sizeof(int) * cm->size);
+    MPI_Allgather(&rank_, 1, MPI_INT, all, 1, MPI_INT, cm->c);
+    for (int r = 0; r < cm->size; r++)
+      if (all[r] != cm->world[r]) fail(label, (size_t)r, all[r], cm->world[r]);
+    free(all);
+  }
+  if (which == 0)
+    for (int i = 0; i < 8; i++) {
+      long long want = 0;
+      for (int r = 0; r < cm->size; r++) want += cm->world[r] + i;
+      if (out[i] != want) fail(label, (size_t)i, out[i], want);
+    }
+  if (rank_ == 1) MPI_Wait(&req, MPI_STATUS_IGNORE);
+  if (rank_ == 2)
+    for (int i = 0; i < n; i++)
+      if (big[i] != (i ^ 0x5a5a)) {
+        fail(label, (size_t)i, big[i], i ^ 0x5a5a);
+        break;
+      }
+  checks_++;
+  free(big);
 }
 
 static void run_suite(const struct comm* cm, int full) {
@@ -359,14 +431,16 @@ static void run_suite(const struct comm* cm, int full) {
 }
 
 int main(int argc, char** argv) {
-  int init_thread = 0, full = 1;
+  int init_thread = 0, full = 1, hello = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--init-thread"))
       init_thread = 1;
     else if (!strcmp(argv[i], "--quick"))
       full = 0;
+    else if (!strcmp(argv[i], "--hello"))
+      hello = 1;
     else {
-      fprintf(stderr, "usage: mpi_coverage [--init-thread] [--quick]\n");
+      fprintf(stderr, "usage: mpi_coverage [--init-thread] [--quick] [--hello]\n");
       return 2;
     }
   }
@@ -378,8 +452,15 @@ int main(int argc, char** argv) {
   }
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  if (hello) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank_ == 0) printf("mpi_coverage: hello from %d ranks\n", size_);
+    MPI_Finalize();
+    return 0;
+  }
 
   struct comm world = make_comm(MPI_COMM_WORLD, "world");
+  for (int which = 0; which < 4; which++) pending_send_across(&world, which);
   run_suite(&world, full);
   unsupported(&world);
 
