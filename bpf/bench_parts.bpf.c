@@ -201,6 +201,236 @@ int bench_lock(struct xdp_md *ctx)
 	return XDP_DROP;
 }
 
+/* crc32_le results of the bench_crc* programs; dp_bench checks each against
+ * the C++ crc32_le of the payload (it fills the CRC tables and xpow the way
+ * the data path's loader does). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} bench_out SEC(".maps");
+
+/* Payload length of the frame, whose payload bench_stage already staged in
+ * this CPU's scratch (dp_bench runs it first with the same frame). */
+static __always_inline int bench_payload_len(struct xdp_md *ctx, __u32 *len)
+{
+	struct inc_pkt p;
+	__u32 udp_len;
+
+	if (inc_pkt_load(ctx, &p))
+		return -1;
+	udp_len = bpf_ntohs(p.udp->len);
+	if (udp_len < 8 + INC_UDP_FIXED || udp_len - 8 - INC_UDP_FIXED > INC_MAX_PAYLOAD_BYTES)
+		return -1;
+	*len = udp_len - 8 - INC_UDP_FIXED;
+	return 0;
+}
+
+static __always_inline int bench_crc_done(__u32 crc)
+{
+	__u32 zero = 0;
+	__u32 *out = bpf_map_lookup_elem(&bench_out, &zero);
+
+	if (!out)
+		return XDP_ABORTED;
+	*out = crc;
+	return XDP_DROP;
+}
+
+/* crc32_le(0, payload) from scratch as the data path computes it (the
+ * per-message result CRC and the payload part of ICRC verification). */
+SEC("xdp")
+int bench_crc(struct xdp_md *ctx)
+{
+	__u32 len;
+
+	if (bench_payload_len(ctx, &len))
+		return XDP_ABORTED;
+	return bench_crc_done(inc_crc_scratch(0, len));
+}
+
+/* CRC candidates, each crc32_le(0, payload) over scratch. */
+#define BENCH_WORDS (INC_MAX_PAYLOAD_BYTES / 8)
+
+/* Slice-by-8 as bpf/csum.h has it, one 8-byte step per loop iteration: the
+ * reference the other candidates are compared with. */
+static __always_inline __u32 bench_crc_slice8(const __u64 *buf, __u32 len)
+{
+	__u32 words = len / 8, crc = 0, last;
+
+	for (__u32 i = 0; i < BENCH_WORDS; i++) {
+		__u64 w;
+
+		if (i >= words)
+			break;
+		w = buf[i];
+		crc = inc_crc_step8(crc, (__u32)w, (__u32)(w >> 32));
+	}
+	last = words;
+	asm volatile("" : "+r"(last));
+	if ((len & 4) && last < BENCH_WORDS)
+		crc = inc_crc_step4(crc, (__u32)buf[last]);
+	return crc;
+}
+
+/* Slice-by-8 on the whole 64-bit word: byte k's table index is (w >> (8k -
+ * 2)) & 0x3fc, one shift and one mask, no split into halves. */
+#define BENCH_T64(k, w, sh)                                                                        \
+	(*(const volatile __u32 *)((const __u8 *)inc_crc_tbl[k] + (((w)sh) & 0x3fc)))
+static __always_inline __u32 bench_step8_u64(__u32 crc, __u64 w)
+{
+	w ^= crc;
+	return BENCH_T64(7, w, << 2) ^ BENCH_T64(6, w, >> 6) ^ BENCH_T64(5, w, >> 14) ^
+	       BENCH_T64(4, w, >> 22) ^ BENCH_T64(3, w, >> 30) ^ BENCH_T64(2, w, >> 38) ^
+	       BENCH_T64(1, w, >> 46) ^ BENCH_T64(0, w, >> 54);
+}
+
+static __always_inline __u32 bench_crc_slice8_u64(const __u64 *buf, __u32 len)
+{
+	__u32 words = len / 8, crc = 0, last;
+
+	for (__u32 i = 0; i < BENCH_WORDS; i++) {
+		if (i >= words)
+			break;
+		crc = bench_step8_u64(crc, buf[i]);
+	}
+	last = words;
+	asm volatile("" : "+r"(last));
+	if ((len & 4) && last < BENCH_WORDS)
+		crc = inc_crc_step4(crc, (__u32)buf[last]);
+	return crc;
+}
+
+/* Independent streams: the payload's first `ways` equal parts of whole words
+ * each from CRC 0, interleaved in one loop; the rest (odd words, the last 4
+ * bytes) extends the last stream. Combined with the GF(2) multiply by
+ * x^(8 * bytes after the part) from xpow. */
+static __always_inline __u32 bench_crc_combine(__u32 crc_a, __u32 crc_b, __u32 len_b)
+{
+	__u32 idx = len_b / 4;
+	__u32 *xp = bpf_map_lookup_elem(&xpow, &idx);
+
+	return xp ? inc_crc_mulmodp(crc_a, *xp) ^ crc_b : 0;
+}
+
+static __always_inline __u32 bench_crc_2way(const __u64 *buf, __u32 len)
+{
+	__u32 words = len / 8, part = words / 2, a = 0, b = 0, j;
+
+	for (__u32 i = 0; i < BENCH_WORDS / 2; i++) {
+		__u64 wa, wb;
+
+		if (i >= part)
+			break;
+		j = part + i;
+		if (j >= BENCH_WORDS)
+			break;
+		wa = buf[i];
+		wb = buf[j];
+		a = inc_crc_step8(a, (__u32)wa, (__u32)(wa >> 32));
+		b = inc_crc_step8(b, (__u32)wb, (__u32)(wb >> 32));
+	}
+	j = 2 * part;
+	asm volatile("" : "+r"(j));
+	if (j < words && j < BENCH_WORDS)
+		b = inc_crc_step8(b, (__u32)buf[j], (__u32)(buf[j] >> 32));
+	j = words;
+	asm volatile("" : "+r"(j));
+	if ((len & 4) && j < BENCH_WORDS)
+		b = inc_crc_step4(b, (__u32)buf[j]);
+	return bench_crc_combine(a, b, len - part * 8);
+}
+
+static __always_inline __u32 bench_crc_4way(const __u64 *buf, __u32 len)
+{
+	__u32 words = len / 8, part = words / 4, a = 0, b = 0, c = 0, d = 0, j, rest;
+
+	for (__u32 i = 0; i < BENCH_WORDS / 4; i++) {
+		__u64 wa, wb, wc, wd;
+
+		if (i >= part)
+			break;
+		j = 3 * part + i;
+		if (j >= BENCH_WORDS)
+			break;
+		wa = buf[i];
+		wb = buf[j - 2 * part];
+		wc = buf[j - part];
+		wd = buf[j];
+		a = inc_crc_step8(a, (__u32)wa, (__u32)(wa >> 32));
+		b = inc_crc_step8(b, (__u32)wb, (__u32)(wb >> 32));
+		c = inc_crc_step8(c, (__u32)wc, (__u32)(wc >> 32));
+		d = inc_crc_step8(d, (__u32)wd, (__u32)(wd >> 32));
+	}
+	for (__u32 i = 0; i < 3; i++) {
+		j = 4 * part + i;
+		if (j >= words || j >= BENCH_WORDS)
+			break;
+		d = inc_crc_step8(d, (__u32)buf[j], (__u32)(buf[j] >> 32));
+	}
+	j = words;
+	asm volatile("" : "+r"(j));
+	if ((len & 4) && j < BENCH_WORDS)
+		d = inc_crc_step4(d, (__u32)buf[j]);
+	rest = len - part * 8 * 3;
+	a = bench_crc_combine(a, b, part * 8);
+	a = bench_crc_combine(a, c, part * 8);
+	return bench_crc_combine(a, d, rest);
+}
+
+/* Slice-by-16: two words per table pass, 16 tables (this object's own). */
+const volatile __u32 bench_crc_tbl16[16][256] = {};
+#define BENCH_T16(k, v) bench_crc_tbl16[k][(v)&0xff]
+static __always_inline __u32 bench_crc_slice16(const __u64 *buf, __u32 len)
+{
+	__u32 words = len / 8, pairs = words / 2, crc = 0, j;
+
+	for (__u32 i = 0; i < BENCH_WORDS / 2; i++) {
+		__u32 a, b, c, d;
+
+		if (i >= pairs)
+			break;
+		a = (__u32)buf[2 * i] ^ crc;
+		b = (__u32)(buf[2 * i] >> 32);
+		c = (__u32)buf[2 * i + 1];
+		d = (__u32)(buf[2 * i + 1] >> 32);
+		crc = BENCH_T16(15, a) ^ BENCH_T16(14, a >> 8) ^ BENCH_T16(13, a >> 16) ^
+		      BENCH_T16(12, a >> 24) ^ BENCH_T16(11, b) ^ BENCH_T16(10, b >> 8) ^
+		      BENCH_T16(9, b >> 16) ^ BENCH_T16(8, b >> 24) ^ BENCH_T16(7, c) ^
+		      BENCH_T16(6, c >> 8) ^ BENCH_T16(5, c >> 16) ^ BENCH_T16(4, c >> 24) ^
+		      BENCH_T16(3, d) ^ BENCH_T16(2, d >> 8) ^ BENCH_T16(1, d >> 16) ^
+		      BENCH_T16(0, d >> 24);
+	}
+	j = 2 * pairs;
+	asm volatile("" : "+r"(j));
+	if (j < words && j < BENCH_WORDS)
+		crc = inc_crc_step8(crc, (__u32)buf[j], (__u32)(buf[j] >> 32));
+	j = words;
+	asm volatile("" : "+r"(j));
+	if ((len & 4) && j < BENCH_WORDS)
+		crc = inc_crc_step4(crc, (__u32)buf[j]);
+	return crc;
+}
+
+#define BENCH_CRC_PROG(name, fn)                                                                   \
+	SEC("xdp")                                                                                 \
+	int name(struct xdp_md *ctx)                                                               \
+	{                                                                                          \
+		struct inc_scratch *buf = bench_scratch();                                         \
+		__u32 len;                                                                         \
+                                                                                                   \
+		if (!buf || bench_payload_len(ctx, &len))                                          \
+			return XDP_ABORTED;                                                        \
+		return bench_crc_done(fn(buf->buf, len));                                          \
+	}
+
+BENCH_CRC_PROG(bench_crc_slice8_loop, bench_crc_slice8)
+BENCH_CRC_PROG(bench_crc_slice8_u64_loop, bench_crc_slice8_u64)
+BENCH_CRC_PROG(bench_crc_2way_loop, bench_crc_2way)
+BENCH_CRC_PROG(bench_crc_4way_loop, bench_crc_4way)
+BENCH_CRC_PROG(bench_crc_slice16_loop, bench_crc_slice16)
+
 /* The ICRC check exactly as ingress calls it (inc_verify_icrc_of: headers
  * from the packet, payload from scratch, slice-by-8 table CRC). */
 SEC("xdp")
