@@ -253,8 +253,8 @@ int bench_crc(struct xdp_md *ctx)
 /* CRC candidates, each crc32_le(0, payload) over scratch. */
 #define BENCH_WORDS (INC_MAX_PAYLOAD_BYTES / 8)
 
-/* Slice-by-8 as bpf/csum.h has it, one 8-byte step per loop iteration: the
- * reference the other candidates are compared with. */
+/* Slice-by-8 as bpf/csum.h had it before the Chorba fold, one 8-byte step
+ * per loop iteration. */
 static __always_inline __u32 bench_crc_slice8(const __u64 *buf, __u32 len)
 {
 	__u32 words = len / 8, crc = 0, last;
@@ -413,6 +413,52 @@ static __always_inline __u32 bench_crc_slice16(const __u64 *buf, __u32 len)
 	return crc;
 }
 
+/* Chorba as in bpf/csum.h, one word per iteration (pending words rotate). */
+static __always_inline __u32 bench_crc_chorba1(const __u64 *buf, __u32 len)
+{
+	__u32 words = len / 8, n = words > 5 ? words - 5 : 0;
+	__u64 c0 = 0, c1 = 0, c2 = 0, c3 = 0, c4 = 0, x;
+
+	for (__u32 i = 0; i < BENCH_WORDS; i++) {
+		if (i >= n)
+			break;
+		x = buf[i] ^ c0;
+		c0 = c1;
+		c1 = c2 ^ inc_fold2(x);
+		c2 = c3 ^ inc_fold3(x);
+		c3 = c4 ^ inc_fold4(x);
+		c4 = inc_fold5(x);
+	}
+	asm volatile("" : "+r"(len));
+	words = len / 8;
+	return inc_crc_fold_tail(buf, len, words > 5 ? words - 5 : 0, c0, c1, c2, c3, c4);
+}
+
+/* Chorba, four words per iteration: words 2 and 3 of a group take the folds
+ * of words 0 and 1 first; the tail is 5 to 8 words. */
+static __always_inline __u32 bench_crc_chorba4(const __u64 *buf, __u32 len)
+{
+	__u32 words = len / 8, quads = words > 5 ? (words - 5) / 4 : 0;
+	__u64 c0 = 0, c1 = 0, c2 = 0, c3 = 0, c4 = 0, x0, x1, x2, x3;
+
+	for (__u32 i = 0; i < BENCH_WORDS / 4; i++) {
+		if (i >= quads)
+			break;
+		x0 = buf[4 * i] ^ c0;
+		x1 = buf[4 * i + 1] ^ c1;
+		x2 = buf[4 * i + 2] ^ c2 ^ inc_fold2(x0);
+		x3 = buf[4 * i + 3] ^ c3 ^ inc_fold3(x0) ^ inc_fold2(x1);
+		c0 = c4 ^ inc_fold4(x0) ^ inc_fold3(x1) ^ inc_fold2(x2);
+		c1 = inc_fold5(x0) ^ inc_fold4(x1) ^ inc_fold3(x2) ^ inc_fold2(x3);
+		c2 = inc_fold5(x1) ^ inc_fold4(x2) ^ inc_fold3(x3);
+		c3 = inc_fold5(x2) ^ inc_fold4(x3);
+		c4 = inc_fold5(x3);
+	}
+	asm volatile("" : "+r"(len));
+	words = len / 8;
+	return inc_crc_fold_tail(buf, len, words > 5 ? (words - 5) / 4 * 4 : 0, c0, c1, c2, c3, c4);
+}
+
 #define BENCH_CRC_PROG(name, fn)                                                                   \
 	SEC("xdp")                                                                                 \
 	int name(struct xdp_md *ctx)                                                               \
@@ -430,6 +476,8 @@ BENCH_CRC_PROG(bench_crc_slice8_u64_loop, bench_crc_slice8_u64)
 BENCH_CRC_PROG(bench_crc_2way_loop, bench_crc_2way)
 BENCH_CRC_PROG(bench_crc_4way_loop, bench_crc_4way)
 BENCH_CRC_PROG(bench_crc_slice16_loop, bench_crc_slice16)
+BENCH_CRC_PROG(bench_crc_chorba1_loop, bench_crc_chorba1)
+BENCH_CRC_PROG(bench_crc_chorba4_loop, bench_crc_chorba4)
 
 /* The ICRC check exactly as ingress calls it (inc_verify_icrc_of: headers
  * from the packet, payload from scratch, slice-by-8 table CRC). */
