@@ -70,16 +70,21 @@ static __always_inline void inc_combine(__u64 *acc, const __u64 *src, __u32 n, _
 		if (op == INC_OP_SUM) {
 			for (__u32 i = 0; i < INC_MAX_LANES64; i++) {
 				__s64 x, y, r, w;
+				__u64 ov;
 
 				if (i >= n)
 					break;
 				x = a[i] & keep;
 				y = b[i];
 				r = (__s64)((__u64)x + (__u64)y);
-				/* Signed overflow: all ones; then +1 when
-				 * both were >= 0 (carry), -1 when < 0. */
-				w = ((x ^ r) & (y ^ r)) >> 63;
-				wraps[i] = (wraps[i] & keep) + (w & ((x >> 63) | 1));
+				/* Signed overflow (0/1), then +1 when both
+				 * were >= 0 (carry), -1 when < 0. In 0/1
+				 * form, not 0/-1: the verifier forks two
+				 * states on an AND or OR of a [-1, 0] value
+				 * with a constant. */
+				ov = (__u64)((x ^ r) & (y ^ r)) >> 63;
+				w = (__s64)(ov - ((ov & ((__u64)x >> 63)) << 1));
+				wraps[i] = (wraps[i] & keep) + w;
 				a[i] = r;
 			}
 			return;
@@ -116,7 +121,11 @@ static __always_inline void inc_combine(__u64 *acc, const __u64 *src, __u32 n, _
 	{
 		__s32 *a = (__s32 *)acc;
 		const __s32 *b = (const __s32 *)src;
-		__s32 key_mask = is_fp & 0x7fffffff;
+		/* A shift, not is_fp & 0x7fffffff: the verifier forks two
+		 * states on an AND of a [-1, 0] value with a constant, and a
+		 * constant key mask would fork every lane's (x >> 31) &
+		 * key_mask again. */
+		__s32 key_mask = is_fp >> 1;
 
 		for (__u32 i = 0; i < INC_MAX_LANES32; i++) {
 			__s32 x, y, kx, ky;
@@ -173,6 +182,25 @@ static __always_inline int inc_finish_sum(__u64 *acc, __u32 n, __u8 dtype)
 		acc[j] = (__u32)lo | ((__u64)(__u32)hi << 32);
 	}
 	return ovf != 0;
+}
+
+/* The contribution in scratch into the slot copy, under its lock. Every
+ * operand is read back from the slot (set or checked equal just before), not
+ * taken from the caller's registers: the verifier knows nothing about map
+ * memory, so every path that gets here enters the lane loops in the same
+ * state and they are walked once, not once per path. `first` (all ones iff
+ * the bitmap is empty) is computed without a branch for the same reason. */
+static __always_inline void inc_combine_slot(struct inc_slot *s, const struct inc_scratch *payload,
+					     __u8 ver_flags)
+{
+	__u64 bitmap = s->bitmap;
+
+	inc_combine(s->acc, payload->buf, s->count, s->dtype, s->op,
+		    ((bitmap | -bitmap) >> 63) - 1);
+	/* A child switch's partial that was out of range (see
+	 * docs/wire-format.md: OVERFLOW in two-level trees). */
+	if (s->op == INC_OP_SUM)
+		s->flags |= ver_flags & INC_FLAG_OVERFLOW;
 }
 
 /* Message m is newer than the copy's (serial-number order, 32-bit wrap). */
@@ -241,15 +269,15 @@ static __always_inline int inc_contribute(struct inc_slot *s, const struct inc_t
 			s->count = count;
 		}
 	} else if (coll != INC_COLL_BARRIER) {
-		inc_combine(s->acc, payload->buf, count, dtype, op, s->bitmap ? 0 : ~0ull);
-		/* A child switch's partial that was out of range (see
-		 * docs/wire-format.md: OVERFLOW in two-level trees). */
-		if (op == INC_OP_SUM)
-			s->flags |= h->ver_flags & INC_FLAG_OVERFLOW;
+		inc_combine_slot(s, payload, h->ver_flags);
 	}
+	/* Collective and op from the slot again (equal to the frame's), so the
+	 * registers that held them are dead across the lane loops. */
+	asm volatile("" ::: "memory");
+	coll = s->collective;
 	s->bitmap |= bit;
 	if (s->bitmap == tree->children_mask) {
-		if (coll != INC_COLL_BARRIER && coll != INC_COLL_BROADCAST && op == INC_OP_SUM) {
+		if (coll != INC_COLL_BARRIER && coll != INC_COLL_BROADCAST && s->op == INC_OP_SUM) {
 			/* Stays AGGREGATING with the full bitmap (so a
 			 * retransmission meanwhile is a duplicate) until
 			 * inc_finish_slot has narrowed the sums. */

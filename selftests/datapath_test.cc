@@ -616,6 +616,60 @@ INSTANTIATE_TEST_SUITE_P(
         CollCase{"Barrier", INC_COLL_BARRIER, INC_DTYPE_INT32, INC_OP_SUM, 0, false}),
     CaseName);
 
+// The lane loops step over several lanes per bound check and so read and
+// write lanes past the count (stale payload bytes in scratch, stale sums in
+// the slot). After a message with the largest payload of big values, every
+// count just below it (each remainder modulo the loop steps) must give the
+// exact result and no spurious OVERFLOW.
+struct TailCase {
+  const char* name;
+  uint8_t dtype, op;
+};
+
+std::string TailCaseName(const ::testing::TestParamInfo<TailCase>& i) {
+  return i.param.name;
+}
+
+class LaneTailTest : public ::testing::TestWithParam<TailCase> {
+ protected:
+  void SetUp() override {
+    if (!g_skip.empty()) GTEST_SKIP() << g_skip;
+  }
+};
+
+TEST_P(LaneTailTest, CountsBelowTheLargestAfterBigValuesAreExact) {
+  const TailCase& c = GetParam();
+  Switch sw(UniqueName("tail"));
+  ASSERT_TRUE(sw.dp);
+  TreeParams t;
+  t.max_elems = kMaxElems32;
+  auto kids = Kids(3);
+  ASSERT_TRUE(sw.dp->ConfigureTree(MakeTree(t, kids)).ok());
+  std::vector<uint32_t> psn(kids.size(), 0);
+  const uint16_t max = c.dtype == INC_DTYPE_INT64 ? kMaxElems64 : kMaxElems32;
+  for (uint32_t msg = 0; msg < 9; msg++) {
+    SCOPED_TRACE("message " + std::to_string(msg));
+    // Message 0: the largest count, values that overflow a SUM; then
+    // max - 1 .. max - 8 elements of small values.
+    uint16_t count = static_cast<uint16_t>(max - msg);
+    std::vector<std::vector<uint8_t>> in;
+    for (int r = 0; r < 3; r++) in.push_back(Payload(c.dtype, count, msg * 10 + r, msg == 0));
+    RunMessage(sw, t, kids, msg, INC_COLL_ALLREDUCE, c.dtype, c.op, in, 0, &psn);
+    if (HasFatalFailure()) return;
+  }
+  EXPECT_EQ(sw.Stat("completions"), 9u);
+  EXPECT_EQ(sw.Stat("drops"), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Datapath, LaneTailTest,
+                         ::testing::Values(TailCase{"Int32Sum", INC_DTYPE_INT32, INC_OP_SUM},
+                                           TailCase{"Fp32FixedPointSum", INC_DTYPE_FP32, INC_OP_SUM},
+                                           TailCase{"Int64Sum", INC_DTYPE_INT64, INC_OP_SUM},
+                                           TailCase{"Int32Min", INC_DTYPE_INT32, INC_OP_MIN},
+                                           TailCase{"Fp32Max", INC_DTYPE_FP32, INC_OP_MAX},
+                                           TailCase{"Int64Max", INC_DTYPE_INT64, INC_OP_MAX}),
+                         TailCaseName);
+
 // ------------------------------------------------------- tree sizes --
 
 class SizeTest : public ::testing::TestWithParam<int> {
