@@ -29,6 +29,22 @@ static __always_inline struct inc_slot *bench_slot(void)
 	return bpf_map_lookup_elem(&slots, &zero);
 }
 
+/* Payload length of the frame, whose payload bench_stage already staged in
+ * this CPU's scratch (dp_bench runs it first with the same frame). */
+static __always_inline int bench_payload_len(struct xdp_md *ctx, __u32 *len)
+{
+	struct inc_pkt p;
+	__u32 udp_len;
+
+	if (inc_pkt_load(ctx, &p))
+		return -1;
+	udp_len = bpf_ntohs(p.udp->len);
+	if (udp_len < 8 + INC_UDP_FIXED || udp_len - 8 - INC_UDP_FIXED > INC_MAX_PAYLOAD_BYTES)
+		return -1;
+	*len = udp_len - 8 - INC_UDP_FIXED;
+	return 0;
+}
+
 /* inc_parse alone: Ethernet, IPv4 (with header checksum), UDP, BTH, RETH,
  * INC header framing checks. */
 SEC("xdp")
@@ -68,6 +84,95 @@ int bench_combine(struct xdp_md *ctx)
 	inc_combine(s->acc, buf->buf, bpf_ntohs(p.inc->count), INC_DTYPE_INT32, INC_OP_SUM, 0);
 	return XDP_DROP;
 }
+
+/* Candidates for the INT32/FP32 SUM lane loop (the data path takes 8 lanes
+ * per bound check), from scratch into a slot, no lock: lanes sign-extended
+ * from 64-bit loads (two lanes per load), 4 lanes per bound check, with the
+ * `keep` mask of the first contribution or (nokeep) without it, as a loop
+ * split on the first contribution would run. */
+static __always_inline void bench_sum32_x4(__s64 *a, const __u64 *b, __u32 n, __u64 keep)
+{
+	for (__u32 i = 0; i < INC_MAX_LANES32 / 4; i++) {
+		__u64 w0, w1;
+
+		if (4 * i >= n)
+			break;
+		w0 = b[2 * i];
+		w1 = b[2 * i + 1];
+		a[4 * i] = (a[4 * i] & keep) + (__s64)(__s32)w0;
+		a[4 * i + 1] = (a[4 * i + 1] & keep) + ((__s64)w0 >> 32);
+		a[4 * i + 2] = (a[4 * i + 2] & keep) + (__s64)(__s32)w1;
+		a[4 * i + 3] = (a[4 * i + 3] & keep) + ((__s64)w1 >> 32);
+	}
+}
+
+static __always_inline void bench_sum32_x4_nokeep(__s64 *a, const __u64 *b, __u32 n)
+{
+	for (__u32 i = 0; i < INC_MAX_LANES32 / 4; i++) {
+		__u64 w0, w1;
+
+		if (4 * i >= n)
+			break;
+		w0 = b[2 * i];
+		w1 = b[2 * i + 1];
+		a[4 * i] += (__s64)(__s32)w0;
+		a[4 * i + 1] += (__s64)w0 >> 32;
+		a[4 * i + 2] += (__s64)(__s32)w1;
+		a[4 * i + 3] += (__s64)w1 >> 32;
+	}
+}
+
+#define BENCH_SUM32_PROG(name, call)                                                               \
+	SEC("xdp")                                                                                 \
+	int name(struct xdp_md *ctx)                                                               \
+	{                                                                                          \
+		struct inc_scratch *buf = bench_scratch();                                         \
+		struct inc_slot *s = bench_slot();                                                 \
+		struct inc_pkt p;                                                                  \
+		__u32 n;                                                                           \
+                                                                                                   \
+		if (!buf || !s || inc_pkt_load(ctx, &p))                                           \
+			return XDP_ABORTED;                                                        \
+		n = bpf_ntohs(p.inc->count);                                                       \
+		call;                                                                              \
+		return XDP_DROP;                                                                   \
+	}
+
+BENCH_SUM32_PROG(bench_sum32_x4_keep, bench_sum32_x4((__s64 *)s->acc, buf->buf, n, ~0ull))
+BENCH_SUM32_PROG(bench_sum32_x4_add, bench_sum32_x4_nokeep((__s64 *)s->acc, buf->buf, n))
+
+/* The other lane loops of inc_combine and the SUM narrowing at completion,
+ * over the frame's payload (8-byte lanes: half as many). */
+#define BENCH_LANES_PROG(name, call)                                                               \
+	SEC("xdp")                                                                                 \
+	int name(struct xdp_md *ctx)                                                               \
+	{                                                                                          \
+		struct inc_scratch *buf = bench_scratch();                                         \
+		struct inc_slot *s = bench_slot();                                                 \
+		__u32 len;                                                                         \
+                                                                                                   \
+		if (!buf || !s || bench_payload_len(ctx, &len))                                    \
+			return XDP_ABORTED;                                                        \
+		call;                                                                              \
+		return XDP_DROP;                                                                   \
+	}
+
+/* As inc_contribute runs them: operands from the slot (not a contribution
+ * that starts the message). */
+static __always_inline void bench_combine_as_slot(struct inc_slot *s, const struct inc_scratch *buf,
+						  __u32 n, __u8 dtype, __u8 op)
+{
+	s->count = n;
+	s->dtype = dtype;
+	s->op = op;
+	s->bitmap = 1;
+	inc_combine_slot(s, buf, 0);
+}
+
+BENCH_LANES_PROG(bench_max32, bench_combine_as_slot(s, buf, len / 4, INC_DTYPE_FP32, INC_OP_MAX))
+BENCH_LANES_PROG(bench_sum64, bench_combine_as_slot(s, buf, len / 8, INC_DTYPE_INT64, INC_OP_SUM))
+BENCH_LANES_PROG(bench_max64, bench_combine_as_slot(s, buf, len / 8, INC_DTYPE_INT64, INC_OP_MAX))
+BENCH_LANES_PROG(bench_finish32, s->flags = inc_finish_sum(s->acc, len / 4, INC_DTYPE_INT32))
 
 /* Candidate faster INT32 SUM lane loop (measured for the data path's owner,
  * not used by it): two int32 lanes per 64-bit word (SWAR add without carry
@@ -210,22 +315,6 @@ struct {
 	__type(key, __u32);
 	__type(value, __u32);
 } bench_out SEC(".maps");
-
-/* Payload length of the frame, whose payload bench_stage already staged in
- * this CPU's scratch (dp_bench runs it first with the same frame). */
-static __always_inline int bench_payload_len(struct xdp_md *ctx, __u32 *len)
-{
-	struct inc_pkt p;
-	__u32 udp_len;
-
-	if (inc_pkt_load(ctx, &p))
-		return -1;
-	udp_len = bpf_ntohs(p.udp->len);
-	if (udp_len < 8 + INC_UDP_FIXED || udp_len - 8 - INC_UDP_FIXED > INC_MAX_PAYLOAD_BYTES)
-		return -1;
-	*len = udp_len - 8 - INC_UDP_FIXED;
-	return 0;
-}
 
 static __always_inline int bench_crc_done(__u32 crc)
 {
