@@ -424,19 +424,18 @@ unlock:
 /* Global (verified once, with unknown arguments) so the lane loops under the
  * lock are not re-verified for every path that reaches them. Applies the
  * frame (already validated, payload in scratch) to the slot copy: child
- * rank's contribution, or what INC_FROM_* says. Returns an enum inc_outcome. */
-__attribute__((noinline)) int inc_update_slot(struct xdp_md *ctx, __u32 slot_idx, __u32 tree_id,
-					      __u32 rank)
+ * rank's contribution, or what INC_FROM_* says. Returns an enum inc_outcome.
+ * The caller's tree and scratch values come in as plain memory (read only);
+ * the slot is looked up here, since its lock needs a map value pointer. */
+__attribute__((noinline)) int inc_update_slot(struct xdp_md *ctx, __u32 slot_idx,
+					      const struct inc_tree_cfg *tree,
+					      const struct inc_scratch *payload, __u32 rank)
 {
-	const struct inc_scratch *payload;
-	const struct inc_tree_cfg *tree;
 	struct inc_slot *s;
 	struct inc_pkt p;
-	__u32 zero = 0, udp_len, len, count, msg;
+	__u32 udp_len, len, count, msg;
 	int out;
 
-	payload = bpf_map_lookup_elem(&scratch, &zero);
-	tree = bpf_map_lookup_elem(&trees, &tree_id);
 	s = bpf_map_lookup_elem(&slots, &slot_idx);
 	if (!payload || !tree || !s || inc_pkt_load(ctx, &p))
 		return INC_OUT_DROP_BASE + INC_DROP_BAD_SLOT;

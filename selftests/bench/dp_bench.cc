@@ -388,6 +388,8 @@ void BenchParts(const Config& cfg) {
       {skel->progs.bench_max64, "part: INT64 MAX lane loop", "inc_combine, no lock", true},
       {skel->progs.bench_finish32, "part: INT32 SUM narrowing at completion",
        "inc_finish_sum: int64 lanes to int32 + OVERFLOW test", true},
+      {skel->progs.bench_sum32_pkt, "candidate: SUM lanes x8 from the packet",
+       "no staging: 8 lanes per packet bounds check, tail lane by lane, no lock", true},
       {skel->progs.bench_sum32_x4_keep, "candidate: SUM lanes x4, 64-bit loads",
        "4 lanes per bound check, 2 lanes per load, first-contribution mask", true},
       {skel->progs.bench_sum32_x4_add, "candidate: SUM lanes x4, 64-bit loads, no mask",
