@@ -70,6 +70,18 @@ int bench_stage(struct xdp_md *ctx)
 	return XDP_DROP;
 }
 
+/* As inc_contribute runs them: operands from the slot (not a contribution
+ * that starts the message). */
+static __always_inline void bench_combine_as_slot(struct inc_slot *s, const struct inc_scratch *buf,
+						  __u32 n, __u8 dtype, __u8 op)
+{
+	s->count = n;
+	s->dtype = dtype;
+	s->op = op;
+	s->bitmap = 1;
+	inc_combine_slot(s, buf, 0);
+}
+
 /* The INT32 SUM lane loop of inc_combine over the frame's count, from
  * scratch into a slot accumulator, without the lock. */
 SEC("xdp")
@@ -81,15 +93,26 @@ int bench_combine(struct xdp_md *ctx)
 
 	if (!buf || !s || inc_pkt_load(ctx, &p))
 		return XDP_ABORTED;
-	inc_combine(s->acc, buf->buf, bpf_ntohs(p.inc->count), INC_DTYPE_INT32, INC_OP_SUM, 0);
+	bench_combine_as_slot(s, buf, bpf_ntohs(p.inc->count), INC_DTYPE_INT32, INC_OP_SUM);
 	return XDP_DROP;
 }
 
 /* Candidates for the INT32/FP32 SUM lane loop (the data path takes 8 lanes
  * per bound check), from scratch into a slot, no lock: lanes sign-extended
  * from 64-bit loads (two lanes per load), 4 lanes per bound check, with the
- * `keep` mask of the first contribution or (nokeep) without it, as a loop
- * split on the first contribution would run. */
+ * `keep` mask of the first contribution (all ones here, but opaque to clang)
+ * or a constant one that folds away, as a loop split on the first
+ * contribution would run. */
+static __always_inline __u64 bench_keep(struct inc_slot *s)
+{
+	__u64 keep;
+
+	s->bitmap = 1;
+	asm volatile("" ::: "memory");
+	keep = s->bitmap;
+	return -keep;
+}
+
 static __always_inline void bench_sum32_x4(__s64 *a, const __u64 *b, __u32 n, __u64 keep)
 {
 	for (__u32 i = 0; i < INC_MAX_LANES32 / 4; i++) {
@@ -103,22 +126,6 @@ static __always_inline void bench_sum32_x4(__s64 *a, const __u64 *b, __u32 n, __
 		a[4 * i + 1] = (a[4 * i + 1] & keep) + ((__s64)w0 >> 32);
 		a[4 * i + 2] = (a[4 * i + 2] & keep) + (__s64)(__s32)w1;
 		a[4 * i + 3] = (a[4 * i + 3] & keep) + ((__s64)w1 >> 32);
-	}
-}
-
-static __always_inline void bench_sum32_x4_nokeep(__s64 *a, const __u64 *b, __u32 n)
-{
-	for (__u32 i = 0; i < INC_MAX_LANES32 / 4; i++) {
-		__u64 w0, w1;
-
-		if (4 * i >= n)
-			break;
-		w0 = b[2 * i];
-		w1 = b[2 * i + 1];
-		a[4 * i] += (__s64)(__s32)w0;
-		a[4 * i + 1] += (__s64)w0 >> 32;
-		a[4 * i + 2] += (__s64)(__s32)w1;
-		a[4 * i + 3] += (__s64)w1 >> 32;
 	}
 }
 
@@ -138,8 +145,8 @@ static __always_inline void bench_sum32_x4_nokeep(__s64 *a, const __u64 *b, __u3
 		return XDP_DROP;                                                                   \
 	}
 
-BENCH_SUM32_PROG(bench_sum32_x4_keep, bench_sum32_x4((__s64 *)s->acc, buf->buf, n, ~0ull))
-BENCH_SUM32_PROG(bench_sum32_x4_add, bench_sum32_x4_nokeep((__s64 *)s->acc, buf->buf, n))
+BENCH_SUM32_PROG(bench_sum32_x4_keep, bench_sum32_x4((__s64 *)s->acc, buf->buf, n, bench_keep(s)))
+BENCH_SUM32_PROG(bench_sum32_x4_add, bench_sum32_x4((__s64 *)s->acc, buf->buf, n, ~0ull))
 
 /* Candidate: the data path's INT32 SUM loop reading the payload straight
  * from the packet (no staging copy), 8 lanes per bounds check, then the last
@@ -200,18 +207,6 @@ int bench_sum32_pkt(struct xdp_md *ctx)
 		call;                                                                              \
 		return XDP_DROP;                                                                   \
 	}
-
-/* As inc_contribute runs them: operands from the slot (not a contribution
- * that starts the message). */
-static __always_inline void bench_combine_as_slot(struct inc_slot *s, const struct inc_scratch *buf,
-						  __u32 n, __u8 dtype, __u8 op)
-{
-	s->count = n;
-	s->dtype = dtype;
-	s->op = op;
-	s->bitmap = 1;
-	inc_combine_slot(s, buf, 0);
-}
 
 BENCH_LANES_PROG(bench_max32, bench_combine_as_slot(s, buf, len / 4, INC_DTYPE_FP32, INC_OP_MAX))
 BENCH_LANES_PROG(bench_sum64, bench_combine_as_slot(s, buf, len / 8, INC_DTYPE_INT64, INC_OP_SUM))
@@ -386,11 +381,22 @@ int bench_crc(struct xdp_md *ctx)
 /* CRC candidates, each crc32_le(0, payload) over scratch. */
 #define BENCH_WORDS (INC_MAX_PAYLOAD_BYTES / 8)
 
+/* crc continued over the whole words from `first` on (at most 9) and the
+ * last 4 bytes: the fold's table tail with crc as what is pending for word
+ * `first` (crc32_le(crc, D) = crc32_le(0, D ^ crc)). */
+static __always_inline __u32 bench_crc_rest(__u32 crc, const __u64 *buf, __u32 len, __u32 first)
+{
+	asm volatile("" : "+r"(first));
+	if (first >= len / 8 && !(len & 4))
+		return crc;
+	return inc_crc_fold_tail(buf, len, first, crc, 0, 0, 0, 0);
+}
+
 /* Slice-by-8 as bpf/csum.h had it before the Chorba fold, one 8-byte step
  * per loop iteration. */
 static __always_inline __u32 bench_crc_slice8(const __u64 *buf, __u32 len)
 {
-	__u32 words = len / 8, crc = 0, last;
+	__u32 words = len / 8, crc = 0;
 
 	for (__u32 i = 0; i < BENCH_WORDS; i++) {
 		__u64 w;
@@ -400,11 +406,7 @@ static __always_inline __u32 bench_crc_slice8(const __u64 *buf, __u32 len)
 		w = buf[i];
 		crc = inc_crc_step8(crc, (__u32)w, (__u32)(w >> 32));
 	}
-	last = words;
-	asm volatile("" : "+r"(last));
-	if ((len & 4) && last < BENCH_WORDS)
-		crc = inc_crc_step4(crc, (__u32)buf[last]);
-	return crc;
+	return bench_crc_rest(crc, buf, len, words);
 }
 
 /* Slice-by-8 on the whole 64-bit word: byte k's table index is (w >> (8k -
@@ -421,18 +423,14 @@ static __always_inline __u32 bench_step8_u64(__u32 crc, __u64 w)
 
 static __always_inline __u32 bench_crc_slice8_u64(const __u64 *buf, __u32 len)
 {
-	__u32 words = len / 8, crc = 0, last;
+	__u32 words = len / 8, crc = 0;
 
 	for (__u32 i = 0; i < BENCH_WORDS; i++) {
 		if (i >= words)
 			break;
 		crc = bench_step8_u64(crc, buf[i]);
 	}
-	last = words;
-	asm volatile("" : "+r"(last));
-	if ((len & 4) && last < BENCH_WORDS)
-		crc = inc_crc_step4(crc, (__u32)buf[last]);
-	return crc;
+	return bench_crc_rest(crc, buf, len, words);
 }
 
 /* Independent streams: the payload's first `ways` equal parts of whole words
@@ -464,14 +462,7 @@ static __always_inline __u32 bench_crc_2way(const __u64 *buf, __u32 len)
 		a = inc_crc_step8(a, (__u32)wa, (__u32)(wa >> 32));
 		b = inc_crc_step8(b, (__u32)wb, (__u32)(wb >> 32));
 	}
-	j = 2 * part;
-	asm volatile("" : "+r"(j));
-	if (j < words && j < BENCH_WORDS)
-		b = inc_crc_step8(b, (__u32)buf[j], (__u32)(buf[j] >> 32));
-	j = words;
-	asm volatile("" : "+r"(j));
-	if ((len & 4) && j < BENCH_WORDS)
-		b = inc_crc_step4(b, (__u32)buf[j]);
+	b = bench_crc_rest(b, buf, len, 2 * part);
 	return bench_crc_combine(a, b, len - part * 8);
 }
 
@@ -496,16 +487,7 @@ static __always_inline __u32 bench_crc_4way(const __u64 *buf, __u32 len)
 		c = inc_crc_step8(c, (__u32)wc, (__u32)(wc >> 32));
 		d = inc_crc_step8(d, (__u32)wd, (__u32)(wd >> 32));
 	}
-	for (__u32 i = 0; i < 3; i++) {
-		j = 4 * part + i;
-		if (j >= words || j >= BENCH_WORDS)
-			break;
-		d = inc_crc_step8(d, (__u32)buf[j], (__u32)(buf[j] >> 32));
-	}
-	j = words;
-	asm volatile("" : "+r"(j));
-	if ((len & 4) && j < BENCH_WORDS)
-		d = inc_crc_step4(d, (__u32)buf[j]);
+	d = bench_crc_rest(d, buf, len, 4 * part);
 	rest = len - part * 8 * 3;
 	a = bench_crc_combine(a, b, part * 8);
 	a = bench_crc_combine(a, c, part * 8);
@@ -517,7 +499,7 @@ const volatile __u32 bench_crc_tbl16[16][256] = {};
 #define BENCH_T16(k, v) bench_crc_tbl16[k][(v)&0xff]
 static __always_inline __u32 bench_crc_slice16(const __u64 *buf, __u32 len)
 {
-	__u32 words = len / 8, pairs = words / 2, crc = 0, j;
+	__u32 words = len / 8, pairs = words / 2, crc = 0;
 
 	for (__u32 i = 0; i < BENCH_WORDS / 2; i++) {
 		__u32 a, b, c, d;
@@ -535,15 +517,7 @@ static __always_inline __u32 bench_crc_slice16(const __u64 *buf, __u32 len)
 		      BENCH_T16(3, d) ^ BENCH_T16(2, d >> 8) ^ BENCH_T16(1, d >> 16) ^
 		      BENCH_T16(0, d >> 24);
 	}
-	j = 2 * pairs;
-	asm volatile("" : "+r"(j));
-	if (j < words && j < BENCH_WORDS)
-		crc = inc_crc_step8(crc, (__u32)buf[j], (__u32)(buf[j] >> 32));
-	j = words;
-	asm volatile("" : "+r"(j));
-	if ((len & 4) && j < BENCH_WORDS)
-		crc = inc_crc_step4(crc, (__u32)buf[j]);
-	return crc;
+	return bench_crc_rest(crc, buf, len, 2 * pairs);
 }
 
 /* Chorba as in bpf/csum.h, one word per iteration (pending words rotate). */

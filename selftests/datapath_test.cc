@@ -520,25 +520,38 @@ struct CollCase {
   bool big;  // values large enough to overflow sums
 };
 
-std::string CaseName(const ::testing::TestParamInfo<CollCase>& i) {
+// Test names from a table's `name` field.
+template <typename Case>
+std::string CaseName(const ::testing::TestParamInfo<Case>& i) {
   return i.param.name;
 }
 
-class CollectiveTest : public ::testing::TestWithParam<CollCase> {
+// A table-driven test that needs BPF.
+template <typename Case>
+class BpfTableTest : public ::testing::TestWithParam<Case> {
  protected:
   void SetUp() override {
     if (!g_skip.empty()) GTEST_SKIP() << g_skip;
   }
 };
 
+// Three children on ports 0..2 of a tree that takes the largest payload.
+std::vector<Peer> ThreeKidsLargestPayload(Switch& sw, TreeParams* t) {
+  t->max_elems = kMaxElems32;
+  auto kids = Kids(3);
+  Status st = sw.dp->ConfigureTree(MakeTree(*t, kids));
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  return kids;
+}
+
+using CollectiveTest = BpfTableTest<CollCase>;
+
 TEST_P(CollectiveTest, ThreeChildrenResultMatchesHostReferenceAndEveryCopyIsByteExact) {
   const CollCase& c = GetParam();
   Switch sw(UniqueName("coll"));
   ASSERT_TRUE(sw.dp);
   TreeParams t;
-  t.max_elems = kMaxElems32;
-  auto kids = Kids(3);
-  ASSERT_TRUE(sw.dp->ConfigureTree(MakeTree(t, kids)).ok());
+  auto kids = ThreeKidsLargestPayload(sw, &t);
   std::vector<uint32_t> psn(kids.size(), 0);
   const uint8_t root = 1;  // member index of the Reduce/Broadcast root
   for (uint32_t msg = 0; msg < 3; msg++) {
@@ -614,7 +627,7 @@ INSTANTIATE_TEST_SUITE_P(
         CollCase{"BroadcastInt64MaxPayload", INC_COLL_BROADCAST, INC_DTYPE_INT64, INC_OP_SUM, kMaxElems64,
                  true},
         CollCase{"Barrier", INC_COLL_BARRIER, INC_DTYPE_INT32, INC_OP_SUM, 0, false}),
-    CaseName);
+    CaseName<CollCase>);
 
 // The lane loops step over several lanes per bound check and so read and
 // write lanes past the count (stale payload bytes in scratch, stale sums in
@@ -626,25 +639,14 @@ struct TailCase {
   uint8_t dtype, op;
 };
 
-std::string TailCaseName(const ::testing::TestParamInfo<TailCase>& i) {
-  return i.param.name;
-}
-
-class LaneTailTest : public ::testing::TestWithParam<TailCase> {
- protected:
-  void SetUp() override {
-    if (!g_skip.empty()) GTEST_SKIP() << g_skip;
-  }
-};
+using LaneTailTest = BpfTableTest<TailCase>;
 
 TEST_P(LaneTailTest, CountsBelowTheLargestAfterBigValuesAreExact) {
   const TailCase& c = GetParam();
   Switch sw(UniqueName("tail"));
   ASSERT_TRUE(sw.dp);
   TreeParams t;
-  t.max_elems = kMaxElems32;
-  auto kids = Kids(3);
-  ASSERT_TRUE(sw.dp->ConfigureTree(MakeTree(t, kids)).ok());
+  auto kids = ThreeKidsLargestPayload(sw, &t);
   std::vector<uint32_t> psn(kids.size(), 0);
   const uint16_t max = c.dtype == INC_DTYPE_INT64 ? kMaxElems64 : kMaxElems32;
   for (uint32_t msg = 0; msg < 9; msg++) {
@@ -668,16 +670,11 @@ INSTANTIATE_TEST_SUITE_P(Datapath, LaneTailTest,
                                            TailCase{"Int32Min", INC_DTYPE_INT32, INC_OP_MIN},
                                            TailCase{"Fp32Max", INC_DTYPE_FP32, INC_OP_MAX},
                                            TailCase{"Int64Max", INC_DTYPE_INT64, INC_OP_MAX}),
-                         TailCaseName);
+                         CaseName<TailCase>);
 
 // ------------------------------------------------------- tree sizes --
 
-class SizeTest : public ::testing::TestWithParam<int> {
- protected:
-  void SetUp() override {
-    if (!g_skip.empty()) GTEST_SKIP() << g_skip;
-  }
-};
+using SizeTest = BpfTableTest<int>;
 
 TEST_P(SizeTest, AllReduceCompletesOnlyWhenEveryChildContributed) {
   int n = GetParam();
