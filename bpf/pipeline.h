@@ -19,14 +19,13 @@ enum inc_emit_mode {
 
 /* Global (verified once) so the CRC and copy loops are not re-verified at
  * every call site. Checks the ICRC of the received frame whose payload is
- * already in scratch. Returns 1 if it matches. */
-__attribute__((noinline)) int inc_verify_icrc_of(struct xdp_md *ctx)
+ * already in scratch (the caller's scratch value). Returns 1 if it matches. */
+__attribute__((noinline)) int inc_verify_icrc_of(struct xdp_md *ctx,
+						 const struct inc_scratch *payload)
 {
-	struct inc_scratch *payload;
-	__u32 zero = 0, crc, wire, udp_len, len;
+	__u32 crc, wire, udp_len, len;
 	struct inc_pkt p;
 
-	payload = bpf_map_lookup_elem(&scratch, &zero);
 	if (!payload || inc_pkt_load(ctx, &p))
 		return 0;
 	udp_len = bpf_ntohs(p.udp->len);
@@ -38,7 +37,7 @@ __attribute__((noinline)) int inc_verify_icrc_of(struct xdp_md *ctx)
 	p.payload_len = len;
 	crc = inc_crc_headers(p.data);
 	crc = inc_crc_r_head(crc, p.data);
-	crc = inc_crc_scratch(crc, len);
+	crc = inc_crc_buf(crc, payload->buf, len);
 	if (inc_load_icrc_field(ctx, &p, &wire))
 		return 0;
 	return ~crc == wire;
@@ -135,7 +134,6 @@ static __always_inline int inc_ingress(struct xdp_md *ctx)
 	struct inc_scratch *payload;
 	struct inc_counters *tc, *mc;
 	struct inc_pkt p;
-	struct inc_slot *s;
 	struct inc_hdr *h;
 	__u8 coll, dtype, op, flags;
 	int r;
@@ -238,18 +236,15 @@ static __always_inline int inc_ingress(struct xdp_md *ctx)
 	if (p.payload_len > 0 &&
 	    bpf_xdp_load_bytes(ctx, INC_OFF_PAYLOAD, payload->buf, p.payload_len & 0xfff))
 		return inc_drop(INC_DROP_INTERNAL, tree_id, rank);
-	if (inc_verify_icrc && !inc_verify_icrc_of(ctx))
+	if (inc_verify_icrc && !inc_verify_icrc_of(ctx, payload))
 		return inc_drop(INC_DROP_BAD_ICRC, tree_id, rank);
 	if (inc_pkt_load(ctx, &p))
 		return inc_drop(INC_DROP_INTERNAL, tree_id, rank);
 	h = p.inc;
 
+	/* inc_update_slot looks the slot up (and drops bad_slot without it). */
 	idx = (tree->slot_base + slot_no) * INC_SLOT_COPIES + ((msg / tree->pool_size) & 1);
-	s = bpf_map_lookup_elem(&slots, &idx);
-	if (!s)
-		return inc_drop(INC_DROP_BAD_SLOT, tree_id, rank);
-
-	r = inc_update_slot(ctx, idx, tree_id, from);
+	r = inc_update_slot(ctx, idx, tree, payload, from);
 	switch (r) {
 	case INC_OUT_REPLICATE:
 		return inc_emit(ctx, idx, tree_id, rank, INC_EMIT_BROADCAST);

@@ -37,7 +37,11 @@ namespace inc::dp {
 namespace {
 
 constexpr int kPorts = 72;  // dpt0..dpt71 (switch side) <-> dpt<i>p
-std::string g_skip;         // non-empty: why BPF tests cannot run here
+constexpr uint16_t kMaxElems32 = INC_MAX_PAYLOAD_BYTES / 4;
+constexpr uint16_t kMaxElems64 = INC_MAX_PAYLOAD_BYTES / 8;
+// Port MTU: a frame with the largest payload, without its Ethernet header.
+constexpr int kPortMtu = INC_FRAME_OVERHEAD + INC_MAX_PAYLOAD_BYTES - 14;
+std::string g_skip;  // non-empty: why BPF tests cannot run here
 const std::string kPinRoot = "/sys/fs/bpf/incin-dpt" + std::to_string(getpid());
 
 std::string PortName(int i) {
@@ -65,7 +69,8 @@ std::string SetupNetns() {
   if (!f) return "cannot write " + batch;
   std::fprintf(f, "link set lo up\n");
   for (int i = 0; i < kPorts; i++) {
-    std::fprintf(f, "link add %s type veth peer name %s\n", PortName(i).c_str(), PeerName(i).c_str());
+    std::fprintf(f, "link add %s mtu %d type veth peer name %s mtu %d\n", PortName(i).c_str(), kPortMtu,
+                 PeerName(i).c_str(), kPortMtu);
     std::fprintf(f, "addr add 10.77.%d.1/24 dev %s\n", i, PortName(i).c_str());
     std::fprintf(f, "link set %s up\nlink set %s up\n", PortName(i).c_str(), PeerName(i).c_str());
   }
@@ -515,25 +520,38 @@ struct CollCase {
   bool big;  // values large enough to overflow sums
 };
 
-std::string CaseName(const ::testing::TestParamInfo<CollCase>& i) {
+// Test names from a table's `name` field.
+template <typename Case>
+std::string CaseName(const ::testing::TestParamInfo<Case>& i) {
   return i.param.name;
 }
 
-class CollectiveTest : public ::testing::TestWithParam<CollCase> {
+// A table-driven test that needs BPF.
+template <typename Case>
+class BpfTableTest : public ::testing::TestWithParam<Case> {
  protected:
   void SetUp() override {
     if (!g_skip.empty()) GTEST_SKIP() << g_skip;
   }
 };
 
+// Three children on ports 0..2 of a tree that takes the largest payload.
+std::vector<Peer> ThreeKidsLargestPayload(Switch& sw, TreeParams* t) {
+  t->max_elems = kMaxElems32;
+  auto kids = Kids(3);
+  Status st = sw.dp->ConfigureTree(MakeTree(*t, kids));
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  return kids;
+}
+
+using CollectiveTest = BpfTableTest<CollCase>;
+
 TEST_P(CollectiveTest, ThreeChildrenResultMatchesHostReferenceAndEveryCopyIsByteExact) {
   const CollCase& c = GetParam();
   Switch sw(UniqueName("coll"));
   ASSERT_TRUE(sw.dp);
   TreeParams t;
-  t.max_elems = 506;
-  auto kids = Kids(3);
-  ASSERT_TRUE(sw.dp->ConfigureTree(MakeTree(t, kids)).ok());
+  auto kids = ThreeKidsLargestPayload(sw, &t);
   std::vector<uint32_t> psn(kids.size(), 0);
   const uint8_t root = 1;  // member index of the Reduce/Broadcast root
   for (uint32_t msg = 0; msg < 3; msg++) {
@@ -566,7 +584,31 @@ INSTANTIATE_TEST_SUITE_P(
         CollCase{"AllReduceInt64SumOverflowFlag", INC_COLL_ALLREDUCE, INC_DTYPE_INT64, INC_OP_SUM, 32, true},
         CollCase{"AllReduceInt64Min", INC_COLL_ALLREDUCE, INC_DTYPE_INT64, INC_OP_MIN, 120, true},
         CollCase{"AllReduceInt64Max", INC_COLL_ALLREDUCE, INC_DTYPE_INT64, INC_OP_MAX, 120, true},
-        CollCase{"AllReduceMaxPayload506", INC_COLL_ALLREDUCE, INC_DTYPE_INT32, INC_OP_SUM, 506, false},
+        CollCase{"AllReduceIbMtu2048Payload506", INC_COLL_ALLREDUCE, INC_DTYPE_INT32, INC_OP_SUM, 506, false},
+        CollCase{"AllReduceInt32SumMaxPayload", INC_COLL_ALLREDUCE, INC_DTYPE_INT32, INC_OP_SUM, kMaxElems32,
+                 false},
+        CollCase{"AllReduceInt32SumOverflowFlagMaxPayload", INC_COLL_ALLREDUCE, INC_DTYPE_INT32, INC_OP_SUM,
+                 kMaxElems32, true},
+        CollCase{"AllReduceInt32MinMaxPayload", INC_COLL_ALLREDUCE, INC_DTYPE_INT32, INC_OP_MIN, kMaxElems32,
+                 true},
+        CollCase{"AllReduceInt32MaxMaxPayload", INC_COLL_ALLREDUCE, INC_DTYPE_INT32, INC_OP_MAX, kMaxElems32,
+                 true},
+        CollCase{"AllReduceFp32FixedPointSumMaxPayload", INC_COLL_ALLREDUCE, INC_DTYPE_FP32, INC_OP_SUM,
+                 kMaxElems32, false},
+        CollCase{"AllReduceFp32MinMaxPayload", INC_COLL_ALLREDUCE, INC_DTYPE_FP32, INC_OP_MIN, kMaxElems32,
+                 false},
+        CollCase{"AllReduceFp32MaxMaxPayload", INC_COLL_ALLREDUCE, INC_DTYPE_FP32, INC_OP_MAX, kMaxElems32,
+                 false},
+        CollCase{"AllReduceInt64SumMaxPayload", INC_COLL_ALLREDUCE, INC_DTYPE_INT64, INC_OP_SUM, kMaxElems64,
+                 false},
+        CollCase{"AllReduceInt64SumOverflowFlagMaxPayload", INC_COLL_ALLREDUCE, INC_DTYPE_INT64, INC_OP_SUM,
+                 kMaxElems64, true},
+        CollCase{"AllReduceInt64MinMaxPayload", INC_COLL_ALLREDUCE, INC_DTYPE_INT64, INC_OP_MIN, kMaxElems64,
+                 true},
+        CollCase{"AllReduceInt64MaxMaxPayload", INC_COLL_ALLREDUCE, INC_DTYPE_INT64, INC_OP_MAX, kMaxElems64,
+                 true},
+        CollCase{"ReduceInt32SumMaxPayload", INC_COLL_REDUCE, INC_DTYPE_INT32, INC_OP_SUM, kMaxElems32,
+                 false},
         CollCase{"AllReduceOneElement", INC_COLL_ALLREDUCE, INC_DTYPE_INT32, INC_OP_SUM, 1, false},
         CollCase{"ReduceInt32Sum", INC_COLL_REDUCE, INC_DTYPE_INT32, INC_OP_SUM, 240, false},
         CollCase{"ReduceInt32Min", INC_COLL_REDUCE, INC_DTYPE_INT32, INC_OP_MIN, 100, true},
@@ -580,17 +622,59 @@ INSTANTIATE_TEST_SUITE_P(
         CollCase{"BroadcastInt32", INC_COLL_BROADCAST, INC_DTYPE_INT32, INC_OP_SUM, 240, true},
         CollCase{"BroadcastFp32", INC_COLL_BROADCAST, INC_DTYPE_FP32, INC_OP_SUM, 17, false},
         CollCase{"BroadcastInt64", INC_COLL_BROADCAST, INC_DTYPE_INT64, INC_OP_SUM, 253, true},
+        CollCase{"BroadcastInt32MaxPayload", INC_COLL_BROADCAST, INC_DTYPE_INT32, INC_OP_SUM, kMaxElems32,
+                 true},
+        CollCase{"BroadcastInt64MaxPayload", INC_COLL_BROADCAST, INC_DTYPE_INT64, INC_OP_SUM, kMaxElems64,
+                 true},
         CollCase{"Barrier", INC_COLL_BARRIER, INC_DTYPE_INT32, INC_OP_SUM, 0, false}),
-    CaseName);
+    CaseName<CollCase>);
+
+// The lane loops step over several lanes per bound check and so read and
+// write lanes past the count (stale payload bytes in scratch, stale sums in
+// the slot). After a message with the largest payload of big values, every
+// count just below it (each remainder modulo the loop steps) must give the
+// exact result and no spurious OVERFLOW.
+struct TailCase {
+  const char* name;
+  uint8_t dtype, op;
+};
+
+using LaneTailTest = BpfTableTest<TailCase>;
+
+TEST_P(LaneTailTest, CountsBelowTheLargestAfterBigValuesAreExact) {
+  const TailCase& c = GetParam();
+  Switch sw(UniqueName("tail"));
+  ASSERT_TRUE(sw.dp);
+  TreeParams t;
+  auto kids = ThreeKidsLargestPayload(sw, &t);
+  std::vector<uint32_t> psn(kids.size(), 0);
+  const uint16_t max = c.dtype == INC_DTYPE_INT64 ? kMaxElems64 : kMaxElems32;
+  for (uint32_t msg = 0; msg < 9; msg++) {
+    SCOPED_TRACE("message " + std::to_string(msg));
+    // Message 0: the largest count, values that overflow a SUM; then
+    // max - 1 .. max - 8 elements of small values.
+    uint16_t count = static_cast<uint16_t>(max - msg);
+    std::vector<std::vector<uint8_t>> in;
+    for (int r = 0; r < 3; r++) in.push_back(Payload(c.dtype, count, msg * 10 + r, msg == 0));
+    RunMessage(sw, t, kids, msg, INC_COLL_ALLREDUCE, c.dtype, c.op, in, 0, &psn);
+    if (HasFatalFailure()) return;
+  }
+  EXPECT_EQ(sw.Stat("completions"), 9u);
+  EXPECT_EQ(sw.Stat("drops"), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Datapath, LaneTailTest,
+                         ::testing::Values(TailCase{"Int32Sum", INC_DTYPE_INT32, INC_OP_SUM},
+                                           TailCase{"Fp32FixedPointSum", INC_DTYPE_FP32, INC_OP_SUM},
+                                           TailCase{"Int64Sum", INC_DTYPE_INT64, INC_OP_SUM},
+                                           TailCase{"Int32Min", INC_DTYPE_INT32, INC_OP_MIN},
+                                           TailCase{"Fp32Max", INC_DTYPE_FP32, INC_OP_MAX},
+                                           TailCase{"Int64Max", INC_DTYPE_INT64, INC_OP_MAX}),
+                         CaseName<TailCase>);
 
 // ------------------------------------------------------- tree sizes --
 
-class SizeTest : public ::testing::TestWithParam<int> {
- protected:
-  void SetUp() override {
-    if (!g_skip.empty()) GTEST_SKIP() << g_skip;
-  }
-};
+using SizeTest = BpfTableTest<int>;
 
 TEST_P(SizeTest, AllReduceCompletesOnlyWhenEveryChildContributed) {
   int n = GetParam();
@@ -1382,20 +1466,32 @@ TEST_F(DatapathTest, LiveBroadcastAddressesEveryChildCopyByteExactAndSkipsPortsW
     Sh("ethtool -K " + PeerName(i) + " gro on");
   }
   TreeParams t;
-  ASSERT_TRUE(sw.dp->ConfigureTree(MakeTree(t, kids)).ok());
   std::vector<std::unique_ptr<Capture>> caps;
   for (int i = 20; i <= 23; i++) {
     caps.push_back(std::make_unique<Capture>(PeerName(i)));
     ASSERT_GE(caps.back()->fd, 0) << "AF_PACKET socket";
   }
-  for (uint8_t coll : {INC_COLL_ALLREDUCE, INC_COLL_REDUCE}) {
-    SCOPED_TRACE(coll == INC_COLL_REDUCE ? "reduce" : "allreduce");
-    uint32_t msg = coll == INC_COLL_REDUCE ? 1 : 0;
+  struct LiveCase {
+    const char* name;
+    uint8_t coll;
+    uint16_t count;
+  };
+  const LiveCase cases[] = {
+      {"allreduce", INC_COLL_ALLREDUCE, 240},
+      {"reduce", INC_COLL_REDUCE, 240},
+      {"allreduce, largest payload", INC_COLL_ALLREDUCE, kMaxElems32},
+  };
+  t.max_elems = kMaxElems32;
+  ASSERT_TRUE(sw.dp->ConfigureTree(MakeTree(t, kids)).ok());
+  for (uint32_t msg = 0; msg < std::size(cases); msg++) {
+    const LiveCase& c = cases[msg];
+    const uint8_t coll = c.coll;
+    SCOPED_TRACE(c.name);
     std::vector<std::vector<uint8_t>> in;
-    for (int r = 0; r < 3; r++) in.push_back(Payload(INC_DTYPE_INT32, 240, msg * 10 + r));
+    for (int r = 0; r < 3; r++) in.push_back(Payload(INC_DTYPE_INT32, c.count, msg * 10 + r));
     IncHeader last;
     for (int r = 0; r < 3; r++) {
-      IncHeader h = Header(t, static_cast<uint16_t>(r), msg, 240, coll);
+      IncHeader h = Header(t, static_cast<uint16_t>(r), msg, c.count, coll);
       h.root_rank = 1;
       auto f = FromPeer(kids[r], h, in[r]);
       if (r < 2) {
@@ -1421,13 +1517,14 @@ TEST_F(DatapathTest, LiveBroadcastAddressesEveryChildCopyByteExactAndSkipsPortsW
       auto got = caps[r]->NextRoce();
       ASSERT_FALSE(got.empty()) << "no copy reached child " << r;
       bool data = coll == INC_COLL_ALLREDUCE || r == 1;
-      auto want = ToPeer(kids[r], ResultHeader(last, data ? 240 : 0), data ? sum : std::vector<uint8_t>{},
-                         coll == INC_COLL_REDUCE ? 1 : 0);
+      auto want = ToPeer(kids[r], ResultHeader(last, data ? c.count : 0), data ? sum : std::vector<uint8_t>{},
+                         msg);  // one copy per message to each child: PSN = message
       EXPECT_EQ(Hex(got), Hex(want)) << "copy to child " << r;
       EXPECT_TRUE(CheckIcrc(got.data(), got.size())) << "ICRC of the copy to child " << r;
     }
   }
-  EXPECT_EQ(sw.Stat("results_tx"), 6u) << "3 copies per message, none for the port without a child";
+  EXPECT_EQ(sw.Stat("results_tx"), 3 * std::size(cases))
+      << "3 copies per message, none for the port without a child";
   pollfd p{caps[3]->fd, POLLIN, 0};
   // Drain anything non-RoCE; a RoCE frame on port 23 would be a bug.
   while (poll(&p, 1, 0) > 0) {
@@ -1483,7 +1580,7 @@ TEST_F(DatapathTest, ConfigureTreeValidatesWithPreciseCodes) {
   }
   {
     auto s = spec;
-    s.max_elems = 507;
+    s.max_elems = kMaxElems32 + 1;
     expect(s, Code::kInvalidArgument, "elements per packet");
   }
   ASSERT_TRUE(sw.dp->ConfigureTree(spec).ok());

@@ -7,7 +7,7 @@ if(TARGET inc_datapath)
   target_link_libraries(datapath_test PRIVATE inc_datapath inc_common PkgConfig::LIBBPF GTest::gtest)
   inc_target_defaults(datapath_test)
   set(_dp_cases
-      "collectives=Datapath/CollectiveTest.*"
+      "collectives=Datapath/CollectiveTest.*:Datapath/LaneTailTest.*"
       "tree_sizes=Datapath/SizeTest.*"
       "drop_reasons=*EveryDropReason*:*LeafDropsResult*:*NonIncTraffic*"
       "two_level=*TwoLevel*:*SingleLevelLeaf*"

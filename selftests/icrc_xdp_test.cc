@@ -150,6 +150,51 @@ TEST_F(XdpIcrc, IngressAddressedFramesPassThePythonReference) {
             << INC_MAX_PAYLOAD_BYTES / 4 << " elements): ICRC verified by icrc_ref.py\n";
 }
 
+// Every payload length the data path takes (0..INC_MAX_PAYLOAD_BYTES in
+// 4-byte steps), so every split of the CRC's folded words and table tail:
+// a contribution with a correct ICRC is taken, the same frame with one
+// payload bit flipped is dropped as bad_icrc, and the result resent to a
+// child carries the ICRC ComputeIcrc gives.
+TEST_F(XdpIcrc, EveryPayloadLengthIsVerifiedAndResultIcrcIsExact) {
+  TreeParams single;
+  single.tree_id = 23;
+  single.children = 2;
+  single.pool_size = 16;
+  single.ports = {"a2x0", "a2x1"};
+  Status configured = dp_->ConfigureTree(MakeTree(single));
+  ASSERT_TRUE(configured.ok()) << configured.ToString();
+  uint64_t flipped = 0;
+  for (uint32_t count = 0; count <= INC_MAX_PAYLOAD_BYTES / 4; count++) {
+    SCOPED_TRACE(std::to_string(count) + " elements");
+    uint32_t m = count;
+    auto a = Lanes(count), b = Lanes(count);
+    if (count > 0) {
+      Contribution c;
+      c.msg = m;
+      c.payload = a.data();
+      c.payload_len = a.size();
+      c.count = count;
+      auto frame = ContributionFrame(single, c);
+      ASSERT_TRUE(frame.ok());
+      size_t bit = (size_t{m} * 37) % (a.size() * 8);
+      (*frame)[INC_OFF_PAYLOAD + bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
+      auto r = TestRun(fd_, frame->data(), frame->size(), 1);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      ASSERT_EQ(r->retval, XDP_DROP);
+      flipped++;
+    }
+    ASSERT_EQ(Send(single, 0, m, a).retval, XDP_DROP);
+    ASSERT_EQ(Send(single, 1, m, b).retval, XDP_REDIRECT) << "the correct frames complete the message";
+    RunResult result = Send(single, 1, m, b, INC_FLAG_RETRANSMIT);
+    ASSERT_TRUE(Emitted(result.retval)) << XdpActionName(result.retval);
+    ASSERT_EQ(result.out.size(), INC_FRAME_OVERHEAD + size_t{count} * 4);
+    ASSERT_TRUE(CheckIcrc(result.out.data(), result.out.size()));
+  }
+  auto stats = dp_->ReadStats();
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  EXPECT_EQ(stats->drops.at("bad_icrc"), flipped) << "every frame with a flipped bit, nothing else";
+}
+
 // A raw socket on a veth peer, collecting what the switch port sends.
 class Capture {
  public:

@@ -38,10 +38,12 @@
 #define INC_RANK_RESULT		     0xFFFF /* rank field of switch-to-member results */
 #define INC_MAX_CHILDREN	     64
 #define INC_DEFAULT_ELEMS_PER_PACKET 240 /* 24 + 960 bytes fit IB MTU 1024 */
-/* Largest payload the data path handles in one single-buffer XDP frame:
- * IB MTU 2048 minus the INC header = 2024 bytes (506 four-byte elements,
- * 253 eight-byte ones); the AM keeps counts at or below this. */
-#define INC_MAX_PAYLOAD_BYTES 2024
+/* Largest payload the data path handles: 3072 bytes (768 four-byte elements,
+ * 384 eight-byte ones), a 3174-byte frame. That still fits one page with the
+ * XDP headroom and skb_shared_info, so every frame stays a single-buffer XDP
+ * buffer on veth (devmap broadcast cannot clone multi-buffer frames). Every
+ * loop bound of bpf/ derives from it; the AM keeps counts at or below it. */
+#define INC_MAX_PAYLOAD_BYTES 3072
 
 enum inc_collective {
 	INC_COLL_ALLREDUCE = 1,
@@ -289,8 +291,9 @@ struct inc_slot {
 	__u16 pad1;
 	__u32 pad2;
 	/* While AGGREGATING a SUM: int64 lanes for INT32/FP32 (no lane can
-	 * leave int64 in 2^32 adds), or for INT64 253 int64 lanes followed by
-	 * 253 net wrap counts (+1 per carry out of int64, -1 per borrow).
+	 * leave int64 in 2^32 adds), or for INT64 INC_MAX_PAYLOAD_BYTES / 8
+	 * int64 lanes followed by as many net wrap counts (+1 per carry out of
+	 * int64, -1 per borrow).
 	 * Otherwise, and once WAITING/DONE: the wire-format result, i.e. count
 	 * little-endian lanes of the element size from byte 0. */
 	__u64 acc[INC_MAX_PAYLOAD_BYTES / 4];

@@ -11,6 +11,9 @@
 //           (new rank/message), the kernel's per-call duration averaged over
 //           all frames. Includes one timer read pair per packet; the floor is
 //           measured the same way so the ratio compares like with like.
+// INT32 contributions and completions also run with the largest payload
+// (768 elements, rows marked [3 KiB]); the pieces of bpf/bench_parts.bpf.c
+// that scale with the payload run at 1 and 3 KiB and print their cost per byte.
 // Every number is the best (lowest) of --runs rounds; each round measures
 // every case once (interleaved, so load from other processes hits all alike).
 #include <bpf/bpf.h>
@@ -42,8 +45,9 @@
 namespace inc::bench {
 namespace {
 
-constexpr size_t kElems = 256;         // per packet, = the floor's lanes
-constexpr int kPorts = 16;             // switch ports per data path (one child per port)
+constexpr size_t kElems = 256;                             // per packet, = the floor's lanes
+constexpr size_t kLargeElems = INC_MAX_PAYLOAD_BYTES / 4;  // the largest frame's
+constexpr int kPorts = 16;                                 // switch ports per data path (one child per port)
 constexpr int kWideChildren = kPorts;  // the non-completing tree: 15 contributions per message
 constexpr uint16_t kWidePool = 256;
 constexpr uint16_t kFourPool = 64;
@@ -52,6 +56,7 @@ struct Config {
   int runs = 7;
   uint32_t repeat = 200000;
   int messages = 256;  // per fresh run (x 15 contributions into the 16-child tree)
+  bool parts_only = false;
 };
 
 struct Row {
@@ -92,9 +97,9 @@ void Must(const Status& s, const std::string& what) {
   if (!s.ok()) Die(what + ": " + s.ToString());
 }
 
-std::vector<uint8_t> Lanes(uint8_t dtype, uint32_t seed) {
-  std::vector<uint8_t> p(kElems * 4);
-  for (size_t i = 0; i < kElems; i++) {
+std::vector<uint8_t> Lanes(uint8_t dtype, uint32_t seed, size_t elems = kElems) {
+  std::vector<uint8_t> p(elems * 4);
+  for (size_t i = 0; i < elems; i++) {
     uint32_t v = dtype == INC_DTYPE_FP32 ? (seed * 7 + static_cast<uint32_t>(i)) % 1000
                                          : seed * 2654435761u + static_cast<uint32_t>(i);
     std::memcpy(&p[4 * i], &v, 4);
@@ -145,6 +150,7 @@ double BestFresh(int fd, const Config& cfg, const std::function<FrameSet(int)>& 
 struct Case {
   std::string label;
   uint8_t dtype;
+  size_t elems = kElems;
 };
 
 void BenchDatapath(bool verify, const Config& cfg, const std::string& port_prefix, uint32_t* msg_base) {
@@ -200,7 +206,11 @@ void BenchDatapath(bool verify, const Config& cfg, const std::string& port_prefi
     Add("parse only: INC frame, unknown tree" + tag, "repeat", ns, 0, verdict,
         "full parse + tree lookup, drop");
   }
-  for (const Case& k : {Case{"INT32", INC_DTYPE_INT32}, Case{"FP32", INC_DTYPE_FP32}}) {
+  for (const Case& k : {Case{"INT32", INC_DTYPE_INT32}, Case{"FP32", INC_DTYPE_FP32},
+                        Case{"INT32", INC_DTYPE_INT32, kLargeElems}}) {
+    // The 1 KiB rows keep their names; 3 KiB rows say so. Live runs at 1 KiB.
+    std::string size = k.elems == kElems ? "" : " [3 KiB]";
+    bool live = k.dtype == INC_DTYPE_INT32 && k.elems == kElems;
     // Non-completing contributions into the 64-child tree.
     auto contrib_run = [&](int) {
       FrameSet set;
@@ -208,7 +218,7 @@ void BenchDatapath(bool verify, const Config& cfg, const std::string& port_prefi
       *msg_base += cfg.messages;
       for (int m = 0; m < cfg.messages; m++) {
         for (int rank = 0; rank < kWideChildren - 1; rank++) {
-          auto lanes = Lanes(k.dtype, base + m + rank);
+          auto lanes = Lanes(k.dtype, base + m + rank, k.elems);
           Contribution c;
           c.rank = rank;
           c.msg = base + m;
@@ -216,7 +226,7 @@ void BenchDatapath(bool verify, const Config& cfg, const std::string& port_prefi
           c.exponent = k.dtype == INC_DTYPE_FP32 ? -12 : 0;
           c.payload = lanes.data();
           c.payload_len = lanes.size();
-          c.count = kElems;
+          c.count = k.elems;
           set.first.push_back(Must(ContributionFrame(wide, c), "frame"));
           set.second.push_back(true);
         }
@@ -224,9 +234,10 @@ void BenchDatapath(bool verify, const Config& cfg, const std::string& port_prefi
       return set;
     };
     double ns = BestFresh(fd, cfg, contrib_run, XDP_DROP, &verdict);
-    Add(k.label + " SUM contribution, not completing" + tag, "fresh", ns, kElems * 4, verdict,
-        "validate + stage + lock + add 256 lanes (mean of ranks 0..14; rank 0 copies)");
-    if (k.dtype == INC_DTYPE_INT32) {
+    Add(k.label + " SUM contribution, not completing" + size + tag, "fresh", ns, k.elems * 4, verdict,
+        "validate + stage + lock + add " + std::to_string(k.elems) +
+            " lanes (mean of ranks 0..14; rank 0 copies)");
+    if (live) {
       ns = BestFresh(fd, cfg, contrib_run, XDP_DROP, &verdict, true);
       Add(k.label + " SUM contribution, not completing" + tag, "live", ns, kElems * 4, verdict,
           "as above + live-frame page pool set-up (baseline for the live completion)");
@@ -238,7 +249,7 @@ void BenchDatapath(bool verify, const Config& cfg, const std::string& port_prefi
       *msg_base += cfg.messages;
       for (int m = 0; m < cfg.messages; m++) {
         for (int rank = 0; rank < 4; rank++) {
-          auto lanes = Lanes(k.dtype, base + m + rank);
+          auto lanes = Lanes(k.dtype, base + m + rank, k.elems);
           Contribution c;
           c.rank = rank;
           c.msg = base + m;
@@ -246,7 +257,7 @@ void BenchDatapath(bool verify, const Config& cfg, const std::string& port_prefi
           c.exponent = k.dtype == INC_DTYPE_FP32 ? -12 : 0;
           c.payload = lanes.data();
           c.payload_len = lanes.size();
-          c.count = kElems;
+          c.count = k.elems;
           set.first.push_back(Must(ContributionFrame(four, c), "frame"));
           set.second.push_back(rank == 3);
         }
@@ -254,9 +265,9 @@ void BenchDatapath(bool verify, const Config& cfg, const std::string& port_prefi
       return set;
     };
     ns = BestFresh(fd, cfg, completion_run, XDP_REDIRECT, &verdict);
-    Add(k.label + " SUM completion, 4 children" + tag, "fresh", ns, kElems * 4, verdict,
+    Add(k.label + " SUM completion, 4 children" + size + tag, "fresh", ns, k.elems * 4, verdict,
         "last contribution + result into frame + crc32(R) + broadcast redirect (ingress only)");
-    if (k.dtype == INC_DTYPE_INT32) {
+    if (live) {
       ns = BestFresh(fd, cfg, completion_run, XDP_REDIRECT, &verdict, true);
       Add(k.label + " SUM completion + 4 copies sent" + tag, "live", ns, kElems * 4, verdict,
           "as above + devmap broadcast, 4 egress rewrites (ICRC patch), 4 veth xmits, peer XDP drop");
@@ -316,38 +327,100 @@ void BenchFloor(const Config& cfg) {
 }
 
 // Pieces of the contribution path, each timed alone (bpf/bench_parts.bpf.c).
+// Parts marked `sized` run on a 256- and a 768-element frame (1 and 3 KiB of
+// payload); the difference of the two gives their cost per byte.
+
+std::string SizeTag(size_t payload) {
+  return payload == kElems * 4 ? " [1 KiB]" : " [3 KiB]";
+}
+
 void BenchParts(const Config& cfg) {
-  bench_parts* skel = bench_parts::open_and_load();
-  if (!skel) Die("loading bench_parts.bpf.o failed");
+  bench_parts* skel = bench_parts::open();
+  if (!skel) Die("opening bench_parts.bpf.o failed");
+  // CRC tables as the data path's loader fills them, so the CRC parts'
+  // results can be checked.
+  for (uint32_t i = 0; i < 256; i++) {
+    uint8_t bytes[16] = {static_cast<uint8_t>(i)};
+    for (int k = 0; k < 8; k++) skel->rodata->inc_crc_tbl[k][i] = Crc32Le(0, bytes, k + 1);
+    for (int k = 0; k < 16; k++) skel->rodata->bench_crc_tbl16[k][i] = Crc32Le(0, bytes, k + 1);
+  }
+  if (bench_parts::load(skel) != 0) Die("loading bench_parts.bpf.o failed");
+  for (uint32_t i = 0; i < INC_XPOW_ENTRIES; i++) {
+    uint32_t v = Crc32XPow8n(4 * size_t{i});
+    if (bpf_map_update_elem(bpf_map__fd(skel->maps.xpow), &i, &v, 0) != 0) Die("filling bench_parts xpow");
+  }
   uint32_t switch_ip = SwitchIp().be(), users = 1;  // bench frames are addressed to it
   if (bpf_map_update_elem(bpf_map__fd(skel->maps.local_ips), &switch_ip, &users, 0) != 0)
     Die("filling bench_parts local_ips");
   TreeParams t;
   auto lanes = Lanes(INC_DTYPE_INT32, 5);
+  std::vector<uint8_t> large_lanes;
+  for (uint32_t seed = 5; large_lanes.size() < kLargeElems * 4; seed++) {
+    auto more = Lanes(INC_DTYPE_INT32, seed);
+    large_lanes.insert(large_lanes.end(), more.begin(), more.end());
+  }
+  large_lanes.resize(kLargeElems * 4);
   Contribution c;
   c.payload = lanes.data();
   c.payload_len = lanes.size();
   c.count = kElems;
   auto frame = Must(ContributionFrame(t, c), "frame");
+  Contribution large = c;
+  large.payload = large_lanes.data();
+  large.payload_len = large_lanes.size();
+  large.count = kLargeElems;
+  auto large_frame = Must(ContributionFrame(t, large), "frame");
   struct Part {
     bpf_program* prog;
     const char* name;
     const char* what;
+    bool sized = false;
+    bool crc = false;  // result in bench_out, checked against Crc32Le(0, payload)
   };
   const Part parts[] = {
       {skel->progs.bench_parse, "part: inc_parse", "Ethernet..INC header checks incl. IPv4 checksum"},
-      {skel->progs.bench_stage, "part: inc_parse + stage payload", "+ bpf_xdp_load_bytes 1 KiB into scratch"},
-      {skel->progs.bench_combine, "part: INT32 SUM lane loop", "inc_combine, 256 lanes, no lock"},
+      {skel->progs.bench_stage, "part: inc_parse + stage payload", "+ bpf_xdp_load_bytes into scratch", true},
+      {skel->progs.bench_combine, "part: INT32 SUM lane loop", "inc_combine over the frame's lanes, no lock",
+       true},
+      {skel->progs.bench_max32, "part: FP32 MAX lane loop", "inc_combine, order-preserving key, no lock",
+       true},
+      {skel->progs.bench_sum64, "part: INT64 SUM lane loop", "inc_combine, wrap counts, no lock", true},
+      {skel->progs.bench_max64, "part: INT64 MAX lane loop", "inc_combine, no lock", true},
+      {skel->progs.bench_finish32, "part: INT32 SUM narrowing at completion",
+       "inc_finish_sum: int64 lanes to int32 + OVERFLOW test", true},
+      {skel->progs.bench_sum32_pkt, "candidate: SUM lanes x8 from the packet",
+       "no staging: 8 lanes per packet bounds check, tail lane by lane, no lock", true},
+      {skel->progs.bench_sum32_x4_keep, "candidate: SUM lanes x4, 64-bit loads",
+       "4 lanes per bound check, 2 lanes per load, opaque first-contribution mask", true},
+      {skel->progs.bench_sum32_x4_add, "candidate: SUM lanes x4, 64-bit loads, no mask",
+       "as above, the mask a constant that folds away (a first-contribution loop of its own)", true},
       {skel->progs.bench_combine_swar, "candidate: SWAR INT32 SUM lane loop",
        "2 lanes per u64, same overflow flag, from scratch, no lock"},
       {skel->progs.bench_combine_swar_direct_locked, "candidate: SWAR loop from packet, locked",
        "no staging copy; lock + 128 u64 words read from the packet"},
       {skel->progs.bench_combine_unroll8, "candidate: lane loop unrolled by 8",
-       "one bound check per 8 lanes, same overflow flag, no lock"},
+       "one bound check per 8 lanes, same overflow flag, no lock", true},
       {skel->progs.bench_lock, "part: slot lock + unlock", "bpf_spin_lock, uncontended"},
       {skel->progs.bench_counters, "part: counters of a contribution",
        "3 global + tree + member per-CPU counters"},
-      {skel->progs.bench_icrc, "part: ICRC verification", "inc_verify_icrc_of, 1126-byte frame"},
+      {skel->progs.bench_crc, "part: crc32 of the payload",
+       "inc_crc_scratch over scratch (the data path's, Chorba fold)", true, true},
+      {skel->progs.bench_crc_slice8_loop, "candidate: crc32 slice-by-8",
+       "one 8-byte table step per iteration", true, true},
+      {skel->progs.bench_crc_slice8_u64_loop, "candidate: crc32 slice-by-8, 64-bit indices",
+       "index = (w >> (8k-2)) & 0x3fc on the whole word", true, true},
+      {skel->progs.bench_crc_2way_loop, "candidate: crc32 slice-by-8, 2 streams",
+       "two halves interleaved, combined by one GF(2) multiply", true, true},
+      {skel->progs.bench_crc_4way_loop, "candidate: crc32 slice-by-8, 4 streams",
+       "four quarters interleaved, three GF(2) multiplies", true, true},
+      {skel->progs.bench_crc_slice16_loop, "candidate: crc32 slice-by-16", "16 tables, 16 bytes per step",
+       true, true},
+      {skel->progs.bench_crc_chorba1_loop, "candidate: crc32 Chorba, 1 word per iteration",
+       "table-free fold of all but the last 5 words", true, true},
+      {skel->progs.bench_crc_chorba4_loop, "candidate: crc32 Chorba, 4 words per iteration",
+       "table-free fold, last 5-8 words by table", true, true},
+      {skel->progs.bench_icrc, "part: ICRC verification", "inc_verify_icrc_of (84 header bytes + payload)",
+       true},
       {skel->progs.bench_egress, "part: egress rewrite of one copy",
        "inc_egress (devmap program body), 1 KiB result"},
   };
@@ -370,12 +443,27 @@ void BenchParts(const Config& cfg) {
   TreeParams tree12;
   tree12.tree_id = 12;
   auto result = Must(ContributionFrame(tree12, c), "frame");
+  int stage_fd = bpf_program__fd(skel->progs.bench_stage);
   for (const Part& part : parts) {
-    uint32_t verdict = 0;
-    bool egress = part.prog == skel->progs.bench_egress;
-    double ns = BestRepeat(bpf_program__fd(part.prog), egress ? result : frame, cfg, &verdict);
-    if (verdict != XDP_DROP) Die(std::string(part.name) + ": verdict " + XdpActionName(verdict));
-    Add(part.name, "repeat", ns, kElems * 4, verdict, part.what);
+    for (const auto* f : {&frame, &large_frame}) {
+      if (f == &large_frame && !part.sized) continue;
+      const Contribution& in = f == &frame ? c : large;
+      uint32_t verdict = 0;
+      bool egress = part.prog == skel->progs.bench_egress;
+      // Every part that reads scratch finds this frame's payload there.
+      Must(TestRun(stage_fd, f->data(), f->size(), 1, 0), "stage");
+      double ns = BestRepeat(bpf_program__fd(part.prog), egress ? result : *f, cfg, &verdict);
+      std::string name = std::string(part.name) + (part.sized ? SizeTag(in.payload_len) : "");
+      if (verdict != XDP_DROP) Die(name + ": verdict " + XdpActionName(verdict));
+      if (part.crc) {
+        uint32_t zero = 0, got = 0;
+        if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.bench_out), &zero, &got) != 0)
+          Die("reading bench_out");
+        uint32_t want = Crc32Le(0, in.payload, in.payload_len);
+        if (got != want) Die(name + ": crc32 " + std::to_string(got) + ", expected " + std::to_string(want));
+      }
+      Add(name, "repeat", ns, in.payload_len, verdict, part.what);
+    }
   }
   bench_parts::destroy(skel);
 }
@@ -412,10 +500,13 @@ int main(int argc, char** argv) {
       cfg.repeat = static_cast<uint32_t>(next());
     } else if (a == "--messages") {
       cfg.messages = static_cast<int>(next());
+    } else if (a == "--parts") {
+      cfg.parts_only = true;
     } else if (a == "-h" || a == "--help") {
-      std::cout << "usage: dp_bench [--runs N (7)] [--repeat R (200000)] [--messages M (256)]\n"
+      std::cout << "usage: dp_bench [--runs N (7)] [--repeat R (200000)] [--messages M (256)] [--parts]\n"
                    "BPF_PROG_TEST_RUN timing of the incin XDP ingress program on CPU 0 (root; runs in a\n"
-                   "private network namespace). Prints ns/packet, payload Gbit/s per core and ratios.\n";
+                   "private network namespace). Prints ns/packet, payload Gbit/s per core and ratios.\n"
+                   "--parts: only the pieces of bpf/bench_parts.bpf.c (no data path, no floor).\n";
       return 0;
     } else {
       Die("unknown argument " + a + " (see --help)");
@@ -449,8 +540,9 @@ int main(int argc, char** argv) {
   once.runs = 1;
   uint32_t msg_base = 0;
   for (int round = 0; round < cfg.runs; round++) {
-    BenchFloor(once);
+    if (!cfg.parts_only) BenchFloor(once);
     BenchParts(once);
+    if (cfg.parts_only) continue;
     BenchDatapath(false, once, "a2bn", &msg_base);
     BenchDatapath(true, once, "a2bv", &msg_base);
   }
@@ -467,6 +559,17 @@ int main(int argc, char** argv) {
     std::string gbps = r.payload ? std::to_string(r.payload * 8.0 / r.ns).substr(0, 6) : "-";
     std::printf("%-52s %-6s %9.1f %10s %-12s %s\n", r.name.c_str(), r.mode.c_str(), r.ns, gbps.c_str(),
                 r.verdict.c_str(), r.meaning.c_str());
+  }
+  // Sized parts: cost per byte from the 1 KiB and 3 KiB rows.
+  for (const auto& r : g_rows) {
+    size_t at = r.name.find(" [1 KiB]");
+    if (at == std::string::npos) continue;
+    std::string base = r.name.substr(0, at);
+    const Row* big = Find(base + " [3 KiB]", r.mode);
+    if (!big) continue;
+    std::printf("per byte: %-52s %.3f ns/byte (3 KiB - 1 KiB); %.3f / %.3f ns/byte of the whole part\n",
+                base.c_str(), (big->ns - r.ns) / double(big->payload - r.payload), r.ns / double(r.payload),
+                big->ns / double(big->payload));
   }
   const Row* floor = Find("floor: add 256 int32 into a map value", "fresh");
   const Row* off = Find("INT32 SUM contribution, not completing -icrc", "fresh");

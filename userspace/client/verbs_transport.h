@@ -113,8 +113,8 @@ struct VerbsOptions {
   uint32_t tx_buffers = 256;
   uint32_t rx_depth = 1024;      // receive WRs kept posted (one per expected result)
   uint32_t result_slots = 1024;  // result buffer capacity in slots (>= the tree's pool size)
-  uint32_t slot_stride = 2048;   // bytes per result slot (INC header + largest payload)
-  uint32_t max_frame = 2304;     // engine frame buffer size
+  uint32_t slot_stride = sizeof(inc_hdr) + INC_MAX_PAYLOAD_BYTES;   // bytes per result slot
+  uint32_t max_frame = INC_FRAME_OVERHEAD + INC_MAX_PAYLOAD_BYTES;  // engine frame buffer size
   uint8_t traffic_class = INC_IP_TOS_DEFAULT;
   uint8_t hop_limit = INC_IP_TTL_DEFAULT;
 };

@@ -29,7 +29,7 @@ namespace inc::client {
 struct XskOptions {
   std::string ifname;
   uint32_t queue = 0;
-  uint32_t frame_size = 4096;  // UMEM chunk; frames up to ~2.1 KB fit one
+  uint32_t frame_size = 4096;  // UMEM chunk; the largest INC frame (3174 bytes) fits one
   uint32_t rx_ring = 1024;     // fill ring = 2 x rx ring
   uint32_t tx_ring = 1024;     // completion ring = tx ring
   uint32_t tx_frames = 1024;

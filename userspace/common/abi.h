@@ -38,6 +38,15 @@ static_assert(offsetof(inc_tree_cfg, parent) == 32);
 static_assert(sizeof(inc_tree_cfg) == 88, "inc_tree_cfg layout");
 static_assert(sizeof(inc_counters) == 64, "inc_counters layout");
 static_assert(INC_MAX_PAYLOAD_BYTES % 8 == 0);
+// bpf/ masks payload lengths with 0xfff for the verifier.
+static_assert(INC_MAX_PAYLOAD_BYTES <= 0xfff);
+// A frame stays one linear XDP buffer: a 4 KiB page minus XDP_PACKET_HEADROOM
+// (256) and skb_shared_info (320 on x86-64), as veth and BPF_PROG_TEST_RUN lay it out.
+static_assert(INC_FRAME_OVERHEAD + INC_MAX_PAYLOAD_BYTES <= 4096 - 256 - 320);
+static_assert(offsetof(inc_slot, acc) == 32);
+static_assert(sizeof(inc_slot) == 32 + 2 * INC_MAX_PAYLOAD_BYTES, "slot: header + one int64 per 4-byte lane");
+static_assert(INC_XPOW_ENTRIES == (4 + sizeof(inc_hdr) + INC_MAX_PAYLOAD_BYTES) / 4 + 1,
+              "xpow covers every |R|");
 static_assert(sizeof(fwd_port) == 8 + 4 * FWD_MAX_UDP_LEN, "fwd_port layout (benchmark ceiling)");
 
 // Credit flow control (issue 8): map layouts of bpf/credit.h.

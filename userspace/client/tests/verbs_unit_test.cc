@@ -270,7 +270,7 @@ TEST(VerbsDevice, OpenGivesQpnRkeyAndResultBuffer) {
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   EXPECT_GT((*t)->qpn(), 1u);
   EXPECT_NE((*t)->result_va(), 0u);
-  EXPECT_EQ((*t)->slot_stride(), 2048u);
+  EXPECT_EQ((*t)->slot_stride(), sizeof(inc_hdr) + INC_MAX_PAYLOAD_BYTES);
   // A pool larger than the registered buffer is refused before connecting.
   auto st = (*t)->Connect(*Mac::Parse("02:00:00:00:00:01"), *addr, 100, vo.result_slots + 1, 240);
   EXPECT_EQ(st.code(), Code::kFailedPrecondition);
