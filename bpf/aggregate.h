@@ -84,6 +84,36 @@ static __always_inline void inc_sum32(__s64 *a, const __u64 *b, __u32 n, __u64 f
 		inc_sum32_lanes(a, b, n, 1);
 }
 
+/* FP32 (fixed point) SUM: 4-byte lanes added in place, two per 64-bit word
+ * with no carry between them (the low 31 bits of each half add, the top bit
+ * of each is the xor of the operands' and the carry into it), 8 per bound
+ * check; `add` as in inc_sum32_lanes. No int64 widening and no narrowing at
+ * completion: members quantise with ceil(log2(n)) bits of headroom, so the
+ * sum of any subset of n contributions fits int32 (docs/architecture.md). */
+static __always_inline void inc_fsum32_lanes(__u64 *a, const __u64 *b, __u32 n, const int add)
+{
+	const __u64 low31 = 0x7fffffff7fffffffull;
+
+	for (__u32 i = 0; i < INC_MAX_LANES32 / 8; i++) {
+		if (8 * i >= n)
+			break;
+#pragma unroll
+		for (__u32 k = 0; k < 4; k++) {
+			__u64 x = add ? a[4 * i + k] : 0, y = b[4 * i + k];
+
+			a[4 * i + k] = add ? ((x & low31) + (y & low31)) ^ ((x ^ y) & ~low31) : y;
+		}
+	}
+}
+
+static __always_inline void inc_fsum32(__u64 *a, const __u64 *b, __u32 n, __u64 first)
+{
+	if (first)
+		inc_fsum32_lanes(a, b, n, 0);
+	else
+		inc_fsum32_lanes(a, b, n, 1);
+}
+
 /* INT64 SUM: wrapped int64 lanes plus a net wrap count per lane (`add` as
  * in inc_sum32_lanes). */
 static __always_inline void inc_sum64_lanes(__s64 *a, const __s64 *b, __u32 n, const int add)
@@ -173,8 +203,9 @@ static __always_inline void inc_minmax32(__s32 *a, const __s32 *b, __u32 n, __u6
 /* acc op= src over n lanes; `first` (all ones or 0) makes it acc = src, so
  * the first contribution of a message needs no separate pass. SUM never
  * tests for overflow per add (that would depend on the arrival order):
- * 4-byte lanes add into int64 lanes, INT64 lanes keep a net wrap count per
- * lane, and inc_finish_sum decides OVERFLOW once the slot is complete.
+ * INT32 lanes add into int64 lanes, INT64 lanes keep a net wrap count per
+ * lane, and inc_finish_sum decides OVERFLOW once the slot is complete; FP32
+ * lanes add as int32 in place (inc_fsum32_lanes: they cannot overflow).
  * Selection (MIN vs MAX, FP32 key) uses masks computed once, so each loop
  * body is straight-line code. */
 static __always_inline void inc_combine(__u64 *acc, const __u64 *src, __u32 n, __u8 dtype, __u8 op,
@@ -189,6 +220,8 @@ static __always_inline void inc_combine(__u64 *acc, const __u64 *src, __u32 n, _
 			inc_sum64((__s64 *)acc, (const __s64 *)src, n, first);
 		else
 			inc_minmax64((__s64 *)acc, (const __s64 *)src, n, min_mask, first);
+	} else if (op == INC_OP_SUM && dtype == INC_DTYPE_FP32) {
+		inc_fsum32(acc, src, n, first);
 	} else if (op == INC_OP_SUM) {
 		inc_sum32((__s64 *)acc, src, n, first);
 	} else {
@@ -343,7 +376,8 @@ static __always_inline int inc_contribute(struct inc_slot *s, const struct inc_t
 	coll = s->collective;
 	s->bitmap |= bit;
 	if (s->bitmap == tree->children_mask) {
-		if (coll != INC_COLL_BARRIER && coll != INC_COLL_BROADCAST && s->op == INC_OP_SUM) {
+		if (coll != INC_COLL_BARRIER && coll != INC_COLL_BROADCAST && s->op == INC_OP_SUM &&
+		    s->dtype != INC_DTYPE_FP32) {
 			/* Stays AGGREGATING with the full bitmap (so a
 			 * retransmission meanwhile is a duplicate) until
 			 * inc_finish_slot has narrowed the sums. */

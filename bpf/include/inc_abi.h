@@ -290,8 +290,9 @@ struct inc_slot {
 	__u16 count; /* elements of the (partial) result */
 	__u16 pad1;
 	__u32 pad2;
-	/* While AGGREGATING a SUM: int64 lanes for INT32/FP32 (no lane can
-	 * leave int64 in 2^32 adds), or for INT64 INC_MAX_PAYLOAD_BYTES / 8
+	/* While AGGREGATING a SUM: int64 lanes for INT32 (no lane can leave
+	 * int64 in 2^32 adds), int32 lanes for FP32 (quantised with headroom:
+	 * already the wire format), or for INT64 INC_MAX_PAYLOAD_BYTES / 8
 	 * int64 lanes followed by as many net wrap counts (+1 per carry out of
 	 * int64, -1 per borrow).
 	 * Otherwise, and once WAITING/DONE: the wire-format result, i.e. count
