@@ -15,6 +15,7 @@ enum inc_emit_mode {
 	INC_EMIT_RESEND_PARTIAL,
 	INC_EMIT_PULL,	    /* root: ask every child switch for the message */
 	INC_EMIT_RESULT_UP, /* leaf: the held result to the parent, on a pull */
+	INC_EMIT_FORWARD_RESULT, /* leaf: the parent's RESULT, as it is, to every child */
 };
 
 /* Global (verified once) so the CRC and copy loops are not re-verified at
@@ -66,6 +67,26 @@ __attribute__((noinline)) int inc_emit(struct xdp_md *ctx, __u32 slot_idx, __u32
 		return inc_drop(INC_DROP_INTERNAL, tree_id, rank);
 	p.payload_len = udp_len - 8 - INC_UDP_FIXED;
 	count = s->count;
+
+	if (mode == INC_EMIT_FORWARD_RESULT) {
+		/* The parent's RESULT already carries the payload and INC header
+		 * the children get, and crc32_le(0, R) follows from its ICRC with
+		 * one multiplication (ICRC = ~(crc(H) x^(8|R|) + crc(0, R))), so
+		 * neither is rebuilt. A frame damaged on the way keeps an ICRC
+		 * that its members reject. */
+		__u32 icrc, xkey, *xp;
+
+		if (p.payload_len > INC_MAX_PAYLOAD_BYTES || inc_load_icrc_field(ctx, &p, &icrc))
+			return inc_drop(INC_DROP_INTERNAL, tree_id, rank);
+		xkey = (4 + sizeof(struct inc_hdr) + p.payload_len) / 4;
+		xp = bpf_map_lookup_elem(&xpow, &xkey);
+		if (!xp)
+			return inc_drop(INC_DROP_INTERNAL, tree_id, rank);
+		crc_r = ~icrc ^ inc_crc_mulmodp(inc_crc_headers(p.data), *xp);
+		if (inc_store_icrc_field(ctx, &p, crc_r))
+			return inc_drop(INC_DROP_INTERNAL, tree_id, rank);
+		return bpf_redirect_map(&ports, 0, BPF_F_BROADCAST);
+	}
 
 	if (mode == INC_EMIT_PARTIAL || mode == INC_EMIT_RESEND_PARTIAL ||
 	    mode == INC_EMIT_RESULT_UP) {
@@ -247,7 +268,7 @@ static __always_inline int inc_ingress(struct xdp_md *ctx)
 	r = inc_update_slot(ctx, idx, tree, payload, from);
 	switch (r) {
 	case INC_OUT_REPLICATE:
-		return inc_emit(ctx, idx, tree_id, rank, INC_EMIT_BROADCAST);
+		return inc_emit(ctx, idx, tree_id, rank, INC_EMIT_FORWARD_RESULT);
 	case INC_OUT_ADOPTED:
 		inc_stat_add(INC_STAT_ADOPTED, 1);
 		return inc_emit(ctx, idx, tree_id, rank, INC_EMIT_BROADCAST);
