@@ -2,8 +2,10 @@
 # lab.bench_suite_quick: runs the benchmark suite (scripts/bench.sh --quick:
 # 8 B, 64 KiB and 1 MiB, one repetition, single- and two-level labs) on an
 # existing build and checks that bench.csv has a row per topology and size
-# with every column filled (INC, Open MPI, Gloo, ceiling and the ratios), so
-# the suite does not rot. Speed is not asserted. Exit 77 (SKIP) when a
+# with every column filled (INC, Open MPI, Gloo, ceiling and the ratios),
+# that the speedups are the time ratios they claim to be, and that the
+# summary checks the targets and reports the load, so the suite does not
+# rot. Speed is not asserted. Exit 77 (SKIP) when a
 # binary the suite drives is not built.
 set -euo pipefail
 BUILD=$(readlink -f "${1:?usage: lab_bench_suite_quick.sh BUILD_DIR}")
@@ -36,8 +38,17 @@ for r in rows:
     for k, v in r.items():
         if k != "topology" and not float(v) > 0:
             sys.exit(f"FAIL: {r['topology']} {r['size_bytes']} B: {k} = {v} is not positive")
-print(f"bench.csv: {len(rows)} rows, every column filled")
+    t = {s: float(r[f"{s}_time_us"]) for s in ("inc", "mpi", "gloo", "ceiling")}
+    claims = {"speedup_vs_mpi": t["mpi"] / t["inc"], "speedup_vs_gloo": t["gloo"] / t["inc"],
+              "speedup_vs_best_ring": min(t["mpi"], t["gloo"]) / t["inc"],
+              "inc_over_ceiling_time": t["inc"] / t["ceiling"]}
+    for k, want in claims.items():
+        if abs(float(r[k]) / want - 1) > 1e-3:
+            sys.exit(f"FAIL: {r['topology']} {r['size_bytes']} B: {k} = {r[k]}, the times give {want:.6g}")
+print(f"bench.csv: {len(rows)} rows, every column filled, speedups are time ratios")
 PY
+grep -q "^### Targets" "$OUT/summary.md" || { echo "FAIL: summary.md checks no targets"; exit 1; }
+grep -q "Load" "$OUT/summary.md" || { echo "FAIL: summary.md says nothing about the load"; exit 1; }
 for t in single two; do
   [ -s "$OUT/busbw-$t.png" ] || { echo "FAIL: no plot busbw-$t.png"; exit 1; }
 done

@@ -126,17 +126,29 @@ struct Row {
 
 }  // namespace
 
+// nccl-tests' bus bandwidth factor of a collective over n ranks, and how the
+// header writes it.
+struct BusFactor {
+  double factor;
+  const char* text;
+};
+BusFactor BusFactorOf(const std::string& coll, uint32_t n) {
+  if (n <= 1 || coll == "reduce" || coll == "broadcast" || coll == "barrier") return {1.0, "1"};
+  if (coll == "allreduce") return {2.0 * (n - 1) / n, "2(n-1)/n"};
+  return {static_cast<double>(n - 1) / n, "(n-1)/n"};
+}
+
 int main(int argc, char** argv) {
   CLI::App app{
       "inc-perf: benchmark incin in-network collectives (nccl-tests style).\n"
       "Run one instance per rank (see inc-launch.sh). Rank 0 prints, per message size: size (B), count\n"
       "(elements), type, redop, root, time (us, mean per iteration), algbw = size/time (GB/s), busbw and\n"
       "#wrong (elements differing from the host-computed reference, summed over ranks).\n"
-      "busbw: with in-network aggregation every worker sends its data once and receives the result once\n"
-      "(no ring relay), so busbw = algbw for allreduce, reduce and broadcast (nccl-tests' ring factor\n"
-      "2(n-1)/n does not apply). allgather/reduce_scatter/alltoall/scatter/gather: size = all n blocks,\n"
-      "count = elements per block, busbw = algbw as well. Exit status: 0 ok, 1 wrong results, 2 usage, 3 "
-      "setup/join failed,\n"
+      "busbw as nccl-tests defines it, so the numbers compare with nccl-tests and OSU output: allreduce\n"
+      "algbw x 2(n-1)/n; reduce_scatter, allgather, alltoall, scatter, gather algbw x (n-1)/n (size = all\n"
+      "n blocks, count = elements per block); reduce, broadcast algbw. (In-network, each worker sends and\n"
+      "receives the buffer once; the factor is what a ring would move per link for the same result.)\n"
+      "Exit status: 0 ok, 1 wrong results, 2 usage, 3 setup/join failed,\n"
       "4 a collective failed (timeouts, tree dismantled), 143 stopped by SIGTERM/SIGINT."};
   std::string coll = "allreduce";
   std::string min_s = "8", max_s = "64M", dtype_s = "float32", op_s = "sum", log_s = "warn";
@@ -318,9 +330,11 @@ int main(int argc, char** argv) {
     }
   }
   if (print && !json) {
-    std::printf("# inc-perf %s  dtype %s  op %s  root %u  world %u  iters %d  warmup %d  (busbw = algbw)\n",
-                coll.c_str(), inc::client::DataTypeName(dtype), inc::client::ReduceOpName(op), root, world,
-                iters, warmup);
+    std::printf(
+        "# inc-perf %s  dtype %s  op %s  root %u  world %u  iters %d  warmup %d  (busbw = algbw x %s, "
+        "nccl-tests)\n",
+        coll.c_str(), inc::client::DataTypeName(dtype), inc::client::ReduceOpName(op), root, world, iters,
+        warmup, BusFactorOf(coll, world).text);
     std::printf("#%11s %12s %9s %6s %5s %11s %9s %9s %8s\n", "size", "count", "type", "redop", "root", "time",
                 "algbw", "busbw", "#wrong");
     std::printf("#%11s %12s %9s %6s %5s %11s %9s %9s %8s\n", "(B)", "(elements)", "", "", "", "(us)",
@@ -416,7 +430,7 @@ int main(int argc, char** argv) {
     row.count = count;
     row.time_us = total_us / iters;
     row.algbw = row.time_us > 0 ? static_cast<double>(bytes) / row.time_us / 1e3 : 0;
-    row.busbw = row.algbw;
+    row.busbw = row.algbw * BusFactorOf(coll, world).factor;
     row.wrong = std::max(global_wrong, wrong);
     rows.push_back(row);
     if (print && !json) {
@@ -433,9 +447,9 @@ int main(int argc, char** argv) {
     if (json) {
       std::printf(
           "{\"collective\":\"%s\",\"dtype\":\"%s\",\"op\":\"%s\",\"root\":%u,\"world\":%u,\"iters\":%d,"
-          "\"warmup\":%d,\"busbw_definition\":\"algbw\",\"exit_code\":%d,\"results\":[",
+          "\"warmup\":%d,\"busbw_definition\":\"algbw x %s (nccl-tests)\",\"exit_code\":%d,\"results\":[",
           coll.c_str(), inc::client::DataTypeName(dtype), inc::client::ReduceOpName(op), root, world, iters,
-          warmup, rc);
+          warmup, BusFactorOf(coll, world).text, rc);
       for (size_t i = 0; i < rows.size(); i++)
         std::printf(
             "%s{\"size\":%zu,\"count\":%zu,\"time_us\":%.3f,\"algbw\":%.6f,\"busbw\":%.6f,\"wrong\":%" PRId64
