@@ -13,8 +13,8 @@ enum inc_emit_mode {
 	INC_EMIT_RESEND_RESULT, /* result to one child */
 	INC_EMIT_PARTIAL,	/* partial aggregate to the parent */
 	INC_EMIT_RESEND_PARTIAL,
-	INC_EMIT_PULL,	    /* root: ask every child switch for the message */
-	INC_EMIT_RESULT_UP, /* leaf: the held result to the parent, on a pull */
+	INC_EMIT_PULL,		 /* root: ask every child switch for the message */
+	INC_EMIT_RESULT_UP,	 /* leaf: the held result to the parent, on a pull */
 	INC_EMIT_FORWARD_RESULT, /* leaf: the parent's RESULT, as it is, to every child */
 };
 
