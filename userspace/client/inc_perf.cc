@@ -198,10 +198,9 @@ int main(int argc, char** argv) {
          "--linger-ms", o.leave_linger_ms,
          "keep the tree up this long after the last collective before leaving (peers' retransmissions)")
       ->capture_default_str();
-  app.add_option(
-         "--transport", o.transport,
-         "xdp (raw frames as XDP live frames), afxdp (raw frames, AF_XDP copy mode), verbs (rdma-core UC QP), "
-         "auto (verbs when the interface has a RoCEv2 GID)")
+  app.add_option("--transport", o.transport,
+                 "xdp (raw frames as XDP live frames), afxdp (raw frames, AF_XDP copy mode), verbs "
+                 "(rdma-core UC QP), auto (verbs when the interface has a RoCEv2 GID)")
       ->capture_default_str()
       ->check(CLI::IsMember({"xdp", "afxdp", "verbs", "auto"}));
   app.add_option("--rdma-device", o.rdma_device,
