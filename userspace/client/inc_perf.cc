@@ -132,11 +132,13 @@ int main(int argc, char** argv) {
       "Run one instance per rank (see inc-launch.sh). Rank 0 prints, per message size: size (B), count\n"
       "(elements), type, redop, root, time (us, mean per iteration), algbw = size/time (GB/s), busbw and\n"
       "#wrong (elements differing from the host-computed reference, summed over ranks).\n"
-      "busbw: with in-network aggregation every worker sends its data once and receives the result once\n"
-      "(no ring relay), so busbw = algbw for allreduce, reduce and broadcast (nccl-tests' ring factor\n"
-      "2(n-1)/n does not apply). allgather/reduce_scatter/alltoall/scatter/gather: size = all n blocks,\n"
-      "count = elements per block, busbw = algbw as well. Exit status: 0 ok, 1 wrong results, 2 usage, 3 "
-      "setup/join failed,\n"
+      "busbw: nccl-tests' definition, so the numbers compare with nccl-tests and OSU output: busbw = algbw\n"
+      "x 2(n-1)/n for allreduce, x (n-1)/n for reduce_scatter, allgather, alltoall, scatter and gather,\n"
+      "x 1 for reduce and broadcast (n = world). It scales algbw by a factor of n alone, not by the bytes\n"
+      "incin moves (each worker sends its data once and receives the result once), so at the same n\n"
+      "busbw(A) / busbw(B) = time(B) / time(A).\n"
+      "allgather/reduce_scatter/alltoall/scatter/gather: size = all n blocks, count = elements per block.\n"
+      "Exit status: 0 ok, 1 wrong results, 2 usage, 3 setup/join failed,\n"
       "4 a collective failed (timeouts, tree dismantled), 143 stopped by SIGTERM/SIGINT."};
   std::string coll = "allreduce";
   std::string min_s = "8", max_s = "64M", dtype_s = "float32", op_s = "sum", log_s = "warn";
@@ -300,6 +302,17 @@ int main(int argc, char** argv) {
   int64_t my_wrong_total = 0;
   int rc = kExitOk;
 
+  // busbw = algbw x nccl-tests' factor for the collective (reduce, broadcast, barrier: 1).
+  double busbw_factor = 1.0;
+  const char* busbw_factor_text = "1";
+  if (coll == "allreduce") {
+    busbw_factor = 2.0 * (world - 1) / world;
+    busbw_factor_text = "2(n-1)/n";
+  } else if (blocky) {
+    busbw_factor = static_cast<double>(world - 1) / world;
+    busbw_factor_text = "(n-1)/n";
+  }
+
   std::vector<size_t> sizes;
   if (is_barrier) {
     sizes.push_back(0);
@@ -311,9 +324,11 @@ int main(int argc, char** argv) {
     }
   }
   if (print && !json) {
-    std::printf("# inc-perf %s  dtype %s  op %s  root %u  world %u  iters %d  warmup %d  (busbw = algbw)\n",
-                coll.c_str(), inc::client::DataTypeName(dtype), inc::client::ReduceOpName(op), root, world,
-                iters, warmup);
+    std::printf(
+        "# inc-perf %s  dtype %s  op %s  root %u  world %u  iters %d  warmup %d  (busbw = algbw x %s, as "
+        "nccl-tests)\n",
+        coll.c_str(), inc::client::DataTypeName(dtype), inc::client::ReduceOpName(op), root, world, iters,
+        warmup, busbw_factor_text);
     std::printf("#%11s %12s %9s %6s %5s %11s %9s %9s %8s\n", "size", "count", "type", "redop", "root", "time",
                 "algbw", "busbw", "#wrong");
     std::printf("#%11s %12s %9s %6s %5s %11s %9s %9s %8s\n", "(B)", "(elements)", "", "", "", "(us)",
@@ -409,7 +424,7 @@ int main(int argc, char** argv) {
     row.count = count;
     row.time_us = total_us / iters;
     row.algbw = row.time_us > 0 ? static_cast<double>(bytes) / row.time_us / 1e3 : 0;
-    row.busbw = row.algbw;
+    row.busbw = row.algbw * busbw_factor;
     row.wrong = std::max(global_wrong, wrong);
     rows.push_back(row);
     if (print && !json) {
@@ -426,9 +441,9 @@ int main(int argc, char** argv) {
     if (json) {
       std::printf(
           "{\"collective\":\"%s\",\"dtype\":\"%s\",\"op\":\"%s\",\"root\":%u,\"world\":%u,\"iters\":%d,"
-          "\"warmup\":%d,\"busbw_definition\":\"algbw\",\"exit_code\":%d,\"results\":[",
+          "\"warmup\":%d,\"busbw_definition\":\"algbw x %s\",\"exit_code\":%d,\"results\":[",
           coll.c_str(), inc::client::DataTypeName(dtype), inc::client::ReduceOpName(op), root, world, iters,
-          warmup, rc);
+          warmup, busbw_factor_text, rc);
       for (size_t i = 0; i < rows.size(); i++)
         std::printf(
             "%s{\"size\":%zu,\"count\":%zu,\"time_us\":%.3f,\"algbw\":%.6f,\"busbw\":%.6f,\"wrong\":%" PRId64
