@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The benchmark suite of issue 5: incin's in-network allreduce against ring
-# allreduce baselines (Open MPI over TCP, Gloo ring over TCP) and against a
-# packet-forwarding ceiling, 4 workers, on the namespace lab's single- and
-# two-level topologies, at the same sizes, data type and worker count. Prints
-# one table per topology (medians over the repetitions) and writes CSV files,
-# PNG plots and the machine record into the output directory.
+# The benchmark suite: incin's in-network allreduce against ring allreduce
+# baselines (Open MPI over TCP, Gloo ring over TCP) and against a
+# packet-forwarding ceiling, on the namespace lab's single- and two-level
+# topologies, at the same sizes, data type and worker count. Prints one table
+# per topology (medians over the repetitions) and the targets met or missed,
+# and writes CSV files, PNG plots and the machine record into the output
+# directory.
 #
 #   sudo bash scripts/bench.sh [--quick] [--reps N] [--out DIR] [--build DIR]
 #                              [--no-build] [--topologies single,two]
@@ -24,12 +25,14 @@
 # (netns-tests/bench/fwd_ceiling.cc; the members run the unchanged inc-perf
 # with an AM-less assignment and -c 0). Repetitions interleave the systems.
 #
-# Definitions (also in the table headers): time = mean per iteration on rank
-# 0 (inc-perf's method, used by every system); algbw = size / time; ring
-# baselines: busbw = algbw * 2(n-1)/n; INC and the ceiling: busbw = algbw
-# (in-network: every worker sends and receives the buffer once).
-# INC/MPI and INC/Gloo are busbw ratios (> 1: INC is faster); INC/ceiling is
-# the time ratio INC time / ceiling time (1 = as fast as forwarding).
+# Definitions (also in summary.md): time = mean per iteration on rank 0
+# (inc-perf's method, used by every system); speedup vs Open MPI = Open MPI
+# time / INC time, vs Gloo likewise, vs the faster ring = min(ring times) /
+# INC time (> 1: INC is faster); INC/ceiling = INC time / ceiling time (1 =
+# as fast as forwarding); algbw = size / time; busbw = algbw * 2(n-1)/n for
+# every system (nccl-tests' allreduce definition), so busbw ratios equal the
+# speedups. runs.csv has the 1-minute load average before and after every
+# run; the summary flags runs where it exceeded 0.75 x the CPU count.
 # Exit status: 0 when every run succeeded with no wrong element, else 1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,6 +49,7 @@ TOPOLOGIES="single two"
 SYSTEMS="inc mpi gloo ceiling"
 MTU=1500
 DTYPE=float32
+NWORKERS=4
 while [ $# -gt 0 ]; do
   case "$1" in
   --quick) QUICK=1; shift ;;
@@ -126,7 +130,7 @@ need gloo "$GLOO_PERF" gloo-allreduce-perf
   echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "open mpi: $(mpirun --version 2>/dev/null | head -n1 || echo none)"
   echo "gloo: $(dpkg-query -W -f '${Version}' libgloo-dev 2>/dev/null || echo unknown)"
-  echo "mode: $([ "$QUICK" = 1 ] && echo quick || echo full), reps $REPS, mtu $MTU, dtype $DTYPE sum, 4 workers"
+  echo "mode: $([ "$QUICK" = 1 ] && echo quick || echo full), reps $REPS, mtu $MTU, dtype $DTYPE sum, $NWORKERS workers"
   echo "systems: $SYSTEMS"
   echo "ranges (min max factor iters warmup): $(printf '[%s] ' "${RANGES[@]}")"
 } >"$OUT/machine.txt"
@@ -134,9 +138,9 @@ step "machine"
 cat "$OUT/machine.txt"
 
 RAW="$OUT/raw.csv"
-echo "topology,system,rep,size_bytes,time_us,algbw_GBps,busbw_GBps,wrong" >"$RAW"
+echo "topology,system,workers,rep,size_bytes,time_us,algbw_GBps,busbw_GBps,wrong" >"$RAW"
 RUNS="$OUT/runs.csv"
-echo "topology,system,rep,run,exit,seconds,retransmissions,load1_after" >"$RUNS"
+echo "topology,system,rep,run,exit,seconds,retransmissions,load1_before,load1_after" >"$RUNS"
 FAILED=0
 
 LABS=()
@@ -154,12 +158,12 @@ trap 'exit 130' INT TERM
 
 # Appends one CSV row per size from a run's output: inc-perf --json, or the
 # table printed by inc-perf and the baselines.
-record() {  # topology system rep logfile
+record() {  # topology system rep logfile workers (a world the output names wins)
   python3 - "$@" >>"$RAW" <<'EOF'
 import json, sys
-topo, system, rep, path = sys.argv[1:5]
+topo, system, rep, path, world = sys.argv[1:6]
+world = int(world)
 rows = []
-world = 4
 for line in open(path, errors="replace"):
     line = line.strip()
     if line.startswith('{"collective"'):
@@ -172,13 +176,12 @@ for line in open(path, errors="replace"):
         f = line.split()
         if len(f) == 9 and f[0].isdigit() and f[1].isdigit():
             rows.append((int(f[0]), float(f[5]), int(f[8])))
-# From the time, not the printed (rounded) bandwidths. Ring baselines:
-# busbw = algbw * 2(n-1)/n; INC and the ceiling: busbw = algbw.
-ring = system in ("mpi", "gloo") and world > 1
+# From the time, not the printed (rounded) bandwidths; busbw = algbw *
+# 2(n-1)/n for every system.
 for size, t, wrong in rows:
     alg = size / t / 1e3 if t > 0 else 0.0
-    bus = alg * 2 * (world - 1) / world if ring else alg
-    print(f"{topo},{system},{rep},{size},{t:.3f},{alg:.9f},{bus:.9f},{wrong}")
+    bus = alg * 2 * (world - 1) / world
+    print(f"{topo},{system},{world},{rep},{size},{t:.3f},{alg:.9f},{bus:.9f},{wrong}")
 if not rows:
     sys.exit(f"no result rows in {path}")
 EOF
@@ -186,8 +189,9 @@ EOF
 
 # run TOPOLOGY SYSTEM REP LOG cmd...: runs with a time limit, records rows.
 run() {
-  local topo=$1 sys=$2 rep=$3 log=$4 rc=0 t0=$SECONDS retx
+  local topo=$1 sys=$2 rep=$3 log=$4 rc=0 t0=$SECONDS retx load0
   shift 4
+  load0=$(cut -d' ' -f1 /proc/loadavg)
   timeout --kill-after=20 "$RUN_TIMEOUT" "$@" >"$log" 2>&1 || rc=$?
   # Open MPI's launch across the lab's namespaces now and then hangs before
   # any rank starts (about 1 run in 20 on the loaded VM; lab_mpi.sh retries
@@ -205,14 +209,15 @@ import json, sys
 for line in open(sys.argv[1], errors="replace"):
     if line.startswith("{\"collective\""):
         print(json.loads(line)["status"].get("retransmissions", "")); break' "$log" 2>/dev/null || true)
-  echo "$topo,$sys,$rep,$(basename "$log" .log),$rc,$((SECONDS - t0)),$retx,$(cut -d' ' -f1 /proc/loadavg)" >>"$RUNS"
+  echo "$topo,$sys,$rep,$(basename "$log" .log),$rc,$((SECONDS - t0)),$retx,$load0,$(cut -d' ' -f1 /proc/loadavg)" \
+    >>"$RUNS"
   if [ $rc -ne 0 ]; then
     echo "bench.sh: $sys on $topo (rep $rep) failed with exit $rc; log $log" >&2
     tail -n 15 "$log" | sed 's/^/  | /' >&2
     FAILED=1
   fi
-  record "$topo" "$sys" "$rep" "$log" || { FAILED=1; return 0; }
-  if awk -F, -v s="$sys" -v t="$topo" -v r="$rep" '$1==t && $2==s && $3==r && $8 > 0 {bad=1} END {exit !bad}' "$RAW"; then
+  record "$topo" "$sys" "$rep" "$log" "$NWORKERS" || { FAILED=1; return 0; }
+  if awk -F, -v s="$sys" -v t="$topo" -v r="$rep" '$1==t && $2==s && $4==r && $9 > 0 {bad=1} END {exit !bad}' "$RAW"; then
     echo "bench.sh: $sys on $topo (rep $rep) reported wrong elements; log $log" >&2
     FAILED=1
   fi
@@ -362,6 +367,7 @@ done
 
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/machine.txt"
 step "report"
-python3 "$ROOT/netns-tests/bench/bench_report.py" --raw "$RAW" --machine "$OUT/machine.txt" --out "$OUT"
+python3 "$ROOT/netns-tests/bench/bench_report.py" --raw "$RAW" --runs "$RUNS" --machine "$OUT/machine.txt" \
+  --high-load "$(awk -v n="$(nproc)" 'BEGIN {print 0.75 * n}')" --out "$OUT"
 echo "results in $OUT (summary.md, bench.csv, raw.csv, runs.csv, busbw-*.png, logs/)"
 [ "$FAILED" = 0 ] || { echo "bench.sh: some runs failed or reported wrong elements (see above)" >&2; exit 1; }
