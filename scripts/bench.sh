@@ -10,12 +10,16 @@
 #   sudo bash scripts/bench.sh [--quick] [--reps N] [--out DIR] [--build DIR]
 #                              [--no-build] [--topologies single,two]
 #                              [--systems inc,mpi,gloo,ceiling] [--mtu N]
+#                              [--workers 2|4]
 #
 #   --quick       sizes 8 B, 64 KiB, 1 MiB and 1 repetition (the smoke test)
 #   --reps N      repetitions of every configuration (default 3)
 #   --out DIR     results (default bench-results/<UTC time>)
 #   --build DIR   build directory (default build); --no-build uses it as is
 #   --mtu N       lab MTU (default 1500: 240 four-byte elements per packet)
+#   --workers N   4 (w0..w3, default) or 2 (w0 and w1: no more ranks than
+#                 this VM's 2 vCPUs; in the two-level topology both sit on
+#                 leaf0, so the run never crosses a spine)
 #
 # Per topology two labs are up at once (same addresses, separate namespaces):
 # one with incamd/incswitchd (the INC runs) and one without daemons, whose
@@ -60,12 +64,18 @@ while [ $# -gt 0 ]; do
   --topologies) TOPOLOGIES=${2//,/ }; shift 2 ;;
   --systems) SYSTEMS=${2//,/ }; shift 2 ;;
   --mtu) MTU=$2; shift 2 ;;
+  --workers) NWORKERS=$2; shift 2 ;;
   -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
   *) echo "bench.sh: unknown option $1 (--help)" >&2; exit 2 ;;
   esac
 done
 [[ "$REPS" =~ ^[1-9][0-9]*$ ]] || { echo "bench.sh: --reps must be a positive number" >&2; exit 2; }
 [ "$QUICK" = 1 ] && [ "$REPS_SET" = 0 ] && REPS=1
+case $NWORKERS in
+2) WORKER_LIST=w0,w1 ;;
+4) WORKER_LIST=w0,w1,w2,w3 ;;
+*) echo "bench.sh: --workers must be 2 or 4" >&2; exit 2 ;;
+esac
 for t in $TOPOLOGIES; do
   case $t in single | two) ;; *) echo "bench.sh: unknown topology $t" >&2; exit 2 ;; esac
 done
@@ -130,7 +140,7 @@ need gloo "$GLOO_PERF" gloo-allreduce-perf
   echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "open mpi: $(mpirun --version 2>/dev/null | head -n1 || echo none)"
   echo "gloo: $(dpkg-query -W -f '${Version}' libgloo-dev 2>/dev/null || echo unknown)"
-  echo "mode: $([ "$QUICK" = 1 ] && echo quick || echo full), reps $REPS, mtu $MTU, dtype $DTYPE sum, $NWORKERS workers"
+  echo "mode: $([ "$QUICK" = 1 ] && echo quick || echo full), reps $REPS, mtu $MTU, dtype $DTYPE sum, $NWORKERS workers ($WORKER_LIST)"
   echo "systems: $SYSTEMS"
   echo "ranges (min max factor iters warmup): $(printf '[%s] ' "${RANGES[@]}")"
 } >"$OUT/machine.txt"
@@ -238,22 +248,30 @@ restore_offloads() {  # lab prefix
   done
 }
 
+# The leaves with workers of the run (w0, w1 on leaf0 and w2, w3 on leaf1 in
+# the two-level topology; all on leaf0 in the single-level one).
 leaves_of() {  # topology -> "leaf:w,w ..."
-  if [ "$1" = single ]; then echo "leaf0:0,1,2,3"; else echo "leaf0:0,1 leaf1:2,3"; fi
+  if [ "$1" = single ]; then
+    [ "$NWORKERS" = 2 ] && echo "leaf0:0,1" || echo "leaf0:0,1,2,3"
+  else
+    [ "$NWORKERS" = 2 ] && echo "leaf0:0,1" || echo "leaf0:0,1 leaf1:2,3"
+  fi
 }
 
-# The AM-less assignment of each member for the ceiling: the leaf port's
-# address, switch QPN 400+i, and the pool and packet size of the INC runs.
+# The AM-less assignment of each member (rank i = worker wi) for the ceiling:
+# the leaf port's address, switch QPN 400+i, and the pool and packet size of
+# the INC runs.
 write_assignments() {  # topology dir pool elems
-  local topo=$1 dir=$2 pool=$3 elems=$4 i at
+  local topo=$1 dir=$2 pool=$3 elems=$4 i at ranks
+  ranks=$(seq -s ', ' 0 $((NWORKERS - 1)))
   mkdir -p "$dir"
-  for i in 0 1 2 3; do
+  for i in $(seq 0 $((NWORKERS - 1))); do
     at=$i
     [ "$topo" = two ] && at=$((i % 2))
     cat >"$dir/asg-$i.json" <<EOF
 {"treeId": 1, "key": 305419896, "poolSize": $pool, "elemsPerPacket": $elems, "rankAtSwitch": $at,
  "memberIndex": $i, "switchName": "ceiling", "switchIp": "10.0.$i.1", "switchMac": "02:1a:00:00:0$i:01",
- "switchQpn": $((400 + i)), "heartbeatIntervalMs": 0, "memberIndexOfRank": [0, 1, 2, 3], "worldSize": 4,
+ "switchQpn": $((400 + i)), "heartbeatIntervalMs": 0, "memberIndexOfRank": [$ranks], "worldSize": $NWORKERS,
  "dtypes": ["INT32", "FP32", "INT64", "FP16", "BF16", "FP64"], "ops": ["SUM", "MIN", "MAX"],
  "collectives": ["ALLREDUCE", "REDUCE", "BROADCAST", "BARRIER", "REDUCE_SCATTER", "ALLGATHER"]}
 EOF
@@ -280,7 +298,8 @@ ceiling_run() {  # topology rep k lab min max factor iters warmup
     sleep 0.2
   done
   if [ $ok = 1 ]; then
-    run "$topo" ceiling "$rep" "$OUT/logs/$tag.log" "$INCLAB" run "$lab" --tag ceiling -- \
+    run "$topo" ceiling "$rep" "$OUT/logs/$tag.log" \
+      "$INCLAB" run "$lab" --workers "$WORKER_LIST" --tag ceiling -- \
       "$INC_PERF" allreduce -d "$DTYPE" -o sum -b "$min" -e "$max" -f "$f" -n "$n" -w "$w" -c 0 --json \
       --assignment "$OUT/ceiling-$topo/asg-{rank}.json" --qpn '30{rank}' \
       --rank '{rank}' --world '{world}' --iface '{iface}'
@@ -308,7 +327,8 @@ for topo in $TOPOLOGIES; do
   t=${topo:0:1}
   LAB_INC="bi$$$t"
   LAB_KRN="bk$$$t"
-  step "$topo-level: labs $LAB_INC (incamd + incswitchd) and $LAB_KRN (kernel forwarding), mtu $MTU"
+  step "$topo-level: labs $LAB_INC (incamd + incswitchd) and $LAB_KRN (kernel forwarding)," \
+    "mtu $MTU, workers $WORKER_LIST"
   if [[ " $SYSTEMS " == *" inc "* ]]; then
     LABS+=("$LAB_INC")
     "$INCLAB" up "$topo" --prefix "$LAB_INC" --mtu "$MTU" --owner $$ --build "$BUILD" >/dev/null
@@ -328,7 +348,7 @@ for topo in $TOPOLOGIES; do
       step "$topo-level rep $rep/$REPS: sizes $min..$max (x$f), $n iterations + $w warmup"
       if [[ " $SYSTEMS " == *" inc "* ]]; then
         log="$OUT/logs/$topo-inc-r$rep-$k.log"
-        run "$topo" inc "$rep" "$log" "$INCLAB" run "$LAB_INC" --tag inc -- \
+        run "$topo" inc "$rep" "$log" "$INCLAB" run "$LAB_INC" --workers "$WORKER_LIST" --tag inc -- \
           "$INC_PERF" allreduce -d "$DTYPE" -o sum -b "$min" -e "$max" -f "$f" -n "$n" -w "$w" --json \
           --am '{am}' --job "bench-$rep-$k" --rank '{rank}' --world '{world}' --iface '{iface}'
         # The ceiling moves the same packets: the INC tree's pool and packet size.
@@ -342,12 +362,14 @@ else:
     print(sys.argv[2], sys.argv[3])' "$log" "$POOL" "$ELEMS")
       fi
       if [[ " $SYSTEMS " == *" mpi "* ]]; then
-        run "$topo" mpi "$rep" "$OUT/logs/$topo-mpi-r$rep-$k.log" "$INCMPIRUN" "$LAB_KRN" -- \
+        run "$topo" mpi "$rep" "$OUT/logs/$topo-mpi-r$rep-$k.log" \
+          "$INCMPIRUN" "$LAB_KRN" --workers "$WORKER_LIST" -- \
           "$MPI_PERF" -d "$DTYPE" -o sum -b "$min" -e "$max" -f "$f" -n "$n" -w "$w"
       fi
       if [[ " $SYSTEMS " == *" gloo "* ]]; then
         store=$(mktemp -d /tmp/incbench-gloo.XXXXXX)
-        run "$topo" gloo "$rep" "$OUT/logs/$topo-gloo-r$rep-$k.log" "$INCLAB" run "$LAB_KRN" --tag gloo -- \
+        run "$topo" gloo "$rep" "$OUT/logs/$topo-gloo-r$rep-$k.log" \
+          "$INCLAB" run "$LAB_KRN" --workers "$WORKER_LIST" --tag gloo -- \
           "$GLOO_PERF" -d "$DTYPE" -o sum -b "$min" -e "$max" -f "$f" -n "$n" -w "$w" \
           --rank '{rank}' --world '{world}' --store "$store" --iface eth0
         rm -rf "$store"
