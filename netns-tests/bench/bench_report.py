@@ -250,8 +250,10 @@ def runs_text(path, high):
         if (b is not None and b > high) or (a is not None and a > high):
             hot.append(f"{r['run']} ({fmt(b, '.2f')} -> {fmt(a, '.2f')})")
     if hot:
+        which = ("That is every run (runs.csv has each one's load)" if len(hot) == len(rows) else
+                 "Runs (load1 before -> after): " + ", ".join(hot))
         lines += ["", f"**Load was high (load1 > {high:g} before or after) during {len(hot)} of {len(rows)} runs: "
-                  "numbers may be noisy.** Runs (load1 before -> after): " + ", ".join(hot) + ".",
+                  f"numbers may be noisy.** {which}.",
                   "load1 counts the suite's own processes too: a long run raises its own \"after\" and the next "
                   "run's \"before\"."]
     elif before or after:
