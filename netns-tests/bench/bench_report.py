@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
 """Report of scripts/bench.sh: medians over repetitions per (topology,
 system, size) from raw.csv, one table per topology (printed and written to
-summary.md), the targets checked against them, the runs whose load average
-was high (runs.csv), bench.csv with every column of the tables, and
+summary.md), the targets with met/missed, the load during the runs (from
+runs.csv), bench.csv with every column of the tables, and
 busbw-<topology>.png (gnuplot, log-log) per topology.
 
-Definitions: time = mean per iteration on rank 0. busbw = algbw * 2(n-1)/n
-for every system (nccl-tests' allreduce definition), so busbw ratios equal
-time ratios. speedup = ring time / INC time (> 1: INC faster), against Open
-MPI, Gloo and the faster of the two ("best ring"). INC/ceiling = INC time /
-ceiling time (1 = forwarding speed).
+Definitions: time = median over the repetitions of the mean time per
+allreduce on rank 0. Speedup vs Open MPI = Open MPI time / INC time, vs Gloo
+likewise, vs the faster ring = min(ring times) / INC time (> 1: INC faster).
+INC/ceiling = INC time / ceiling time (1 = forwarding speed). busbw = algbw
+x 2(n-1)/n for every system (nccl-tests' allreduce definition; algbw =
+size / time), so busbw ratios equal the speedups.
 """
 import argparse
 import csv
@@ -19,15 +20,22 @@ import subprocess
 import sys
 
 SYSTEMS = [("inc", "INC"), ("mpi", "Open MPI"), ("gloo", "Gloo"), ("ceiling", "ceiling")]
-COLUMNS = ["topology", "size_bytes", "inc_time_us", "mpi_time_us", "gloo_time_us", "ceiling_time_us",
-           "speedup_vs_mpi", "speedup_vs_gloo", "speedup_vs_best_ring", "inc_over_ceiling_time",
+RINGS = ("mpi", "gloo")
+COLUMNS = ["topology", "workers", "size_bytes", "inc_time_us", "mpi_time_us", "gloo_time_us", "ceiling_time_us",
+           "speedup_vs_mpi", "speedup_vs_gloo", "speedup_vs_faster_ring", "inc_over_ceiling_time",
            "inc_busbw_GBps", "mpi_busbw_GBps", "gloo_busbw_GBps", "ceiling_busbw_GBps", "reps"]
-HIGH_LOAD = 1.5  # 1-minute load average on this 2-vCPU machine above which a run may be noisy
+TOPO_ORDER = ["single", "two"]
 MIB = 1 << 20
+# The targets, for 4 workers and float32 sum.
+TARGET_WORKERS = 4
+SPEEDUP_AT_64M = 1.5
+CEILING_FACTOR = 1.3
+CEILING_FROM = 2 * MIB
+LATENCY_FACTOR = 0.5
 
 
 def human(n):
-    for unit, div in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+    for unit, div in (("MiB", MIB), ("KiB", 1 << 10)):
         if n >= div and n % div == 0:
             return f"{n // div} {unit}"
     return f"{n} B"
@@ -37,135 +45,235 @@ def fmt(v, spec):
     return "-" if v is None else format(v, spec)
 
 
+def ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+def busbw(size, t, n):
+    """nccl-tests' allreduce busbw in GB/s from the size (B) and time (us)."""
+    return size / t / 1e3 * 2 * (n - 1) / n if t else None
+
+
 def load(raw):
-    runs = {}  # (topo, system, size) -> list of (time, busbw)
+    """(topo, system, size) -> times (us); topo -> worker count."""
+    runs, workers = {}, {}
     with open(raw) as f:
         for row in csv.DictReader(f):
             key = (row["topology"], row["system"], int(row["size_bytes"]))
-            runs.setdefault(key, []).append((float(row["time_us"]), float(row["busbw_GBps"])))
-    return runs
+            runs.setdefault(key, []).append(float(row["time_us"]))
+            # raw.csv written before the workers column had 4.
+            workers[row["topology"]] = int(row.get("workers") or 4)
+    return runs, workers
 
 
-def ratio(a, c):
-    return a / c if a is not None and c else None
-
-
-def summarize(runs):
+def summarize(runs, workers):
     out = {}
-    for topo in sorted({k[0] for k in runs}, key=lambda t: ["single", "two"].index(t) if t in ("single", "two") else 9):
-        sizes = sorted({k[2] for k in runs if k[0] == topo})
+    for topo in sorted({k[0] for k in runs}, key=lambda t: TOPO_ORDER.index(t) if t in TOPO_ORDER else 9):
+        n = workers[topo]
         rows = []
-        for size in sizes:
-            med = {}
-            reps = 0
-            for sys_id, _ in SYSTEMS:
-                vals = runs.get((topo, sys_id, size))
-                if vals:
-                    med[sys_id] = (statistics.median(v[0] for v in vals), statistics.median(v[1] for v in vals))
-                    reps = max(reps, len(vals))
-            t = {s: med[s][0] if s in med else None for s, _ in SYSTEMS}
-            b = {s: med[s][1] if s in med else None for s, _ in SYSTEMS}
-            rings = [v for v in (t["mpi"], t["gloo"]) if v is not None]
-            rows.append({
-                "topology": topo, "size_bytes": size,
-                "inc_time_us": t["inc"], "mpi_time_us": t["mpi"], "gloo_time_us": t["gloo"],
-                "ceiling_time_us": t["ceiling"],
-                "speedup_vs_mpi": ratio(t["mpi"], t["inc"]), "speedup_vs_gloo": ratio(t["gloo"], t["inc"]),
-                "speedup_vs_best_ring": ratio(min(rings), t["inc"]) if rings else None,
-                "inc_over_ceiling_time": ratio(t["inc"], t["ceiling"]),
-                "inc_busbw_GBps": b["inc"], "mpi_busbw_GBps": b["mpi"], "gloo_busbw_GBps": b["gloo"],
-                "ceiling_busbw_GBps": b["ceiling"], "reps": reps,
-            })
+        for size in sorted({k[2] for k in runs if k[0] == topo}):
+            t, reps = {}, 0
+            for s, _ in SYSTEMS:
+                vals = runs.get((topo, s, size))
+                t[s] = statistics.median(vals) if vals else None
+                reps = max(reps, len(vals or []))
+            rings = [t[s] for s in RINGS if t[s] is not None]
+            row = {"topology": topo, "workers": n, "size_bytes": size, "reps": reps,
+                   "speedup_vs_mpi": ratio(t["mpi"], t["inc"]), "speedup_vs_gloo": ratio(t["gloo"], t["inc"]),
+                   "speedup_vs_faster_ring": ratio(min(rings), t["inc"]) if rings else None,
+                   "inc_over_ceiling_time": ratio(t["inc"], t["ceiling"])}
+            for s, _ in SYSTEMS:
+                row[f"{s}_time_us"] = t[s]
+                row[f"{s}_busbw_GBps"] = busbw(size, t[s], n) if t[s] is not None else None
+            rows.append(row)
         out[topo] = rows
     return out
 
 
-def table(topo, rows, workers):
-    lines = [f"### {topo}-level ({workers} workers; medians over repetitions)", "",
-             "time = mean per iteration on rank 0; speedup = ring time / INC time (> 1: INC faster; best ring = "
-             "the faster of Open MPI and Gloo); INC/ceiling = INC time / ceiling time (1 = forwarding speed); "
-             "busbw (GB/s) = algbw x 2(n-1)/n for every system (nccl-tests).", "",
-             "| size | INC (us) | Open MPI (us) | Gloo (us) | ceiling (us) | speedup vs Open MPI | speedup vs Gloo | "
-             "speedup vs best ring | INC/ceiling | INC busbw | Open MPI busbw | Gloo busbw | ceiling busbw |",
+def worker_note(topo, n):
+    names = ", ".join(f"w{i}" for i in range(n))
+    if topo == "two" and n <= 2:
+        return (f"{n} workers ({names}), all on leaf0: leaf1 and the spines carry none of this run's traffic "
+                "(INC's tree is leaf0 alone, the rings are forwarded by leaf0, the ceiling reflects at leaf0), "
+                "so this is the single-level path")
+    if topo == "two":
+        return f"{n} workers ({names}): w0, w1 on leaf0, w2, w3 on leaf1"
+    return f"{n} workers ({names}) on leaf0"
+
+
+def table(topo, rows):
+    n = rows[0]["workers"]
+    reps = max(r["reps"] for r in rows)
+    lines = [f"### {topo}-level ({worker_note(topo, n)}; medians over {reps} repetition{'s' if reps > 1 else ''})",
+             "",
+             "| size | INC time (us) | Open MPI time (us) | Gloo time (us) | ceiling time (us) | speedup vs Open MPI | "
+             "speedup vs Gloo | speedup vs faster ring | INC/ceiling time | INC busbw | Open MPI busbw | Gloo busbw | "
+             "ceiling busbw |",
              "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
-        lines.append("| " + " | ".join([
-            human(r["size_bytes"]), fmt(r["inc_time_us"], ".1f"), fmt(r["mpi_time_us"], ".1f"),
-            fmt(r["gloo_time_us"], ".1f"), fmt(r["ceiling_time_us"], ".1f"), fmt(r["speedup_vs_mpi"], ".2f"),
-            fmt(r["speedup_vs_gloo"], ".2f"), fmt(r["speedup_vs_best_ring"], ".2f"),
-            fmt(r["inc_over_ceiling_time"], ".2f"), fmt(r["inc_busbw_GBps"], ".3g"), fmt(r["mpi_busbw_GBps"], ".3g"),
-            fmt(r["gloo_busbw_GBps"], ".3g"), fmt(r["ceiling_busbw_GBps"], ".3g")]) + " |")
-    if topo == "two" and workers == 2:
-        lines += ["", "With 2 workers both sit on leaf0: the tree is single-level even in the two-level lab."]
+        lines.append("| " + " | ".join(
+            [human(r["size_bytes"])] + [fmt(r[f"{s}_time_us"], ".1f") for s, _ in SYSTEMS] +
+            [fmt(r[k], ".2f") for k in ("speedup_vs_mpi", "speedup_vs_gloo", "speedup_vs_faster_ring",
+                                         "inc_over_ceiling_time")] +
+            [fmt(r[f"{s}_busbw_GBps"], ".3g") for s, _ in SYSTEMS]) + " |")
+    small = rows[0]
+    lines += ["", f"{human(small['size_bytes'])} latency (us): " +
+              ", ".join(f"{name} {fmt(small[f'{s}_time_us'], '.1f')}" for s, name in SYSTEMS)]
     return "\n".join(lines) + "\n"
 
 
-def verdict(ok):
-    return "met" if ok else "missed"
+def faster_ring(r):
+    rings = [(r[f"{s}_time_us"], name) for s, name in SYSTEMS if s in RINGS and r[f"{s}_time_us"] is not None]
+    return min(rings) if rings else (None, None)
 
 
 def targets(summary):
-    """The suite's targets over every topology; returns markdown lines."""
-    lines = ["### Targets", ""]
-    every, at64, ceil, lat = [], [], [], []
+    """The four targets per topology: (lines, met, checked, not applicable)."""
+    checks = []  # (label, [(topo, verdict text, ok or None)])
+    sizes = sorted({r["size_bytes"] for rows in summary.values() for r in rows})
+
+    a = []
     for topo, rows in summary.items():
-        for r in rows:
-            s = r["speedup_vs_best_ring"]
-            if s is not None:
-                every.append((topo, r["size_bytes"], s))
-            c = r["inc_over_ceiling_time"]
-            if c is not None and r["size_bytes"] >= 2 * MIB:
-                ceil.append((topo, r["size_bytes"], c))
-        big = [r for r in rows if r["size_bytes"] == 64 * MIB]
-        if big and big[0]["speedup_vs_best_ring"] is not None:
-            at64.append((topo, big[0]["speedup_vs_best_ring"]))
-        small = [r for r in rows if r["size_bytes"] == 8]
-        if small:
-            l8 = ratio(small[0]["inc_time_us"], small[0]["mpi_time_us"])
-            if l8 is not None:
-                lat.append((topo, l8))
-    if every:
-        worst = min(every, key=lambda x: x[2])
-        slow = [f"{t} {human(n)} {s:.2f}" for t, n, s in every if s < 1.0]
-        lines.append(f"- INC time <= the faster ring's at every size (speedup >= 1.0): "
-                     f"{verdict(not slow)}; lowest {worst[2]:.2f} ({worst[0]} {human(worst[1])})"
-                     + (f"; below 1.0: {', '.join(slow)}" if slow else ""))
-    if at64:
-        lines.append("- 64 MiB speedup vs the faster ring >= 1.5: " + verdict(all(s >= 1.5 for _, s in at64)) +
-                     "; " + ", ".join(f"{t} {s:.2f}" for t, s in at64))
-    if ceil:
-        over = [f"{t} {human(n)} {c:.2f}" for t, n, c in ceil if c > 1.3]
-        lines.append("- INC time <= 1.3x ceiling at every size >= 2 MiB: " + verdict(not over) + "; " +
-                     ", ".join(f"{t} {human(n)} {c:.2f}" for t, n, c in ceil))
-    if lat:
-        lines.append("- 8-byte latency <= 0.5x Open MPI's: " + verdict(all(v <= 0.5 for _, v in lat)) + "; " +
-                     ", ".join(f"{t} {v:.2f}x" for t, v in lat))
-    if len(lines) == 2:
-        lines.append("- (no size of this run is one the targets name)")
-    return lines
+        got = [(r["size_bytes"], r["speedup_vs_faster_ring"]) for r in rows
+               if r["speedup_vs_faster_ring"] is not None]
+        if not got:
+            a.append((topo, "n/a (no INC or ring time)", None))
+            continue
+        low = [(s, v) for s, v in got if v < 1.0]
+        span = f"{min(v for _, v in got):.2f}x-{max(v for _, v in got):.2f}x over {len(got)} sizes"
+        if low:
+            a.append((topo, "missed: below 1.0 at " + ", ".join(f"{human(s)} ({v:.2f}x)" for s, v in low) +
+                      f" ({span})", False))
+        else:
+            a.append((topo, f"met ({span})", True))
+    checks.append(("(a) INC time <= the faster ring's time at every size (speedup vs the faster ring >= 1.0)", a))
+
+    if 64 * MIB in sizes:
+        b = []
+        for topo, rows in summary.items():
+            r = next((x for x in rows if x["size_bytes"] == 64 * MIB), None)
+            v = r and r["speedup_vs_faster_ring"]
+            if not v:
+                b.append((topo, "n/a (no INC or ring time at 64 MiB)", None))
+                continue
+            ring_t, ring = faster_ring(r)
+            ok = v >= SPEEDUP_AT_64M
+            b.append((topo, f"{v:.2f}x (INC {r['inc_time_us'] / 1e3:.1f} ms, {ring} {ring_t / 1e3:.1f} ms), "
+                      f"{'met' if ok else 'missed'}", ok))
+        checks.append((f"(b) at 64 MiB speedup vs the faster ring >= {SPEEDUP_AT_64M}", b))
+
+    if any(s >= CEILING_FROM for s in sizes):
+        c = []
+        for topo, rows in summary.items():
+            got = [(r["size_bytes"], r["inc_over_ceiling_time"]) for r in rows
+                   if r["size_bytes"] >= CEILING_FROM and r["inc_over_ceiling_time"] is not None]
+            if not got:
+                c.append((topo, "n/a (no INC or ceiling time from 2 MiB)", None))
+                continue
+            ok = all(v <= CEILING_FACTOR for _, v in got)
+            c.append((topo, ("met" if ok else "missed") + ": INC/ceiling " +
+                      ", ".join(f"{human(s)} {v:.2f}x" for s, v in got), ok))
+        checks.append((f"(c) INC time <= {CEILING_FACTOR}x ceiling time at every size >= 2 MiB", c))
+
+    if 8 in sizes:
+        d = []
+        for topo, rows in summary.items():
+            r = next((x for x in rows if x["size_bytes"] == 8), None)
+            v = r and ratio(r["inc_time_us"], r["mpi_time_us"])
+            if not v:
+                d.append((topo, "n/a (no INC or Open MPI time at 8 B)", None))
+                continue
+            ok = v <= LATENCY_FACTOR
+            d.append((topo, f"{r['inc_time_us']:.1f} vs {r['mpi_time_us']:.1f} us = {v:.2f}x, "
+                      f"{'met' if ok else 'missed'}", ok))
+        checks.append((f"(d) 8-byte latency: INC <= {LATENCY_FACTOR}x Open MPI", d))
+
+    skipped = []
+    if 64 * MIB not in sizes:
+        skipped.append("(b) needs 64 MiB")
+    if not any(s >= CEILING_FROM for s in sizes):
+        skipped.append("(c) needs sizes >= 2 MiB")
+    if 8 not in sizes:
+        skipped.append("(d) needs 8 B")
+    return checks, skipped
 
 
-def load_flags(runs_csv):
-    """Runs whose load average was high before or after them."""
-    if not runs_csv or not os.path.exists(runs_csv):
-        return []
-    high, total = [], 0
-    with open(runs_csv) as f:
-        for row in csv.DictReader(f):
-            total += 1
-            loads = [float(row[k]) for k in ("load1_before", "load1_after") if row.get(k)]
-            if loads and max(loads) > HIGH_LOAD:
-                high.append(f"{row['run']} ({'/'.join(f'{v:.2f}' for v in loads)})")
-    if not high:
-        return ["", f"Load average (1 min) stayed at or below {HIGH_LOAD} before and after all {total} runs."]
-    return ["", f"**Load was high (1-min load average above {HIGH_LOAD} before or after the run) during "
-            f"{len(high)} of {total} runs: their numbers may be noisy.** " + ", ".join(high)]
+def targets_text(summary):
+    workers = {rows[0]["workers"] for rows in summary.values()}
+    checks, skipped = targets(summary)
+    head = "### Targets (4 workers, float32 sum, every topology)"
+    lines = [head, ""]
+    if workers != {TARGET_WORKERS}:
+        lines += [f"The targets are set for {TARGET_WORKERS} workers; this run has "
+                  f"{', '.join(str(w) for w in sorted(workers))}, so the verdicts below are indicative only.", ""]
+    met = total = 0
+    for label, per_topo in checks:
+        lines.append(f"- {label}:")
+        for topo, text, ok in per_topo:
+            lines.append(f"  - {topo}-level: {text}")
+            if ok is not None:
+                total += 1
+                met += ok
+    if skipped:
+        lines.append(f"- not checked in this run (no size it needs): {'; '.join(skipped)}")
+    lines += ["", f"{met} of {total} checks met."]
+    return "\n".join(lines) + "\n"
 
 
-def plot(topo, rows, out_dir, workers):
+def runs_text(path, high):
+    """Load, failures and retransmissions of the runs in runs.csv."""
+    rows = list(csv.DictReader(open(path)))
+    if not rows:
+        return ""
+
+    def num(v):
+        try:
+            return float(v)
+        except (TypeError, ValueError):
+            return None
+
+    lines = ["### Runs and load", ""]
+    failed = [r["run"] for r in rows if r["exit"] != "0"]
+    lines.append(f"{len(rows)} runs, {len(failed)} failed" + (f" ({', '.join(failed)})" if failed else "") + ".")
+    before = [v for v in (num(r.get("load1_before")) for r in rows) if v is not None]
+    after = [v for v in (num(r.get("load1_after")) for r in rows) if v is not None]
+    span = []
+    if before:
+        span.append(f"before {min(before):.2f}-{max(before):.2f}")
+    if after:
+        span.append(f"after {min(after):.2f}-{max(after):.2f}")
+    if span:
+        lines.append(f"Load average (1 min) around each run: {', '.join(span)}.")
+    hot = []
+    for r in rows:
+        b, a = num(r.get("load1_before")), num(r.get("load1_after"))
+        if (b is not None and b > high) or (a is not None and a > high):
+            hot.append(f"{r['run']} ({fmt(b, '.2f')} -> {fmt(a, '.2f')})")
+    if hot:
+        which = ("That is every run (runs.csv has each one's load)" if len(hot) == len(rows) else
+                 "Runs (load1 before -> after): " + ", ".join(hot))
+        lines += ["", f"**Load was high (load1 > {high:g} before or after) during {len(hot)} of {len(rows)} runs: "
+                  f"numbers may be noisy.** {which}.",
+                  "load1 counts the suite's own processes too: a long run raises its own \"after\" and the next "
+                  "run's \"before\"."]
+    elif before or after:
+        lines.append(f"load1 stayed <= {high:g} before and after every run.")
+    retx = {}
+    for r in rows:
+        v = num(r.get("retransmissions"))
+        if v is not None:
+            retx.setdefault((r["topology"], r["system"]), []).append(int(v))
+    if retx:
+        lines.append("libinc retransmissions per run (rank 0, whole size range): " + "; ".join(
+            f"{t} {s} {min(v)}-{max(v)}" for (t, s), v in sorted(retx.items())) + ".")
+    return "\n".join(lines) + "\n"
+
+
+def plot(topo, rows, out_dir):
+    n = rows[0]["workers"]
     data = os.path.join(out_dir, f"busbw-{topo}.dat")
     with open(data, "w") as f:
-        f.write("# size inc mpi gloo ceiling (busbw GB/s, ? = missing)\n")
+        f.write("# size inc mpi gloo ceiling (busbw GB/s = algbw x 2(n-1)/n, ? = missing)\n")
         for r in rows:
             vals = [r[f"{s}_busbw_GBps"] for s, _ in SYSTEMS]
             f.write(" ".join([str(r["size_bytes"])] + ["?" if v is None or v <= 0 else f"{v:.6g}" for v in vals]) + "\n")
@@ -173,10 +281,10 @@ def plot(topo, rows, out_dir, workers):
     script = f"""
 set terminal pngcairo size 900,600 noenhanced
 set output '{png}'
-set title 'allreduce busbw (algbw x 2(n-1)/n), {topo}-level lab, {workers} workers (medians)'
+set title 'allreduce busbw, {topo}-level lab, {n} workers (medians)'
 set logscale xy
 set xlabel 'message size (bytes)'
-set ylabel 'busbw (GB/s)'
+set ylabel 'busbw = algbw x 2(n-1)/n (GB/s)'
 set grid
 set key right bottom
 set datafile missing '?'
@@ -195,15 +303,24 @@ plot '{data}' using 1:2 with linespoints lw 2 title 'INC', \\
     return png
 
 
+DEFINITIONS = (
+    "Definitions: time = mean per allreduce on rank 0, median over the repetitions. "
+    "Speedup vs Open MPI = Open MPI time / INC time, vs Gloo likewise, vs the faster ring = "
+    "min(Open MPI time, Gloo time) / INC time (> 1: INC faster). INC/ceiling time = INC time / ceiling time "
+    "(1 = forwarding speed). busbw (GB/s) = algbw x 2(n-1)/n for every system, INC included (nccl-tests' "
+    "allreduce definition; algbw = size / time), so busbw ratios equal the speedups.\n")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--raw", required=True, help="raw.csv written by scripts/bench.sh")
-    ap.add_argument("--runs", help="runs.csv written by scripts/bench.sh (load averages)")
+    ap.add_argument("--runs", help="runs.csv written by scripts/bench.sh (load, failures, retransmissions)")
     ap.add_argument("--machine", help="machine record to put at the top of summary.md")
-    ap.add_argument("--workers", type=int, default=4, help="workers in the runs")
+    ap.add_argument("--high-load", type=float, default=1.5,
+                    help="flag runs whose 1-minute load average before or after exceeded this (default 1.5)")
     ap.add_argument("--out", required=True, help="directory for bench.csv, summary.md and the plots")
     a = ap.parse_args()
-    summary = summarize(load(a.raw))
+    summary = summarize(*load(a.raw))
     if not summary:
         sys.exit("bench_report: no rows in " + a.raw)
     with open(os.path.join(a.out, "bench.csv"), "w", newline="") as f:
@@ -216,10 +333,13 @@ def main():
     text = ""
     if a.machine and os.path.exists(a.machine):
         text += "Machine and run:\n\n```\n" + open(a.machine).read() + "```\n\n"
+    if a.runs and os.path.exists(a.runs):
+        text += runs_text(a.runs, a.high_load) + "\n"
+    text += DEFINITIONS + "\n"
     for topo, rows in summary.items():
-        text += table(topo, rows, a.workers) + "\n"
-        plot(topo, rows, a.out, a.workers)
-    text += "\n".join(targets(summary) + load_flags(a.runs)) + "\n"
+        text += table(topo, rows) + "\n"
+        plot(topo, rows, a.out)
+    text += targets_text(summary)
     with open(os.path.join(a.out, "summary.md"), "w") as f:
         f.write(text)
     print(text)
