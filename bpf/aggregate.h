@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* Slot state machine and arithmetic (DESIGN.md section 3). One bpf_spin_lock
+/* Slot state machine and arithmetic (docs/architecture.md). One bpf_spin_lock
  * per slot copy serialises both CPUs; the payload is staged in a per-CPU
  * scratch buffer first because no helper may run under the lock. */
 #ifndef INC_AGGREGATE_H

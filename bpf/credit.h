@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* Credit gate of RoCEv2 flows across a WAN link (issue 8, docs/credit.md
+/* Credit gate of RoCEv2 flows across a WAN link (docs/credit.md
  * "Data path"). A frame of a credit flow goes to its next hop only when no
  * earlier frame of the flow waits and the flow's credit covers the frame's
  * length; otherwise it is diverted to the agent's hold queue (an AF_XDP

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* Best-path forwarding of non-INC IPv4 traffic (issue 7, docs/arn.md).
+/* Best-path forwarding of non-INC IPv4 traffic (docs/arn.md).
  *
  * The agent keeps one bpt entry per destination prefix: the next hops with
  * their cost and the INC_HOP_* marks that ARN messages from other switches

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * Packet-forwarding ceiling of the benchmark suite (docs/perf.md, issue 5):
+ * Packet-forwarding ceiling of the benchmark suite (docs/perf.md):
  * attached instead of the INC data path on a switch's worker-facing ports,
  * it turns every INC contribution straight back to its sender as if it were
  * the result (MACs and IPv4 addresses swapped, DestQP = the member's QPN,

@@ -164,7 +164,7 @@ struct {
 	__type(value, __u64);
 } fwd_stats SEC(".maps");
 
-/* Credit flow control (issue 8). RoCEv2 flow key -> counter index and
+/* Credit flow control. RoCEv2 flow key -> counter index and
  * current next hop; written by the agent, rewritten on failover. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

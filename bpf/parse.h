@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* Parsing and framing checks of RoCEv2 INC frames (DESIGN.md section 2).
+/* Parsing and framing checks of RoCEv2 INC frames (docs/wire-format.md).
  *
  * Classification: anything that is not IPv4/UDP/4791 with BTH opcode
  * UC RDMA_WRITE_ONLY_WITH_IMMEDIATE addressed to one of this switch's

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# lab.control_plane (issue 3): incamd and the four incswitchd of the two-level
+# lab.control_plane: incamd and the four incswitchd of the two-level
 # lab run for real and register; four members (inc-perf, one per worker,
 # spread over both leaves) join; the AM builds a tree rooted at a spine with
 # both leaves under it and programs it on those switches; then one member is

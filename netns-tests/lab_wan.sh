@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # lab.wan_baseline: the two-site WAN lab (inclab up wan) without credit-based
-# flow control, the baseline issue 8 improves on. Checks that every node is
+# flow control, the baseline credit flow control improves on. Checks that every node is
 # reachable over the primary WAN path, that a RoCEv2 incast of three senders
 # at about twice the WAN rate overflows the WAN shaper's buffer (drops are
 # counted by the carrier router's tbf, goodput is the WAN rate), and that when

@@ -1,4 +1,4 @@
-# Selftests of the credit gate (bpf/credit.h, issue 8) through
+# Selftests of the credit gate (bpf/credit.h) through
 # inc::dp::CreditTable, and of the hold queue on live frames. Root and bpffs; otherwise exit 77 (skipped).
 if(TARGET inc_datapath)
   add_executable(credit_test credit_test.cc)

@@ -258,7 +258,7 @@ TEST(StressTwoCpus, SameSlotsFromBothCpusLoseAndDuplicateNothing) {
             << sh.completed_here[0] << " times, on CPU 1 " << sh.completed_here[1] << " times\n";
 }
 
-// DESIGN.md: "Integer sums are associative, so results are bit-identical on
+// The design's promise: "Integer sums are associative, so results are bit-identical on
 // every rank and on every run, whatever the arrival order." The result's
 // OVERFLOW flag is part of the result. With 3 children sending +INT32_MAX, +1
 // and -1, the sum fits in int32; whether a partial sum overflows depends on

@@ -90,7 +90,7 @@ struct inc_immdt {
 	__be32 imm;
 };
 
-/* INC header, 24 bytes (DESIGN.md section 2). */
+/* INC header, 24 bytes (docs/wire-format.md). */
 struct inc_hdr {
 	__u8 ver_flags; /* version << 4 | flags */
 	__u8 collective;
@@ -300,7 +300,7 @@ struct inc_slot {
 	__u64 acc[INC_MAX_PAYLOAD_BYTES / 4];
 };
 
-/* ------------------------------ best-path forwarding and ARN (issue 7) -- */
+/* ------------------------------ best-path forwarding and ARN -- */
 
 /* Non-INC IPv4 traffic that matches a best-path-table (BPT) prefix is
  * forwarded in XDP: among the prefix's next hops that are usable, the
@@ -396,7 +396,7 @@ struct inc_arn_msg {
 	__be32 auth;		/* truncated keyed digest of the bytes before it */
 };
 
-/* ------------------- benchmark: the packet-forwarding ceiling (issue 5) -- */
+/* ------------------- benchmark: the packet-forwarding ceiling -- */
 
 /* Map layout shared by bpf/fwd_ceiling.bpf.c (the forwarding ceiling of the
  * benchmark suite) and its loader netns-tests/bench/fwd_ceiling.cc. */
@@ -425,7 +425,7 @@ enum fwd_stat {
 	FWD_STAT__MAX,
 };
 
-/* ------------------------- credit-based flow control (issue 8) -- */
+/* ------------------------- credit-based flow control -- */
 
 /* RoCEv2 flows across a WAN link are forwarded only against credit that the
  * next hop granted (draft-hu-rtgwg-cbfc-rsvp-00, docs/credit.md "Data

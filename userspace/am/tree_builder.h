@@ -1,4 +1,4 @@
-// Tree building (DESIGN.md section 4): members under one switch -> a
+// Tree building (docs/architecture.md): members under one switch -> a
 // single-level tree on it; members under several leaves -> a spine that links
 // to all of them is the root. Switches that are not alive, lack a required
 // capability or lack capacity are left out; the choice among spines is

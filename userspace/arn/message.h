@@ -1,6 +1,6 @@
-// Adaptive Routing Notification messages (draft-wh-rtgwg-adaptive-routing-arn,
-// issue 7): the domain form of struct inc_arn_msg, its encoding, and the
-// checks a receiver applies before it believes one. Wire layout:
+// Adaptive Routing Notification messages (draft-wh-rtgwg-adaptive-routing-arn):
+// the domain form of struct inc_arn_msg, its encoding, and the checks a
+// receiver applies before it believes one. Wire layout:
 // docs/wire-format.md "ARN messages".
 #pragma once
 

@@ -1,4 +1,4 @@
-// Host-side number mapping for in-network reduction (DESIGN.md section 2,
+// Host-side number mapping for in-network reduction (docs/wire-format.md,
 // "Numbers"): the switch adds only integers, so
 // - FP32 SUM is block fixed point: every member quantises a block with the
 //   agreed block exponent (the MAX over members of each member's block

@@ -1,6 +1,6 @@
-// Member-side protocol arithmetic and result validation (DESIGN.md sections 2
-// and 3): how a buffer is cut into packets (one packet = one message), the
-// credit window over the slot pool, and the checks a received frame must
+// Member-side protocol arithmetic and result validation (docs/wire-format.md,
+// docs/architecture.md): how a buffer is cut into packets (one packet = one
+// message), the credit window over the slot pool, and the checks a received frame must
 // pass before its payload touches a user buffer.
 #pragma once
 

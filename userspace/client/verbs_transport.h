@@ -3,7 +3,7 @@
 // the AF_XDP socket, so the message engine (window, retransmission, error
 // reporting) runs unchanged on top of it.
 //
-// The engine builds whole RoCEv2 frames (DESIGN.md section 2). Toward the
+// The engine builds whole RoCEv2 frames (docs/wire-format.md). Toward the
 // switch, the bytes after IMMDT (INC header + payload) become the payload of
 // an RDMA WRITE WITH IMMEDIATE whose RETH VA/R_Key and immediate are taken
 // from the frame; the NIC (or rxe) writes the headers and the ICRC itself.

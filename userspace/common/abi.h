@@ -49,7 +49,7 @@ static_assert(INC_XPOW_ENTRIES == (4 + sizeof(inc_hdr) + INC_MAX_PAYLOAD_BYTES) 
               "xpow covers every |R|");
 static_assert(sizeof(fwd_port) == 8 + 4 * FWD_MAX_UDP_LEN, "fwd_port layout (benchmark ceiling)");
 
-// Credit flow control (issue 8): map layouts of bpf/credit.h.
+// Credit flow control: map layouts of bpf/credit.h.
 static_assert(sizeof(inc_credit_flow_key) == 16, "inc_credit_flow_key layout");
 static_assert(offsetof(inc_credit_flow_key, sport) == 8);
 static_assert(offsetof(inc_credit_flow_key, dest_qpn) == 12);

@@ -1,4 +1,4 @@
-// Building and parsing RoCEv2 INC frames exactly as DESIGN.md section 2 and
+// Building and parsing RoCEv2 INC frames exactly as docs/wire-format.md and
 // docs/wire-format.md say (UC RDMA WRITE ONLY with immediate + INC header).
 // Used by the client transports, the BPF selftests and the benchmarks.
 #pragma once

@@ -1,4 +1,4 @@
-// The per-switch RSVP credit signalling state machine (issue 8), pure logic:
+// The per-switch RSVP credit signalling state machine, pure logic:
 // the clock, the sending of a message on an interface and the report of
 // events are injected, so incswitchd drives it from its RSVP socket and the
 // unit tests drive a small in-memory network. Design: docs/credit.md.

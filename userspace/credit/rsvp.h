@@ -1,8 +1,8 @@
-// RSVP credit signalling (draft-hu-rtgwg-cbfc-rsvp, issue 8): the domain form
+// RSVP credit signalling (draft-hu-rtgwg-cbfc-rsvp): the domain form
 // of the Credit-based PATH (28), Credit-based RESV (29) and PathTear (5)
 // messages, their encoding with an RFC 2205 common header and objects, and
 // the receiver checks (checksum, objects, SipHash-2-4 integrity, replay).
-// Byte layouts: docs/wire-format.md "RSVP credit signalling (issue 8)".
+// Byte layouts: docs/wire-format.md "RSVP credit signalling".
 #pragma once
 
 #include <array>

@@ -1,4 +1,4 @@
-// Credit flow control state of the XDP data path (bpf/credit.h, issue 8) as
+// Credit flow control state of the XDP data path (bpf/credit.h) as
 // incswitchd programs it: credit flows with their next hop, the credit the
 // next hop granted, the gate's counters, and the hold-queue sockets. The
 // counters live in an mmaped array shared with XDP; each field has one kind

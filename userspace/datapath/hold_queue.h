@@ -1,4 +1,4 @@
-// The hold queue of credit flow control (issue 8, docs/credit.md "Hold
+// The hold queue of credit flow control (docs/credit.md "Hold
 // queue"): frames of credit flows that the XDP gate could not forward (no
 // credit, earlier frames waiting, no next hop) arrive on an AF_XDP socket of
 // their ingress rx queue, wait here per flow in arrival order, and leave out

@@ -1,4 +1,4 @@
-// incswitchd's credit side (issue 8, docs/credit.md "The agent"): runs the
+// incswitchd's credit side (docs/credit.md "The agent"): runs the
 // RSVP credit signalling (inc::credit::Node) over the RSVP socket, and keeps
 // the XDP credit gate and the hold queue in step with it:
 //   - every flow the node knows gets a gate entry: toward its primary next

@@ -1,4 +1,4 @@
-// The RSVP transport of the credit agent (issue 8, docs/credit.md): a raw
+// The RSVP transport of the credit agent (docs/credit.md): a raw
 // IPv4 socket for IP protocol 46. RSVP messages travel hop by hop between
 // credit-aware switches, so a message goes out of one named interface to one
 // neighbour address, and every received message says which interface it came
