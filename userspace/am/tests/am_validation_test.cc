@@ -286,6 +286,49 @@ TEST_F(RequestValidationTest, SwitchRegistrationErrors) {
   EXPECT_TRUE(m_->SwitchHeartbeat(hb)->reregister());
 }
 
+// The agent reports each port's XDP program; operators see it in GetSwitch
+// (incinctl switch show), as registered and as heartbeats update it.
+TEST_F(RequestValidationTest, GetSwitchShowsEachPortsXdpStateAsTheAgentReportsIt) {
+  struct Case {
+    const char* name;
+    bool attached;
+    const char* mode;
+  };
+  const Case cases[] = {{"native", true, "native"}, {"generic", true, "generic"}, {"detached", false, ""}};
+  auto reg = testing::MakeRegistration(file_, "leaf00", "127.0.0.1:9");
+  ASSERT_GE(reg.ports_size(), 3);
+  for (int i = 0; i < 3; ++i) {
+    reg.mutable_ports(i)->set_xdp_attached(cases[i].attached);
+    reg.mutable_ports(i)->set_xdp_mode(cases[i].mode);
+  }
+  ASSERT_TRUE(m_->RegisterSwitch(reg).ok());
+  auto port_of = [&](const std::string& port) {
+    v1::GetSwitchRequest g;
+    g.set_name("leaf00");
+    auto sw = m_->GetSwitch(g);
+    EXPECT_TRUE(sw.ok());
+    for (const auto& p : sw->switch_summary().ports())
+      if (p.name() == port) return p;
+    ADD_FAILURE() << "no port " << port;
+    return v1::Port();
+  };
+  for (int i = 0; i < 3; ++i) {
+    v1::Port p = port_of(reg.ports(i).name());
+    EXPECT_EQ(p.xdp_attached(), cases[i].attached) << cases[i].name;
+    EXPECT_EQ(p.xdp_mode(), cases[i].mode) << cases[i].name;
+  }
+  // A heartbeat: the detached port got its program back.
+  v1::SwitchHeartbeatRequest hb;
+  hb.set_switch_name("leaf00");
+  *hb.mutable_ports() = reg.ports();
+  hb.mutable_ports(2)->set_xdp_attached(true);
+  hb.mutable_ports(2)->set_xdp_mode("native");
+  ASSERT_TRUE(m_->SwitchHeartbeat(hb).ok());
+  v1::Port p = port_of(reg.ports(2).name());
+  EXPECT_TRUE(p.xdp_attached());
+  EXPECT_EQ(p.xdp_mode(), "native");
+}
+
 TEST_F(RequestValidationTest, UnknownIdsAreNotFound) {
   v1::MemberHeartbeatRequest mh;
   mh.set_job_id("nojob");
