@@ -3,7 +3,6 @@
 // docs/operations.md "## incswitchd" describes config, flags, signals,
 // restarts and exit codes.
 #include <grpcpp/grpcpp.h>
-#include <pthread.h>
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
