@@ -8,9 +8,7 @@
 #include <limits>
 #include <sstream>
 
-#ifndef INCIN_VERSION
-#define INCIN_VERSION "unknown"
-#endif
+#include "common/version.h"
 
 namespace inc::cli {
 namespace {
@@ -45,16 +43,45 @@ bool Json(const CommandContext& ctx) {
   return ctx.format == OutputFormat::kJson;
 }
 
-// A whole number >= 1 (tree ids, world sizes); CLI11's PositiveNumber would
-// print its range as a 300-digit double.
-const CLI::Validator kAtLeastOne(
+// A whole number in [min, max], written in decimal digits only (leading
+// zeros are dropped before CLI11 converts it). CLI11's own conversion
+// (strtoull, base 0) takes "-5" as 2^64 - 5 and "010" as 8, and its
+// PositiveNumber would print its range as a 300-digit double.
+CLI::Validator WholeNumber(uint64_t min, uint64_t max) {
+  const std::string range = std::to_string(min) + " to " + std::to_string(max);
+  return CLI::Validator(
+      [min, max, range](std::string& value) -> std::string {
+        const std::string bad = "must be a whole number from " + range + ", got '" + value + "'";
+        if (value.empty()) return bad;
+        uint64_t n = 0;
+        for (char c : value) {
+          if (c < '0' || c > '9') return bad;
+          const uint64_t digit = static_cast<uint64_t>(c - '0');
+          if (n > (std::numeric_limits<uint64_t>::max() - digit) / 10) return bad;
+          n = n * 10 + digit;
+        }
+        if (n < min || n > max) return bad;
+        value = std::to_string(n);
+        return "";
+      },
+      "N in " + std::to_string(min) + ".." + std::to_string(max));
+}
+
+// Tree ids and world sizes.
+const CLI::Validator kAtLeastOne = WholeNumber(1, std::numeric_limits<uint32_t>::max());
+// Other 32-bit counts where 0 means "the default" or "all".
+const CLI::Validator kUint32 = WholeNumber(0, std::numeric_limits<uint32_t>::max());
+
+// Seconds: finite and above zero (NaN compares false with everything, so
+// CLI11's PositiveNumber lets it through; inf would mean no deadline).
+const CLI::Validator kSeconds(
     [](std::string& value) -> std::string {
-      uint64_t n = 0;
-      if (!CLI::detail::lexical_cast(value, n) || n < 1 || n > std::numeric_limits<uint32_t>::max())
-        return "must be a whole number from 1 to 4294967295, got '" + value + "'";
+      double s = 0;
+      if (!CLI::detail::lexical_cast(value, s) || !std::isfinite(s) || s <= 0)
+        return "must be a finite number of seconds above 0, got '" + value + "'";
       return "";
     },
-    "N>=1");
+    "SECONDS>0");
 
 // Lower-case enum value names without the type prefix and without the
 // UNSPECIFIED value: the spellings the command line accepts.
@@ -88,6 +115,49 @@ CLI::Validator EnumValidator(const google::protobuf::EnumDescriptor* d, const st
         return "'" + value + "' is not one of " + list;
       },
       "{" + list + "}");
+}
+
+std::string VersionLine() {
+  return std::string("incinctl ") + kVersion + " (API inc.v1)";
+}
+
+// The names of a command group's commands, "a, b, c".
+std::string CommandNames(CLI::App* group) {
+  std::string names;
+  for (const CLI::App* sub : group->get_subcommands({}))
+    names += (names.empty() ? "" : ", ") + sub->get_name();
+  return names;
+}
+
+// A parse that failed because a command group (incinctl itself, "tree", ...)
+// got no command or a word that is none of its commands: says which, and
+// what the group's commands are. Empty for any other parse error.
+std::string UnknownCommandMessage(CLI::App& app, const std::vector<std::string>& args) {
+  std::string path;
+  CLI::App* group = &app;
+  for (;;) {
+    std::vector<CLI::App*> chosen = group->get_subcommands();
+    if (chosen.empty()) break;
+    group = chosen.front();
+    path += group->get_name() + " ";
+  }
+  if (group->get_subcommands({}).empty()) return "";  // a command, not a group
+  // The word given instead of a command: the first leftover argument that
+  // is not an option.
+  std::string word;
+  std::vector<std::string> left = app.remaining();
+  for (const std::string& a : args) {
+    if (a.empty() || a[0] == '-') continue;
+    if (std::find(left.begin(), left.end(), a) != left.end()) {
+      word = a;
+      break;
+    }
+  }
+  const std::string where = path.empty() ? "" : " (" + path.substr(0, path.size() - 1) + ")";
+  if (word.empty())
+    return "no command given" + where + "; commands: " + CommandNames(group) + " (see --help)";
+  return "unknown command '" + path + word + "'; commands" + where + ": " + CommandNames(group) +
+         " (see --help)";
 }
 
 // Subcommand help does not list the parent's options; say they exist.
@@ -333,9 +403,9 @@ int Events(CommandContext& ctx, const EventsOptions& options) {
 
 int Version(std::ostream& out, OutputFormat format) {
   if (format == OutputFormat::kJson)
-    out << "{\n  \"incinctl\": \"" << INCIN_VERSION << "\",\n  \"api\": \"inc.v1\"\n}\n";
+    out << "{\n  \"incinctl\": \"" << kVersion << "\",\n  \"api\": \"inc.v1\"\n}\n";
   else
-    out << "incinctl " << INCIN_VERSION << " (API inc.v1)\n";
+    out << VersionLine() << '\n';
   return kExitOk;
 }
 
@@ -373,7 +443,7 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
   app.add_option("--timeout", timeout_s, "Seconds to wait for the AM's answer")
-      ->check(CLI::PositiveNumber)
+      ->check(kSeconds)
       ->capture_default_str();
 
   // The chosen command; set by the subcommand's callback after parsing.
@@ -441,13 +511,15 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   uint32_t create_elems = 0;
   CLI::App* tree_create = tree->add_subcommand("create", "Build a tree for a job before its members join");
   tree_create->add_option("--job", create_job, "Job id")->required();
-  tree_create->add_option("--world", create_world, "Number of ranks")->required()->check(kAtLeastOne);
+  tree_create->add_option("--world", create_world, "Number of ranks")->required()->transform(kAtLeastOne);
   tree_create
       ->add_option("--host", create_hosts, "Host of each rank, in rank order (repeat or comma-separate)")
       ->required()
       ->delimiter(',');
-  tree_create->add_option("--pool-size", create_pool, "Aggregation slots (0: the AM's default)");
-  tree_create->add_option("--elems", create_elems, "Four-byte elements per packet (0: the AM's default)");
+  tree_create->add_option("--pool-size", create_pool, "Aggregation slots (0: the AM's default)")
+      ->transform(kUint32);
+  tree_create->add_option("--elems", create_elems, "Four-byte elements per packet (0: the AM's default)")
+      ->transform(kUint32);
   std::vector<std::string> create_dtypes, create_ops, create_collectives;
   tree_create
       ->add_option("--dtype", create_dtypes,
@@ -490,7 +562,7 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   std::string show_job;
   CLI::App* tree_show = tree->add_subcommand("show", "Trees in detail: switches and members");
   CLI::Option* show_id_opt =
-      tree_show->add_option("id", show_id, "Tree id (default: every tree)")->check(kAtLeastOne);
+      tree_show->add_option("id", show_id, "Tree id (default: every tree)")->transform(kAtLeastOne);
   tree_show->add_option("--job", show_job, "The tree of this job")->excludes(show_id_opt);
   tree_show->footer(
       WithGlobals("Without an id or --job, every tree is shown. Examples:\n"
@@ -500,7 +572,7 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   uint32_t delete_id = 0;
   std::string delete_reason = "deleted by operator (incinctl)";
   CLI::App* tree_delete = tree->add_subcommand("delete", "Dismantle a tree on every switch");
-  tree_delete->add_option("id", delete_id, "Tree id")->required()->check(kAtLeastOne);
+  tree_delete->add_option("id", delete_id, "Tree id")->required()->transform(kAtLeastOne);
   tree_delete->add_option("--reason", delete_reason, "Why (kept in the tree's record and events)")
       ->capture_default_str();
   tree_delete->footer(WithGlobals("Example:\n  incinctl tree delete 3 --reason \"job cancelled\""));
@@ -512,7 +584,7 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   bool stats_all = false;
   CLI::App* stats = app.add_subcommand(
       "stats", "Data-path counters per switch: global, drops by reason, per tree, per member QP");
-  stats->add_option("--tree", stats_tree, "Only this tree's counters (0: all)");
+  stats->add_option("--tree", stats_tree, "Only this tree's counters (0: all)")->transform(kUint32);
   stats->add_flag("--all", stats_all, "Tables: show zero counters too (JSON always has every counter)");
   stats->footer(
       WithGlobals("Examples:\n"
@@ -529,7 +601,8 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       "--replay", events_options.replay,
       "With --follow: print the remembered events first (without --follow they are always printed)");
   events->add_option("--kind", events_options.kind, "Only events of this kind (e.g. tree_active)");
-  events->add_option("--limit", events_options.limit, "Exit after printing this many events");
+  events->add_option("--limit", events_options.limit, "Exit after printing this many events (0: no limit)")
+      ->transform(WholeNumber(0, std::numeric_limits<uint64_t>::max()));
   events->footer(
       WithGlobals("Without --follow, prints the events the AM remembers and exits. With -o json,\n"
                   "one JSON object per line. Examples:\n"
@@ -547,10 +620,20 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     action = [](CommandContext&) { return kExitOk; };
   });
 
+  app.set_version_flag("--version", VersionLine(), "Print incinctl's version and exit");
+
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
     app.parse(reversed);
   } catch (const CLI::ParseError& e) {
+    // CLI11 says "A subcommand is required" both for no command and for a
+    // word that is not one; say which.
+    if (e.get_name() == "RequiredError" && std::string(e.what()).find("subcommand") != std::string::npos) {
+      if (std::string message = UnknownCommandMessage(app, args); !message.empty()) {
+        err << "incinctl: " << message << '\n';
+        return kExitUsage;
+      }
+    }
     int rc = app.exit(e, out, err);
     return rc == 0 ? kExitOk : kExitUsage;
   }

@@ -298,6 +298,14 @@ TEST_F(CliAgainstAm, RegisteredSwitchesListAndShow) {
   EXPECT_EQ(Field(show.out, "dtypes"), "int32,fp32,int64,fp16,bf16,fp64") << show.out;
   for (const char* port : {"  p1 ", "  p2 ", "  up1 "})
     EXPECT_TRUE(Contains(show.out, port)) << port << show.out;
+  // The agents registered every port with XDP attached in native mode; the
+  // port table's XDP column says so (it said "-" when the AM dropped it).
+  std::istringstream port_lines(show.out);
+  int native_rows = 0;
+  for (std::string line; std::getline(port_lines, line);) {
+    if (line.size() > 7 && line.compare(line.size() - 7, 7, " native") == 0) ++native_rows;
+  }
+  EXPECT_EQ(native_rows, 3) << show.out;
 
   Result json = Cli({"switch", "show", "spine1", "-o", "json"});
   ASSERT_EQ(json.code, kExitOk) << json.err;

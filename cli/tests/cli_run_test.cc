@@ -17,9 +17,12 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "common/version.h"
 
 namespace inc::cli {
 namespace {
@@ -88,6 +91,14 @@ class ScopedEnv {
   bool had_ = false;
 };
 
+// A connector for commands that must fail before they reach the AM.
+Connector MustNotContactAm(const std::string& what) {
+  return [what](const std::string&) -> std::unique_ptr<AmStub> {
+    ADD_FAILURE() << what << ": a usage error must not contact the AM";
+    return nullptr;
+  };
+}
+
 TEST(CliRun, HelpExitsZeroAndDocumentsExitCodesAndExamples) {
   Result r = RunCli({"--help"});
   EXPECT_EQ(r.code, kExitOk) << r.err;
@@ -142,6 +153,117 @@ TEST(CliRun, UsageErrorsExitOne) {
     EXPECT_EQ(r.code, kExitUsage) << "args: " << joined << "\nstderr: " << r.err;
     EXPECT_FALSE(r.err.empty()) << "args: " << joined;
   }
+}
+
+TEST(CliRun, UnknownOrMissingCommandsAreNamedWithTheGroupsCommands) {
+  struct Case {
+    const char* name;
+    std::vector<std::string> args;
+    std::string want;  // the whole first line of stderr
+  };
+  const std::string top =
+      "commands: switch, arn, credit, topology, tree, stats, events, version (see --help)";
+  const Case cases[] = {
+      {"unknown top-level command", {"bogus"}, "incinctl: unknown command 'bogus'; " + top},
+      {"unknown command after a global option",
+       {"--am", "10.0.0.1:1", "bogus"},
+       "incinctl: unknown command 'bogus'; " + top},
+      {"unknown command in a group",
+       {"tree", "bogus"},
+       "incinctl: unknown command 'tree bogus'; commands (tree): create, list, show, delete (see --help)"},
+      {"no command at all", {}, "incinctl: no command given; " + top},
+      {"group without its command",
+       {"switch"},
+       "incinctl: no command given (switch); commands: list, show (see --help)"},
+  };
+  for (const Case& c : cases) {
+    Result r = RunCli(c.args, MustNotContactAm(c.name));
+    EXPECT_EQ(r.code, kExitUsage) << c.name;
+    EXPECT_EQ(r.err.substr(0, r.err.find('\n')), c.want) << c.name;
+    EXPECT_TRUE(r.out.empty()) << c.name << ": " << r.out;
+  }
+}
+
+TEST(CliRun, NumbersThatAreNotWhatTheOptionMeansAreRefused) {
+  struct Case {
+    const char* name;
+    std::vector<std::string> args;
+    std::string want;  // in stderr
+  };
+  const Case cases[] = {
+      {"timeout NaN",
+       {"switch", "list", "--timeout", "nan"},
+       "--timeout: must be a finite number of seconds above 0, got 'nan'"},
+      {"timeout infinite",
+       {"switch", "list", "--timeout", "inf"},
+       "--timeout: must be a finite number of seconds above 0, got 'inf'"},
+      {"timeout zero", {"switch", "list", "--timeout", "0"}, "got '0'"},
+      {"timeout not a number", {"switch", "list", "--timeout", "soon"}, "got 'soon'"},
+      {"negative event limit",
+       {"events", "--limit", "-5"},
+       "--limit: must be a whole number from 0 to 18446744073709551615, got '-5'"},
+      {"event limit beyond 64 bits",
+       {"events", "--limit", "18446744073709551616"},
+       "got '18446744073709551616'"},
+      {"hexadecimal tree id",
+       {"tree", "show", "0x10"},
+       "must be a whole number from 1 to 4294967295, got '0x10'"},
+      {"negative stats tree",
+       {"stats", "--tree", "-1"},
+       "--tree: must be a whole number from 0 to 4294967295"},
+      {"negative pool size",
+       {"tree", "create", "--job", "j", "--world", "1", "--host", "h1", "--pool-size", "-1"},
+       "--pool-size: must be a whole number from 0 to 4294967295, got '-1'"},
+      {"world size with a sign",
+       {"tree", "create", "--job", "j", "--world", "+2", "--host", "h1,h2"},
+       "got '+2'"},
+  };
+  for (const Case& c : cases) {
+    Result r = RunCli(c.args, MustNotContactAm(c.name));
+    EXPECT_EQ(r.code, kExitUsage) << c.name;
+    EXPECT_TRUE(Contains(r.err, c.want)) << c.name << ": " << r.err;
+  }
+}
+
+// An AM that only records the GetTree requests it gets and answers NOT_FOUND.
+class GetTreeRecorder final : public v1::AggregationManager::Service {
+ public:
+  grpc::Status GetTree(grpc::ServerContext*, const v1::GetTreeRequest* request,
+                       v1::GetTreeResponse*) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ids_.push_back(request->tree_id());
+    return grpc::Status(grpc::StatusCode::NOT_FOUND, "no tree " + std::to_string(request->tree_id()));
+  }
+  std::vector<uint32_t> ids() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return ids_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<uint32_t> ids_;
+};
+
+TEST(CliRun, NumbersWithLeadingZerosAreDecimal) {
+  GetTreeRecorder am;
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&am);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_TRUE(server && port != 0);
+  const std::string address = "127.0.0.1:" + std::to_string(port);
+  EXPECT_EQ(RunCli({"tree", "show", "010", "--am", address}).code, kExitNotFound);
+  EXPECT_EQ(RunCli({"tree", "show", "0000000000000000000000042", "--am", address}).code, kExitNotFound);
+  EXPECT_EQ(am.ids(), (std::vector<uint32_t>{10, 42}));
+  server->Shutdown();
+}
+
+TEST(CliRun, VersionFlagPrintsTheProjectVersionWithoutTheAm) {
+  Result r = RunCli({"--version"}, MustNotContactAm("--version"));
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(r.out, std::string("incinctl ") + kVersion + " (API inc.v1)\n");
+  EXPECT_EQ(RunCli({"version"}).out, r.out) << "the flag and the command agree";
 }
 
 TEST(CliRun, ExitCodeForEveryGrpcCode) {

@@ -95,6 +95,8 @@ Expected<PortState> PortFromProto(const v1::Port& p) {
   }
   s.mtu = p.mtu();
   s.up = p.up();
+  s.xdp_attached = p.xdp_attached();
+  s.xdp_mode = p.xdp_mode();
   return s;
 }
 
@@ -106,6 +108,8 @@ v1::Port PortToProto(const PortState& s) {
   p.set_ip(s.ip.ToString());
   p.set_mtu(s.mtu);
   p.set_up(s.up);
+  p.set_xdp_attached(s.xdp_attached);
+  p.set_xdp_mode(s.xdp_mode);
   return p;
 }
 

@@ -1,77 +1,90 @@
-// incamd: the aggregation manager daemon.
+// incamd: the aggregation manager daemon. docs/operations.md "## incamd"
+// describes its flags, config file, signals and exit codes.
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
-#include <cstdio>
-#include <thread>
+#include <algorithm>
+#include <chrono>
 
+#include "am/config.h"
 #include "am/manager.h"
 #include "am/service.h"
 #include "am/topology.h"
+#include "common/daemon.h"
+#include "common/grpc_log.h"
 #include "common/log.h"
+#include "common/version.h"
+
+namespace {
+
+// Exit codes (docs/operations.md).
+constexpr int kExitCannotServe = 1;
+constexpr int kExitBadConfig = 2;  // command line, config or topology
+
+}  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"incamd: incin aggregation manager (topology, tree building, resources, heartbeats)"};
-  std::string config_path, listen, topology_path, log_level;
-  app.add_option("--config", config_path, "AmConfig JSON file (docs/operations.md)");
-  app.add_option("--listen", listen, "gRPC listen address (default 0.0.0.0:50051)");
-  app.add_option("--topology", topology_path, "TopologyFile JSON file");
-  app.add_option("--log-level", log_level, "debug|info|warn|error (default info)");
-  CLI11_PARSE(app, argc, argv);
+  // Before any thread exists, so that every thread inherits the mask.
+  inc::BlockDaemonSignals();
+
+  CLI::App app{"incamd: incin aggregation manager (topology, tree building, resources, heartbeats)",
+               "incamd"};
+  std::string config_path, listen, topology_path, log_level, log_format;
+  app.add_option("--config", config_path, "AmConfig JSON file (docs/operations.md); SIGHUP reads it again");
+  auto* o_listen = app.add_option("--listen", listen, "gRPC listen address (default 0.0.0.0:50051)");
+  auto* o_topology = app.add_option("--topology", topology_path, "TopologyFile JSON file");
+  auto* o_level = app.add_option("--log-level", log_level, "debug|info|warn|error (default info)");
+  auto* o_format =
+      app.add_option("--log-format", log_format, "text (default) or json: one JSON object per line")
+          ->check(CLI::IsMember({"text", "json"}));
+  app.set_version_flag("--version", std::string("incamd ") + inc::kVersion,
+                       "Print incamd's version and exit");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : kExitBadConfig;
+  }
 
   inc::SetLogComponent("incamd");
-  inc::v1::AmConfig config;
-  if (!config_path.empty()) {
-    inc::Status s = inc::am::ReadJsonFile(config_path, &config);
-    if (!s.ok()) {
-      LOG_ERROR << "config: " << s.ToString();
-      return 2;
-    }
+  inc::RouteGrpcLogs();
+  inc::am::AmFlags flags;
+  if (o_listen->count()) flags.listen = listen;
+  if (o_topology->count()) flags.topology_file = topology_path;
+  if (o_level->count()) flags.log_level = log_level;
+  if (o_format->count()) {
+    flags.log_format = log_format;
+    inc::ApplyLogFormatFlag(log_format);
   }
-  // A relative topology_file in the config is relative to the config file.
-  if (!config_path.empty() && !config.topology_file().empty() && config.topology_file()[0] != '/') {
-    auto slash = config_path.rfind('/');
-    if (slash != std::string::npos)
-      config.set_topology_file(config_path.substr(0, slash + 1) + config.topology_file());
+
+  auto config = inc::am::LoadAmConfig(config_path, flags);
+  if (!config) {
+    LOG_ERROR << "config: " << config.status().message();
+    return kExitBadConfig;
   }
-  if (!listen.empty()) config.set_listen(listen);
-  if (!topology_path.empty()) config.set_topology_file(topology_path);
-  if (!log_level.empty()) config.set_log_level(log_level);
-  if (!config.log_level().empty()) {
-    inc::LogLevel level;
-    if (!inc::ParseLogLevel(config.log_level(), &level)) {
-      LOG_ERROR << "log level \"" << config.log_level() << "\" is not debug|info|warn|error";
-      return 2;
-    }
-    inc::SetLogLevel(level);
+  if (inc::Status st = inc::am::ValidateAmConfig(*config); !st.ok()) {
+    LOG_ERROR << (config_path.empty() ? "" : "config " + config_path + ": ") << st.message();
+    return kExitBadConfig;
   }
-  if (config.move_on_congestion_severity() > 3) {
-    LOG_ERROR << "config: move_on_congestion_severity " << config.move_on_congestion_severity()
-              << " is not in 0..3 (0 = never move trees off congested links)";
-    return 2;
+  (void)inc::ApplyLogSettings(config->log_level().empty() ? "info" : config->log_level(),
+                              config->log_format().empty() ? "text" : config->log_format());
+  inc::am::RunningAm running;
+  running.config = *config;
+  if (inc::Status st = inc::am::ReadJsonFile(config->topology_file(), &running.topology); !st.ok()) {
+    LOG_ERROR << "topology: " << st.ToString();
+    return kExitBadConfig;
   }
-  if (config.topology_file().empty()) {
-    LOG_ERROR << "no topology: give --topology FILE or topology_file in the config";
-    return 2;
-  }
-  auto topo = inc::am::LoadTopologyFile(config.topology_file());
+  auto topo = inc::am::TopologyFromProto(running.topology);
   if (!topo) {
-    LOG_ERROR << "topology: " << topo.status().ToString();
-    return 2;
+    LOG_ERROR << "topology: " << topo.status().WithContext(config->topology_file()).ToString();
+    return kExitBadConfig;
   }
-  LOG_INFO << "topology " << config.topology_file() << ": " << topo->switches.size() << " switches, "
-           << topo->hosts.size() << " hosts, " << topo->links.size() << " links";
+  LOG_INFO << "incamd " << inc::kVersion << ": topology " << config->topology_file() << ": "
+           << topo->switches.size() << " switches, " << topo->hosts.size() << " hosts, " << topo->links.size()
+           << " links";
 
   inc::am::AmOptions options;
-  inc::am::ApplyConfig(config, &options);
-
-  // SIGTERM/SIGINT are taken by a waiting thread, not by async handlers.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  inc::am::ApplyConfig(*config, &options);
 
   inc::am::Manager manager(options, std::move(*topo));
   inc::am::AmService service(&manager);
@@ -79,10 +92,14 @@ int main(int argc, char** argv) {
   int port = 0;
   builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &port);
   builder.RegisterService(&service);
+  inc::CallCounter calls;
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(calls.Factory());
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || port == 0) {
     LOG_ERROR << "cannot listen on " << options.listen;
-    return 1;
+    return kExitCannotServe;
   }
   manager.Start();
   LOG_INFO << "listening on " << options.listen << " (port " << port << "); member heartbeat timeout "
@@ -90,12 +107,21 @@ int main(int argc, char** argv) {
            << options.switch_heartbeat_timeout_ms << " ms";
 
   int sig = 0;
-  sigwait(&signals, &sig);
-  LOG_INFO << "signal " << sig << ": shutting down";
-  manager.Stop();  // wakes waiting members and event watchers
-  // In-flight calls (JoinGroup waiters, event streams) were ended by Stop();
-  // anything left is cancelled after a short grace period.
-  server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+  while ((sig = inc::WaitForDaemonSignal()) == SIGHUP) {
+    LOG_INFO << "SIGHUP: reloading the configuration";
+    inc::am::ReloadAmConfig(config_path, flags, &running);
+  }
+  // Calls in flight finish: one programming or asking switches may take a
+  // switch RPC timeout; one waiting for its group or following events is
+  // answered by Stop() at once. Then the server stops without waiting for
+  // idle clients to hang up.
+  const auto grace = std::chrono::milliseconds(std::max<uint32_t>(options.switch_rpc_timeout_ms + 500, 2000));
+  LOG_INFO << inc::SignalName(sig) << ": shutting down; calls in flight get up to " << grace.count() << " ms";
+  manager.Stop();  // waiting members get UNAVAILABLE, event streams end
+  if (!calls.WaitIdle(std::chrono::steady_clock::now() + grace)) {
+    LOG_WARN << calls.InFlight() << " calls still running after " << grace.count() << " ms: cancelled";
+  }
+  server->Shutdown(std::chrono::system_clock::now());
   LOG_INFO << "stopped";
   return 0;
 }

@@ -139,7 +139,8 @@ Expected<Requirements> Manager::RequirementsFrom(uint32_t pool_size, uint32_t el
   Requirements r;
   r.pool_size = pool_size ? pool_size : opts_.default_pool_size;
   if (r.pool_size > 0xFFFF)
-    return InvalidArgument("pool_size " + std::to_string(pool_size) + " is not in 1..65535");
+    return InvalidArgument("pool_size " + std::to_string(r.pool_size) +
+                           (pool_size ? "" : " (the AM's default_pool_size)") + " is not in 1..65535");
   r.elems_per_packet = elems;
   r.default_elems = opts_.default_elems_per_packet;
   auto dt = DtypeMask(dtypes, "dtypes");

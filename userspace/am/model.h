@@ -38,6 +38,8 @@ struct PortState {
   Ipv4 ip;
   uint32_t mtu = 0;  // 0 = unknown
   bool up = true;
+  bool xdp_attached = false;  // as the agent reports it, for operators
+  std::string xdp_mode;       // "native" or "generic"
 };
 
 struct TopoSwitch {

@@ -23,6 +23,7 @@
 #include "client/communicator.h"
 #include "client/numerics.h"
 #include "common/log.h"
+#include "common/version.h"
 
 using inc::client::Communicator;
 using inc::client::CommunicatorOptions;
@@ -150,6 +151,8 @@ int main(int argc, char** argv) {
       "receives the buffer once; the factor is what a ring would move per link for the same result.)\n"
       "Exit status: 0 ok, 1 wrong results, 2 usage, 3 setup/join failed,\n"
       "4 a collective failed (timeouts, tree dismantled), 143 stopped by SIGTERM/SIGINT."};
+  app.set_version_flag("--version", std::string("inc-perf ") + inc::kVersion,
+                       "Print inc-perf's version and exit");
   std::string coll = "allreduce";
   std::string min_s = "8", max_s = "64M", dtype_s = "float32", op_s = "sum", log_s = "warn";
   double factor = 2;

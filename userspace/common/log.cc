@@ -1,7 +1,6 @@
 #include "common/log.h"
 
 #include <atomic>
-#include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <mutex>
@@ -9,8 +8,58 @@
 namespace inc {
 namespace {
 std::atomic<int> g_level{static_cast<int>(LogLevel::kInfo)};
+std::atomic<int> g_format{static_cast<int>(LogFormat::kText)};
 std::mutex g_mu;
 std::string g_component = "incin";
+
+// Length of the UTF-8 sequence starting at s[i] (1..4), or 0 if the bytes
+// there are not a well-formed sequence (overlong forms, surrogates and code
+// points above U+10FFFF included).
+size_t Utf8Length(const std::string& s, size_t i) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char b = byte(i);
+  size_t n = 0;
+  unsigned char lo = 0x80, hi = 0xBF;  // range of the second byte
+  if (b < 0x80) return 1;
+  if (b >= 0xC2 && b <= 0xDF) {
+    n = 2;
+  } else if (b >= 0xE0 && b <= 0xEF) {
+    n = 3;
+    if (b == 0xE0) lo = 0xA0;
+    if (b == 0xED) hi = 0x9F;
+  } else if (b >= 0xF0 && b <= 0xF4) {
+    n = 4;
+    if (b == 0xF0) lo = 0x90;
+    if (b == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  if (i + n > s.size()) return 0;
+  if (byte(i + 1) < lo || byte(i + 1) > hi) return 0;
+  for (size_t k = 2; k < n; k++)
+    if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return 0;
+  return n;
+}
+
+std::string Timestamp(std::chrono::system_clock::time_point now) {
+  std::time_t secs = std::chrono::system_clock::to_time_t(now);
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
+  char out[40];
+  std::snprintf(out, sizeof(out), "%s.%03dZ", stamp, static_cast<int>(ms));
+  return out;
+}
+
+void Write(LogLevel level, const std::string& component, const std::string& text) {
+  const LogFormat format = GetLogFormat();
+  std::string line = FormatLogLine(format, std::chrono::system_clock::now(), level, component, text);
+  line += '\n';
+  std::fwrite(line.data(), 1, line.size(), stderr);
+}
+
 }  // namespace
 
 void SetLogLevel(LogLevel level) {
@@ -34,23 +83,101 @@ bool ParseLogLevel(const std::string& text, LogLevel* out) {
   return true;
 }
 
+const char* LogLevelName(LogLevel level) {
+  switch (level) {
+    case LogLevel::kDebug: return "debug";
+    case LogLevel::kInfo: return "info";
+    case LogLevel::kWarn: return "warn";
+    case LogLevel::kError: return "error";
+  }
+  return "info";
+}
+
+void SetLogFormat(LogFormat format) {
+  g_format = static_cast<int>(format);
+}
+LogFormat GetLogFormat() {
+  return static_cast<LogFormat>(g_format.load());
+}
+
+bool ParseLogFormat(const std::string& text, LogFormat* out) {
+  if (text == "text")
+    *out = LogFormat::kText;
+  else if (text == "json")
+    *out = LogFormat::kJson;
+  else
+    return false;
+  return true;
+}
+
+const char* LogFormatName(LogFormat format) {
+  return format == LogFormat::kJson ? "json" : "text";
+}
+
 void SetLogComponent(const std::string& component) {
   std::lock_guard<std::mutex> lock(g_mu);
   g_component = component;
 }
 
-void LogLine(LogLevel level, const std::string& text) {
-  static const char kLetters[] = {'D', 'I', 'W', 'E'};
-  auto now = std::chrono::system_clock::now();
-  std::time_t secs = std::chrono::system_clock::to_time_t(now);
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char stamp[32];
-  std::strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
+std::string GetLogComponent() {
   std::lock_guard<std::mutex> lock(g_mu);
-  std::fprintf(stderr, "%s.%03dZ %c %s: %s\n", stamp, static_cast<int>(ms), kLetters[static_cast<int>(level)],
-               g_component.c_str(), text.c_str());
+  return g_component;
+}
+
+std::string JsonQuote(const std::string& text) {
+  std::string out = "\"";
+  out.reserve(text.size() + 2);
+  for (size_t i = 0; i < text.size();) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20 || c == 0x7F) {
+          char buf[8];
+          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+          out += buf;
+        } else if (c >= 0x80) {
+          size_t n = Utf8Length(text, i);
+          if (n == 0) {
+            out += "\\ufffd";
+            i += 1;
+          } else {
+            out.append(text, i, n);
+            i += n;
+          }
+          continue;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+    i += 1;
+  }
+  out += '"';
+  return out;
+}
+
+std::string FormatLogLine(LogFormat format, std::chrono::system_clock::time_point time, LogLevel level,
+                          const std::string& component, const std::string& text) {
+  if (format == LogFormat::kJson) {
+    return "{\"time\":\"" + Timestamp(time) + "\",\"level\":\"" + LogLevelName(level) +
+           "\",\"component\":" + JsonQuote(component) + ",\"message\":" + JsonQuote(text) + "}";
+  }
+  static const char kLetters[] = {'D', 'I', 'W', 'E'};
+  return Timestamp(time) + " " + kLetters[static_cast<int>(level)] + " " + component + ": " + text;
+}
+
+void LogLine(LogLevel level, const std::string& text) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  Write(level, g_component, text);
+}
+
+void LogLineFrom(LogLevel level, const std::string& source, const std::string& text) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  Write(level, g_component + "/" + source, text);
 }
 
 }  // namespace inc

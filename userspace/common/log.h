@@ -1,21 +1,47 @@
-// Leveled logging to stderr: "2026-11-22T03:00:00.123Z I incamd: message".
-// Daemons set the level from --log-level / config; libbpf output is routed
-// here by the data-path library.
+// Leveled logging to stderr, one line per message, in one of two formats:
+//   text: "2026-11-22T03:00:00.123Z I incamd: message"
+//   json: {"time":"2026-11-22T03:00:00.123Z","level":"info","component":"incamd","message":"message"}
+// Daemons set the level and format from --log-level / --log-format and their
+// config (both can change at run time); libbpf output is routed here by the
+// data-path library and gRPC's own lines by common/grpc_log.h.
 #pragma once
 
+#include <chrono>
 #include <sstream>
 #include <string>
 
 namespace inc {
 
 enum class LogLevel { kDebug = 0, kInfo = 1, kWarn = 2, kError = 3 };
+enum class LogFormat { kText = 0, kJson = 1 };
 
 void SetLogLevel(LogLevel level);
 LogLevel GetLogLevel();
 // Parses "debug|info|warn|error"; false on anything else.
 bool ParseLogLevel(const std::string& text, LogLevel* out);
+// "debug", "info", "warn", "error".
+const char* LogLevelName(LogLevel level);
+
+void SetLogFormat(LogFormat format);
+LogFormat GetLogFormat();
+// Parses "text|json"; false on anything else.
+bool ParseLogFormat(const std::string& text, LogFormat* out);
+const char* LogFormatName(LogFormat format);
+
 void SetLogComponent(const std::string& component);
+std::string GetLogComponent();
+
 void LogLine(LogLevel level, const std::string& text);
+// A line from another library in this process (gRPC), logged under
+// "<component>/<source>" so it can be told from the process's own lines.
+void LogLineFrom(LogLevel level, const std::string& source, const std::string& text);
+
+// One line as LogLine writes it, without the newline (for tests).
+std::string FormatLogLine(LogFormat format, std::chrono::system_clock::time_point time, LogLevel level,
+                          const std::string& component, const std::string& text);
+// A JSON string literal (quotes included): control characters escaped,
+// bytes that are not UTF-8 replaced by U+FFFD, so every line parses.
+std::string JsonQuote(const std::string& text);
 
 namespace detail {
 class LogMessage {

@@ -56,6 +56,52 @@ Ipv4 Ipv4::FromBe(uint32_t be) {
   return Ipv4{ntohl(be)};
 }
 
+Expected<HostPort> HostPort::Parse(const std::string& text) {
+  const auto colon = text.rfind(':');
+  if (colon == std::string::npos) return InvalidArgument("\"" + text + "\" is not host:port");
+  HostPort out;
+  out.host = text.substr(0, colon);
+  const std::string port = text.substr(colon + 1);
+  if (!out.host.empty() && out.host.front() == '[') {
+    if (out.host.size() < 3 || out.host.back() != ']')
+      return InvalidArgument("\"" + text + "\": an IPv6 host must be in brackets, [addr]:port");
+  } else if (out.host.find(':') != std::string::npos) {
+    return InvalidArgument("\"" + text + "\" is not host:port (an IPv6 host goes in brackets: [addr]:port)");
+  }
+  bool digits = !port.empty() && port.size() <= 10;
+  uint64_t value = 0;
+  for (char c : port) {
+    digits = digits && c >= '0' && c <= '9';
+    if (digits) value = value * 10 + static_cast<uint64_t>(c - '0');
+  }
+  if (!digits) return InvalidArgument("\"" + text + "\": port \"" + port + "\" is not a number");
+  if (value > 65535) return InvalidArgument("\"" + text + "\": port " + port + " is not in 0..65535");
+  out.port = static_cast<uint32_t>(value);
+  return out;
+}
+
+Status ValidateListenAddress(const std::string& address, const std::string& what) {
+  if (address.rfind("unix:", 0) == 0) {
+    if (address.size() == 5) return InvalidArgument(what + " \"unix:\" has no path");
+    return Status::Ok();
+  }
+  if (address.empty()) return InvalidArgument(what + " is empty");
+  auto hp = HostPort::Parse(address);
+  if (!hp.ok()) return hp.status().WithContext(what);
+  return Status::Ok();
+}
+
+Status ValidateDialAddress(const std::string& address, const std::string& what) {
+  for (const char* scheme : {"dns:", "ipv4:", "ipv6:", "unix:", "unix-abstract:", "vsock:"})
+    if (address.rfind(scheme, 0) == 0) return Status::Ok();
+  if (address.empty()) return InvalidArgument(what + " is empty");
+  auto hp = HostPort::Parse(address);
+  if (!hp.ok()) return hp.status().WithContext(what);
+  if (hp->host.empty()) return InvalidArgument(what + " \"" + address + "\" has no host");
+  if (hp->port == 0) return InvalidArgument(what + " \"" + address + "\": port 0 cannot be dialled");
+  return Status::Ok();
+}
+
 Expected<InterfaceInfo> GetInterfaceInfo(const std::string& ifname) {
   InterfaceInfo info;
   info.name = ifname;

@@ -30,6 +30,23 @@ struct Ipv4 {
   bool operator!=(const Ipv4& o) const { return !(*this == o); }
 };
 
+// "host:port" as gRPC takes it: host a name, a dotted quad, an IPv6 address
+// in brackets ("[::1]:50051"; host keeps the brackets) or empty (every
+// address), port 0..65535 in decimal. gRPC itself takes a larger port modulo
+// 65536 without a word, which is why daemons check theirs first.
+struct HostPort {
+  std::string host;
+  uint32_t port = 0;
+  static Expected<HostPort> Parse(const std::string& text);
+};
+
+// A gRPC server address: "unix:PATH" or HostPort (port 0 lets the kernel
+// pick one). `what` names the flag or field in the error.
+Status ValidateListenAddress(const std::string& address, const std::string& what);
+// An address to dial: as ValidateListenAddress but with a port in 1..65535;
+// a gRPC target with a scheme ("dns:", "ipv4:", "unix:", ...) is left to gRPC.
+Status ValidateDialAddress(const std::string& address, const std::string& what);
+
 struct InterfaceInfo {
   std::string name;
   uint32_t ifindex = 0;

@@ -17,6 +17,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/daemon.h"
 #include "common/log.h"
 
 namespace inc::sw {
@@ -75,6 +76,7 @@ void FillDefaults(v1::SwitchAgentConfig* c) {
   if (c->xdp_mode().empty()) c->set_xdp_mode("native");
   if (c->heartbeat_interval_ms() == 0) c->set_heartbeat_interval_ms(kDefaultHeartbeatMs);
   if (c->log_level().empty()) c->set_log_level("info");
+  if (c->log_format().empty()) c->set_log_format("text");
 }
 
 // All IPv4 addresses of an interface, in host order.
@@ -148,6 +150,7 @@ void ApplyFlags(const FlagOverrides& f, v1::SwitchAgentConfig* c) {
   if (f.xdp_mode) c->set_xdp_mode(*f.xdp_mode);
   if (f.keep_datapath_on_exit) c->set_keep_datapath_on_exit(*f.keep_datapath_on_exit);
   if (f.log_level) c->set_log_level(*f.log_level);
+  if (f.log_format) c->set_log_format(*f.log_format);
 }
 
 Status ValidateConfig(const v1::SwitchAgentConfig& c) {
@@ -187,20 +190,41 @@ Status ValidateConfig(const v1::SwitchAgentConfig& c) {
   if (c.xdp_mode() != "native" && c.xdp_mode() != "generic") {
     return InvalidArgument("xdp_mode '" + c.xdp_mode() + "' is not 'native' or 'generic'");
   }
-  LogLevel level;
-  if (!ParseLogLevel(c.log_level(), &level)) {
-    return InvalidArgument("log_level '" + c.log_level() + "' is not debug, info, warn or error");
-  }
+  INC_RETURN_IF_ERROR(ValidateLogSettings(c.log_level(), c.log_format()));
   if (c.slot_capacity() == 0 || c.slot_capacity() > (1u << 20)) {
     return InvalidArgument("slot_capacity " + std::to_string(c.slot_capacity()) +
                            " is out of range 1..1048576");
   }
-  if (c.listen().empty()) return InvalidArgument("listen address is empty");
+  INC_RETURN_IF_ERROR(ValidateListenAddress(c.listen(), "listen"));
+  if (!c.am_address().empty()) INC_RETURN_IF_ERROR(ValidateDialAddress(c.am_address(), "am_address"));
   if (c.heartbeat_interval_ms() < 10 || c.heartbeat_interval_ms() > 600000) {
     return InvalidArgument("heartbeat_interval_ms " + std::to_string(c.heartbeat_interval_ms()) +
                            " is out of range 10..600000");
   }
   return Status::Ok();
+}
+
+void ReloadConfig(const std::string& path, const FlagOverrides& flags, v1::SwitchAgentConfig* running) {
+  if (path.empty()) {
+    LOG_INFO << "SIGHUP: no --config file, nothing to reload";
+    return;
+  }
+  auto reread = LoadConfigFile(path);
+  if (reread.ok()) {
+    std::vector<FlagOverride> overrides;
+    if (flags.log_level) overrides.push_back({"--log-level", "log_level", *flags.log_level});
+    if (flags.log_format) overrides.push_back({"--log-format", "log_format", *flags.log_format});
+    LogFlagOverrides(*reread, overrides, path);
+    ApplyFlags(flags, &*reread);
+  }
+  Status st = reread.ok() ? ValidateConfig(*reread) : reread.status();
+  if (!st.ok()) {
+    LOG_ERROR << "SIGHUP: config " << path << " not reloaded, the running one stays: " << st.message();
+    return;
+  }
+  if (ApplyReload(*reread, "incswitchd", running) == 0) {
+    LOG_INFO << "SIGHUP: config " << path << " reread, nothing changed";
+  }
 }
 
 Expected<PortInfo> ReadPort(const std::string& ifname) {

@@ -42,13 +42,23 @@ struct FlagOverrides {
   std::optional<std::string> xdp_mode;
   std::optional<bool> keep_datapath_on_exit;
   std::optional<std::string> log_level;
+  std::optional<std::string> log_format;
 };
 
 void ApplyFlags(const FlagOverrides& flags, v1::SwitchAgentConfig* config);
 
 // Checks what can be checked without the kernel: a name, at least one port,
-// no duplicate ports, xdp_mode, log level, slot capacity, port IPs.
+// no duplicate ports, xdp_mode, log level and format, slot capacity, port
+// IPs, the listen and AM addresses (ports in range).
 Status ValidateConfig(const v1::SwitchAgentConfig& config);
+
+// SIGHUP: reads the config file again with the flags over it and, if it is
+// valid, applies log_level and log_format and logs every other changed field
+// as needing a restart (ports, listen, credit, ...: the data path and the
+// services keep what they started with). An unreadable or invalid file
+// changes nothing and is logged as an error. *running becomes the config now
+// in force.
+void ReloadConfig(const std::string& path, const FlagOverrides& flags, v1::SwitchAgentConfig* running);
 
 // A configured port as the agent uses it: the interface's facts plus the
 // address the port answers RoCEv2 on.

@@ -1,8 +1,8 @@
 // incswitchd: the switch agent. Owns the XDP data path of one switch, serves
 // the SwitchAgent gRPC service, registers with and heartbeats to the AM.
-// docs/operations.md "## incswitchd" describes config, flags and restarts.
+// docs/operations.md "## incswitchd" describes config, flags, signals,
+// restarts and exit codes.
 #include <grpcpp/grpcpp.h>
-#include <pthread.h>
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
@@ -12,7 +12,10 @@
 #include <iostream>
 #include <thread>
 
+#include "common/daemon.h"
+#include "common/grpc_log.h"
 #include "common/log.h"
+#include "common/version.h"
 #include "switch/agent.h"
 #include "switch/am_client.h"
 #include "switch/arn_config.h"
@@ -39,19 +42,32 @@ std::string AdvertisedAddress(const std::string& listen, const std::vector<inc::
   return listen;
 }
 
-int Fail(const std::string& what) {
-  std::cerr << "incswitchd: error: " << what << "\n";
-  return 1;
+// Exit codes (docs/operations.md): a bad command line or configuration
+// (found before the data path is touched) is 2, a failure to run is 1.
+constexpr int kExitFailed = 1;
+constexpr int kExitBadConfig = 2;
+
+int Fail(const std::string& what, int code = kExitFailed) {
+  if (inc::GetLogFormat() == inc::LogFormat::kJson) {
+    LOG_ERROR << what;  // a JSON log reader gets JSON
+  } else {
+    std::cerr << "incswitchd: error: " << what << "\n";
+  }
+  return code;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before any thread exists, so that every thread inherits the mask: a
+  // SIGHUP must not kill the agent and leave XDP attached.
+  inc::BlockDaemonSignals();
+
   CLI::App app{"incswitchd: incin switch agent (XDP data path, SwitchAgent gRPC service, AM registration)",
                "incswitchd"};
   std::string config_path;
   FlagOverrides flags;
-  std::string name, listen, am, pin_root, xdp_mode, log_level, advertise;
+  std::string name, listen, am, pin_root, xdp_mode, log_level, log_format, advertise;
   uint32_t slot_capacity = 0;
   bool icrc = false, keep = false;
   app.add_option("--config", config_path, "SwitchAgentConfig in protobuf JSON (flags override it)")
@@ -74,10 +90,19 @@ int main(int argc, char** argv) {
                    "on SIGTERM leave XDP attached and maps pinned, for a restarted agent to re-adopt");
   auto* o_log = app.add_option("--log-level", log_level, "debug, info, warn or error (default info)")
                     ->check(CLI::IsMember({"debug", "info", "warn", "error"}));
+  auto* o_format =
+      app.add_option("--log-format", log_format, "text (default) or json: one JSON object per log line")
+          ->check(CLI::IsMember({"text", "json"}));
   app.add_option(
       "--advertise", advertise,
       "address the AM dials back (default: --listen, wildcard host replaced by the first port's IP)");
-  CLI11_PARSE(app, argc, argv);
+  app.set_version_flag("--version", std::string("incswitchd ") + inc::kVersion,
+                       "Print incswitchd's version and exit");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : kExitBadConfig;
+  }
 
   if (o_name->count()) flags.switch_name = name;
   if (o_listen->count()) flags.listen = listen;
@@ -88,46 +113,47 @@ int main(int argc, char** argv) {
   if (o_mode->count()) flags.xdp_mode = xdp_mode;
   if (o_keep->count()) flags.keep_datapath_on_exit = keep;
   if (o_log->count()) flags.log_level = log_level;
+  if (o_format->count()) {
+    flags.log_format = log_format;
+    inc::ApplyLogFormatFlag(log_format);
+  }
 
   inc::SetLogComponent("incswitchd");
+  inc::RouteGrpcLogs();
   inc::v1::SwitchAgentConfig config = inc::sw::DefaultConfig();
   if (!config_path.empty()) {
     auto loaded = inc::sw::LoadConfigFile(config_path);
-    if (!loaded.ok()) return Fail(loaded.status().message());
+    if (!loaded.ok()) return Fail(loaded.status().message(), kExitBadConfig);
     config = *loaded;
   }
   inc::sw::ApplyFlags(flags, &config);
   if (auto st = inc::sw::ValidateConfig(config); !st.ok()) {
-    return Fail((config_path.empty() ? "" : "config " + config_path + ": ") + st.message());
+    return Fail((config_path.empty() ? "" : "config " + config_path + ": ") + st.message(), kExitBadConfig);
   }
-  inc::LogLevel level;
-  inc::ParseLogLevel(config.log_level(), &level);
-  inc::SetLogLevel(level);
-  LOG_INFO << "starting switch " << config.switch_name() << " (" << config.ports_size() << " ports, listen "
-           << config.listen() << ", AM " << (config.am_address().empty() ? "none" : config.am_address())
-           << ")";
+  if (!advertise.empty()) {
+    if (auto st = inc::ValidateDialAddress(advertise, "--advertise"); !st.ok())
+      return Fail(st.message(), kExitBadConfig);
+  }
+  (void)inc::ApplyLogSettings(config.log_level(), config.log_format());  // validated above
+  LOG_INFO << "incswitchd " << inc::kVersion << ": starting switch " << config.switch_name() << " ("
+           << config.ports_size() << " ports, listen " << config.listen() << ", AM "
+           << (config.am_address().empty() ? "none" : config.am_address()) << ")";
 
   auto ports = inc::sw::ResolvePorts(config);
-  if (!ports.ok()) return Fail(ports.status().message());
-
-  // Signals are taken synchronously by the main thread; every other thread
-  // (gRPC's included) inherits the blocked mask.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  if (!ports.ok()) return Fail(ports.status().message(), kExitBadConfig);
 
   auto routing_settings = inc::sw::ParseRoutingSettings(config, *ports);
   if (!routing_settings.ok()) {
-    return Fail((config_path.empty() ? "" : "config " + config_path + ": ") +
-                routing_settings.status().message());
+    return Fail(
+        (config_path.empty() ? "" : "config " + config_path + ": ") + routing_settings.status().message(),
+        kExitBadConfig);
   }
 
   auto credit_settings = inc::sw::ParseCreditSettings(config.credit(), *ports);
   if (!credit_settings.ok())
-    return Fail((config_path.empty() ? "" : "config " + config_path + ": ") +
-                credit_settings.status().message());
+    return Fail(
+        (config_path.empty() ? "" : "config " + config_path + ": ") + credit_settings.status().message(),
+        kExitBadConfig);
 
   auto agent = inc::sw::Agent::Start(config, *ports);
   if (!agent.ok()) return Fail(agent.status().message());
@@ -170,7 +196,8 @@ int main(int argc, char** argv) {
     return Fail("cannot serve SwitchAgent on " + config.listen() +
                 " (address in use, not assigned in this namespace, or malformed)");
   }
-  LOG_INFO << "serving SwitchAgent on " << config.listen();
+  LOG_INFO << "serving SwitchAgent on " << config.listen()
+           << (config.listen().rfind("unix:", 0) == 0 ? "" : " (port " + std::to_string(bound_port) + ")");
 
   std::unique_ptr<inc::sw::AmClient> am_client;
   if (!config.am_address().empty()) {
@@ -209,8 +236,11 @@ int main(int argc, char** argv) {
   });
 
   int sig = 0;
-  sigwait(&stop_signals, &sig);
-  LOG_INFO << "received " << (sig == SIGTERM ? "SIGTERM" : "SIGINT") << ": stopping";
+  while ((sig = inc::WaitForDaemonSignal()) == SIGHUP) {
+    LOG_INFO << "SIGHUP: reloading the configuration";
+    inc::sw::ReloadConfig(config_path, flags, &config);
+  }
+  LOG_INFO << "received " << inc::SignalName(sig) << ": stopping";
 
   if (am_client) {
     am_client->Stop();

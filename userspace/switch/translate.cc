@@ -10,6 +10,13 @@ std::string Num(uint64_t v) {
   return std::to_string(v);
 }
 
+// The role's name, or its number for a value the enum does not have (a
+// proto3 enum field carries any number; Role_Name then gives "").
+std::string RoleName(int role) {
+  const std::string& name = v1::Role_Name(static_cast<v1::Role>(role));
+  return name.empty() ? std::to_string(role) + " (no such role)" : name;
+}
+
 Status CollectMask(const google::protobuf::RepeatedField<int>& values, const char* what, int max_value,
                    uint32_t supported, const std::function<std::string(int)>& name, uint32_t* mask) {
   *mask = 0;
@@ -83,8 +90,7 @@ Expected<dp::TreeSpec> TreeConfigToSpec(const v1::TreeConfig& c, const PortTable
     case v1::SINGLE: spec.role = INC_ROLE_SINGLE; break;
     case v1::LEAF: spec.role = INC_ROLE_LEAF; break;
     case v1::ROOT: spec.role = INC_ROLE_ROOT; break;
-    default:
-      return InvalidArgument(tree + ": role " + v1::Role_Name(c.role()) + " is not SINGLE, LEAF or ROOT");
+    default: return InvalidArgument(tree + ": role " + RoleName(c.role()) + " is not SINGLE, LEAF or ROOT");
   }
   if (c.pool_size() == 0) return InvalidArgument(tree + ": pool_size must be > 0");
   if (c.pool_size() > 0xFFFF) {
@@ -158,7 +164,7 @@ Expected<dp::TreeSpec> TreeConfigToSpec(const v1::TreeConfig& c, const PortTable
     spec.rank_at_parent = static_cast<uint8_t>(c.rank_at_parent());
   } else {
     if (c.has_parent()) {
-      return InvalidArgument(tree + ": role " + v1::Role_Name(c.role()) + " must not have a parent");
+      return InvalidArgument(tree + ": role " + RoleName(c.role()) + " must not have a parent");
     }
     if (c.rank_at_parent() != 0) {
       return InvalidArgument(tree + ": rank_at_parent is only meaningful for role LEAF");

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdio>
+#include <fstream>
 #include <map>
 #include <set>
 #include <thread>
@@ -13,9 +15,11 @@
 #include "am/service.h"
 #include "am/tests/recording_agent.h"
 #include "am/topology.h"
+#include "common/version.h"
 // After inc.pb.h: <sys/socket.h> defines an AF_XDP macro that would rename
 // the proto enum value Transport.AF_XDP.
 // clang-format off
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -784,17 +788,206 @@ TEST_F(AmDaemonTest, GetStatsListsSwitchesThatDoNotAnswer) {
   EXPECT_EQ(resp.errors(0).rfind("switch leaf01: ", 0), 0u) << resp.errors(0);
 }
 
-// The real incamd binary: serves the topology over gRPC, exits 0 on SIGTERM.
-TEST(IncamdBinaryTest, ServesAndExitsCleanlyOnSigterm) {
+// 127.0.0.1 with a port that was free a moment ago.
+std::string FreeLoopbackAddress() {
   int sock = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(sock, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  EXPECT_EQ(bind(sock, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
   socklen_t len = sizeof addr;
   getsockname(sock, reinterpret_cast<sockaddr*>(&addr), &len);
-  const std::string listen = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
   close(sock);
+  return "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+}
+
+std::string ReadWholeFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
+
+// incamd as a child process whose stdout and stderr go to a file.
+class Incamd {
+ public:
+  explicit Incamd(const std::vector<std::string>& args) {
+    char dir[] = "/tmp/incamd_test_XXXXXX";
+    dir_ = mkdtemp(dir);
+    output_ = dir_ + "/output";
+    pid_ = fork();
+    if (pid_ == 0) {
+      int fd = open(output_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(fd, 1);
+      dup2(fd, 2);
+      std::vector<char*> argv{const_cast<char*>("incamd")};
+      for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      execv(INC_INCAMD_PATH, argv.data());
+      _exit(127);
+    }
+  }
+  ~Incamd() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    std::remove(output_.c_str());
+    rmdir(dir_.c_str());
+  }
+  // The exit code (-1 if it died of a signal).
+  int Wait() {
+    int status = 0;
+    EXPECT_EQ(waitpid(pid_, &status, 0), pid_);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  void Signal(int sig) { kill(pid_, sig); }
+  int Stop(int sig) {
+    Signal(sig);
+    return Wait();
+  }
+  bool Running() { return pid_ > 0 && waitpid(pid_, nullptr, WNOHANG) == 0; }
+  std::string Output() const { return ReadWholeFile(output_); }
+  // Waits up to 10 s for text in the output.
+  bool WaitFor(const std::string& text) const {
+    for (int i = 0; i < 1000; ++i) {
+      if (Output().find(text) != std::string::npos) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  }
+
+ private:
+  std::string dir_, output_;
+  pid_t pid_ = -1;
+};
+
+std::string WriteTempFile(const std::string& content) {
+  char path[] = "/tmp/incamd_config_XXXXXX";
+  int fd = mkstemp(path);
+  EXPECT_GE(fd, 0);
+  EXPECT_EQ(write(fd, content.data(), content.size()), static_cast<ssize_t>(content.size()));
+  close(fd);
+  return path;
+}
+
+TEST(IncamdBinaryTest, VersionFlagPrintsTheProjectVersionAndExitsZero) {
+  Incamd am({"--version"});
+  EXPECT_EQ(am.Wait(), 0);
+  EXPECT_EQ(am.Output(), std::string("incamd ") + kVersion + "\n");
+}
+
+TEST(IncamdBinaryTest, BadCommandLinesAndConfigsExitTwoNamingTheProblem) {
+  const std::string topology = "\"topologyFile\": \"" INC_AM_EXAMPLES "/topology.json\"";
+  struct Case {
+    const char* name;
+    std::string config;  // AmConfig JSON, empty: no --config
+    std::vector<std::string> args;
+    std::string words;  // in the output
+  };
+  const Case cases[] = {
+      {"listen port above 65535",
+       "",
+       {"--listen", ":70000", "--topology", INC_AM_EXAMPLES "/topology.json"},
+       "listen: \":70000\": port 70000 is not in 0..65535"},
+      {"listen port above 65535 in the file",
+       "{" + topology + ", \"listen\": \"0.0.0.0:99999\"}",
+       {},
+       "port 99999 is not in 0..65535"},
+      {"pool 2^32-1",
+       "{" + topology + ", \"defaultPoolSize\": 4294967295}",
+       {},
+       "default_pool_size 4294967295 is not in 1..65535"},
+      {"member timeout shorter than its interval",
+       "{" + topology + ", \"memberHeartbeatTimeoutMs\": 500, \"memberHeartbeatIntervalMs\": 1000}",
+       {},
+       "member_heartbeat_timeout_ms 500 is shorter than two heartbeats"},
+      {"unknown flag", "", {"--bogus"}, "--bogus"},
+      {"log format", "", {"--log-format", "xml"}, "--log-format"},
+      {"unknown config field", "{" + topology + ", \"poolSize\": 4}", {}, "poolSize"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = c.args;
+    std::string path;
+    if (!c.config.empty()) {
+      path = WriteTempFile(c.config);
+      args.insert(args.begin(), {"--config", path});
+    }
+    Incamd am(args);
+    EXPECT_EQ(am.Wait(), 2) << c.name << "\n" << am.Output();
+    EXPECT_NE(am.Output().find(c.words), std::string::npos) << c.name << ": " << am.Output();
+    if (!path.empty()) std::remove(path.c_str());
+  }
+}
+
+// SIGHUP during service: the log settings change, everything else is
+// refused with a line, an invalid file changes nothing, the AM keeps
+// serving; then SIGTERM ends a waiting JoinGroup with UNAVAILABLE (an
+// answer, not a cut connection) and exits 0.
+TEST(IncamdBinaryTest, SighupReloadsLogSettingsRefusesTheRestAndSigtermAnswersWaitingCalls) {
+  const std::string listen = FreeLoopbackAddress();
+  const std::string head =
+      "{\"topologyFile\": \"" INC_AM_EXAMPLES "/topology.json\", \"listen\": \"" + listen + "\"";
+  const std::string path = WriteTempFile(head + "}");
+  Incamd am({"--config", path});
+  auto stub =
+      v1::AggregationManager::NewStub(grpc::CreateChannel(listen, grpc::InsecureChannelCredentials()));
+  auto serves = [&] {
+    grpc::ClientContext ctx;
+    ctx.set_wait_for_ready(true);
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    v1::GetTopologyResponse topo;
+    return stub->GetTopology(&ctx, v1::GetTopologyRequest(), &topo).ok() && topo.nodes_size() == 7;
+  };
+  ASSERT_TRUE(serves()) << am.Output();
+
+  struct Step {
+    const char* name;
+    std::string config;
+    std::string logged;
+  };
+  const Step steps[] = {
+      {"nothing changed", head + "}", "I incamd: SIGHUP: config " + path + " reread, nothing changed"},
+      {"log level", head + ", \"logLevel\": \"debug\"}", "SIGHUP: log_level \"\" -> \"debug\": applied"},
+      {"a timeout needs a restart", head + ", \"logLevel\": \"debug\", \"memberHeartbeatTimeoutMs\": 9000}",
+       "W incamd: SIGHUP: member_heartbeat_timeout_ms 0 -> 9000: not applied, needs a restart of incamd"},
+      {"an invalid file changes nothing", head + ", \"logLevel\": \"loud\"}",
+       "E incamd: SIGHUP: config " + path + " not reloaded, the running one stays: log_level \"loud\""},
+      {"json lines", head + ", \"logLevel\": \"debug\", \"logFormat\": \"json\"}",
+       "I incamd: SIGHUP: log_format \"\" -> \"json\": applied"},
+  };
+  for (const Step& s : steps) {
+    std::ofstream(path, std::ios::trunc) << s.config;
+    am.Signal(SIGHUP);
+    EXPECT_TRUE(am.WaitFor(s.logged)) << s.name << ": no \"" << s.logged << "\" in\n" << am.Output();
+    EXPECT_TRUE(am.Running()) << s.name;
+    EXPECT_TRUE(serves()) << s.name;
+  }
+
+  // A member waiting for the rest of its group when SIGTERM comes.
+  grpc::Status join_status;
+  std::thread member([&] {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    v1::JoinGroupResponse response;
+    join_status = stub->JoinGroup(&ctx, testing::MakeJoin("j", 0, 2, "w1", 60000), &response);
+  });
+  ASSERT_TRUE(am.WaitFor("group_started")) << am.Output();
+  EXPECT_EQ(am.Stop(SIGTERM), 0) << am.Output();
+  member.join();
+  EXPECT_EQ(join_status.error_code(), grpc::StatusCode::UNAVAILABLE) << join_status.error_message();
+  EXPECT_NE(join_status.error_message().find("shutting down"), std::string::npos)
+      << join_status.error_message();
+  EXPECT_NE(am.Output().find(R"("message":"SIGTERM: shutting down; calls in flight get up to )"),
+            std::string::npos)
+      << am.Output();
+  std::remove(path.c_str());
+}
+
+// The real incamd binary: serves the topology over gRPC, exits 0 on SIGTERM.
+TEST(IncamdBinaryTest, ServesAndExitsCleanlyOnSigterm) {
+  const std::string listen = FreeLoopbackAddress();
 
   pid_t pid = fork();
   ASSERT_GE(pid, 0);

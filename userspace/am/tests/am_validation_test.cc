@@ -6,6 +6,7 @@
 #include <future>
 #include <thread>
 
+#include "am/config.h"
 #include "am/manager.h"
 #include "am/tests/recording_agent.h"
 #include "am/topology.h"
@@ -116,6 +117,111 @@ TEST(TopologyValidationTest, DocumentedExampleFilesAreValid) {
   ApplyConfig(config, &o);
   EXPECT_EQ(o.member_heartbeat_timeout_ms, 5000u);
   EXPECT_EQ(o.listen, "127.0.0.1:50051");
+}
+
+// ------------------------------------------------------------- config file
+
+TEST(AmConfigValidationTest, ValuesThatCannotWorkAreRejectedNamingTheFields) {
+  struct Case {
+    const char* name;
+    void (*set)(v1::AmConfig*);
+    std::string error;  // empty: valid
+  };
+  const Case cases[] = {
+      {"defaults", [](v1::AmConfig*) {}, ""},
+      {"the documented example's values",
+       [](v1::AmConfig* c) {
+         c->set_member_heartbeat_timeout_ms(5000);
+         c->set_member_heartbeat_interval_ms(1000);
+         c->set_default_pool_size(256);
+       },
+       ""},
+      {"timeout exactly two intervals", [](v1::AmConfig* c) { c->set_member_heartbeat_timeout_ms(2000); },
+       ""},
+      {"listen port above 65535 (gRPC would listen on 4464)",
+       [](v1::AmConfig* c) { c->set_listen(":70000"); }, "listen: \":70000\": port 70000 is not in 0..65535"},
+      {"listen not host:port", [](v1::AmConfig* c) { c->set_listen("localhost"); },
+       "listen: \"localhost\" is not host:port"},
+      {"pool 2^32-1", [](v1::AmConfig* c) { c->set_default_pool_size(4294967295u); },
+       "default_pool_size 4294967295 is not in 1..65535 (a switch's slots per tree)"},
+      {"pool one above a switch's largest", [](v1::AmConfig* c) { c->set_default_pool_size(65536); },
+       "default_pool_size 65536 is not in 1..65535"},
+      {"member timeout shorter than the interval",
+       [](v1::AmConfig* c) {
+         c->set_member_heartbeat_timeout_ms(500);
+         c->set_member_heartbeat_interval_ms(1000);
+       },
+       "member_heartbeat_timeout_ms 500 is shorter than two heartbeats (member_heartbeat_interval_ms 1000): "
+       "one late heartbeat would fail a tree"},
+      {"member timeout against the default interval",
+       [](v1::AmConfig* c) { c->set_member_heartbeat_timeout_ms(1500); },
+       "member_heartbeat_timeout_ms 1500 is shorter than two heartbeats (member_heartbeat_interval_ms 1000 "
+       "(the default))"},
+      {"member interval against the default timeout",
+       [](v1::AmConfig* c) { c->set_member_heartbeat_interval_ms(4000); },
+       "member_heartbeat_timeout_ms 5000 (the default) is shorter than two heartbeats "
+       "(member_heartbeat_interval_ms 4000)"},
+      {"switch timeout shorter than the interval",
+       [](v1::AmConfig* c) {
+         c->set_switch_heartbeat_timeout_ms(900);
+         c->set_switch_heartbeat_interval_ms(1000);
+       },
+       "switch_heartbeat_timeout_ms 900 is shorter than two heartbeats (switch_heartbeat_interval_ms 1000): "
+       "one late heartbeat would declare a switch dead"},
+      {"member interval below 10 ms",
+       [](v1::AmConfig* c) {
+         c->set_member_heartbeat_interval_ms(5);
+         c->set_member_heartbeat_timeout_ms(100);
+       },
+       "member_heartbeat_interval_ms 5 is below 10 ms"},
+      {"timeouts near 2^32 do not wrap",
+       [](v1::AmConfig* c) {
+         c->set_switch_heartbeat_interval_ms(2147483649u);
+         c->set_switch_heartbeat_timeout_ms(4294967295u);
+       },
+       "switch_heartbeat_timeout_ms 4294967295 is shorter than two heartbeats"},
+      {"congestion severity", [](v1::AmConfig* c) { c->set_move_on_congestion_severity(4); },
+       "move_on_congestion_severity 4 is not in 0..3"},
+      {"log level", [](v1::AmConfig* c) { c->set_log_level("verbose"); },
+       "log_level \"verbose\" is not debug, info, warn or error"},
+      {"log format", [](v1::AmConfig* c) { c->set_log_format("yaml"); },
+       "log_format \"yaml\" is not text or json"},
+      {"no topology", [](v1::AmConfig* c) { c->clear_topology_file(); }, "no topology"},
+  };
+  for (const Case& c : cases) {
+    v1::AmConfig config;
+    config.set_topology_file("/etc/incin/topology.json");
+    c.set(&config);
+    Status st = ValidateAmConfig(config);
+    if (c.error.empty()) {
+      EXPECT_TRUE(st.ok()) << c.name << ": " << st.ToString();
+      continue;
+    }
+    EXPECT_EQ(st.code(), Code::kInvalidArgument) << c.name;
+    EXPECT_NE(st.message().find(c.error), std::string::npos) << c.name << ": " << st.message();
+  }
+}
+
+TEST(AmConfigValidationTest, FlagsOverrideTheFileAndRelativeTopologyIsBesideIt) {
+  auto config = LoadAmConfig(INC_AM_EXAMPLES "/am.json", AmFlags());
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->topology_file(), INC_AM_EXAMPLES "/topology.json");
+  EXPECT_EQ(config->listen(), "127.0.0.1:50051");
+  EXPECT_TRUE(ValidateAmConfig(*config).ok());
+  AmFlags flags;
+  flags.listen = "127.0.0.1:0";
+  flags.log_level = "debug";
+  flags.log_format = "json";
+  flags.topology_file = "/elsewhere/topology.json";
+  config = LoadAmConfig(INC_AM_EXAMPLES "/am.json", flags);
+  ASSERT_TRUE(config.ok());
+  EXPECT_EQ(config->listen(), "127.0.0.1:0");
+  EXPECT_EQ(config->log_level(), "debug");
+  EXPECT_EQ(config->log_format(), "json");
+  EXPECT_EQ(config->topology_file(), "/elsewhere/topology.json");
+  auto missing = LoadAmConfig("/nonexistent/am.json", AmFlags());
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("/nonexistent/am.json"), std::string::npos);
 }
 
 // ------------------------------------------------------------------ requests
@@ -284,6 +390,49 @@ TEST_F(RequestValidationTest, SwitchRegistrationErrors) {
   EXPECT_FALSE(m_->SwitchHeartbeat(hb)->reregister());
   hb.set_switch_name("stranger");
   EXPECT_TRUE(m_->SwitchHeartbeat(hb)->reregister());
+}
+
+// The agent reports each port's XDP program; operators see it in GetSwitch
+// (incinctl switch show), as registered and as heartbeats update it.
+TEST_F(RequestValidationTest, GetSwitchShowsEachPortsXdpStateAsTheAgentReportsIt) {
+  struct Case {
+    const char* name;
+    bool attached;
+    const char* mode;
+  };
+  const Case cases[] = {{"native", true, "native"}, {"generic", true, "generic"}, {"detached", false, ""}};
+  auto reg = testing::MakeRegistration(file_, "leaf00", "127.0.0.1:9");
+  ASSERT_GE(reg.ports_size(), 3);
+  for (int i = 0; i < 3; ++i) {
+    reg.mutable_ports(i)->set_xdp_attached(cases[i].attached);
+    reg.mutable_ports(i)->set_xdp_mode(cases[i].mode);
+  }
+  ASSERT_TRUE(m_->RegisterSwitch(reg).ok());
+  auto port_of = [&](const std::string& port) {
+    v1::GetSwitchRequest g;
+    g.set_name("leaf00");
+    auto sw = m_->GetSwitch(g);
+    EXPECT_TRUE(sw.ok());
+    for (const auto& p : sw->switch_summary().ports())
+      if (p.name() == port) return p;
+    ADD_FAILURE() << "no port " << port;
+    return v1::Port();
+  };
+  for (int i = 0; i < 3; ++i) {
+    v1::Port p = port_of(reg.ports(i).name());
+    EXPECT_EQ(p.xdp_attached(), cases[i].attached) << cases[i].name;
+    EXPECT_EQ(p.xdp_mode(), cases[i].mode) << cases[i].name;
+  }
+  // A heartbeat: the detached port got its program back.
+  v1::SwitchHeartbeatRequest hb;
+  hb.set_switch_name("leaf00");
+  *hb.mutable_ports() = reg.ports();
+  hb.mutable_ports(2)->set_xdp_attached(true);
+  hb.mutable_ports(2)->set_xdp_mode("native");
+  ASSERT_TRUE(m_->SwitchHeartbeat(hb).ok());
+  v1::Port p = port_of(reg.ports(2).name());
+  EXPECT_TRUE(p.xdp_attached());
+  EXPECT_EQ(p.xdp_mode(), "native");
 }
 
 TEST_F(RequestValidationTest, UnknownIdsAreNotFound) {

@@ -229,5 +229,61 @@ TEST(Net, ParsesAndRejectsAddresses) {
   EXPECT_FALSE(Mac::Parse("02:aa:00:00:00:0f:11").ok());
 }
 
+TEST(Net, ListenAndDialAddressesRefusePortsBeyond65535) {
+  struct Case {
+    const char* name;
+    std::string address;
+    std::string listen_error;  // empty: a valid listen address
+    std::string dial_error;    // empty: a valid address to dial
+  };
+  const Case cases[] = {
+      {"IPv4 and port", "127.0.0.1:50051", "", ""},
+      {"every address", "0.0.0.0:50061", "", ""},
+      {"empty host", ":50051", "", "am \":50051\" has no host"},
+      {"host name", "am.example:50051", "", ""},
+      {"IPv6 in brackets", "[::1]:50051", "", ""},
+      {"highest port", "127.0.0.1:65535", "", ""},
+      {"port 0: the kernel picks", "127.0.0.1:0", "", "am \"127.0.0.1:0\": port 0 cannot be dialled"},
+      {"unix socket", "unix:/run/incin/am.sock", "", ""},
+      {"dns target", "dns:///am.example:50051", "listen: \"dns:///am.example:50051\" is not host:port", ""},
+      {"port one above", "127.0.0.1:65536", "listen: \"127.0.0.1:65536\": port 65536 is not in 0..65535",
+       "am: \"127.0.0.1:65536\": port 65536 is not in 0..65535"},
+      {"port 70000 (gRPC would take 4464)", ":70000", "listen: \":70000\": port 70000 is not in 0..65535",
+       "am: \":70000\": port 70000 is not in 0..65535"},
+      {"port 99999 (gRPC would take 34463)", "0.0.0.0:99999",
+       "listen: \"0.0.0.0:99999\": port 99999 is not in 0..65535", "port 99999 is not in 0..65535"},
+      {"eleven digits", "h:12345678901", "port \"12345678901\" is not a number", "is not a number"},
+      {"no port", "127.0.0.1", "listen: \"127.0.0.1\" is not host:port",
+       "am: \"127.0.0.1\" is not host:port"},
+      {"empty port", "127.0.0.1:", "port \"\" is not a number", "port \"\" is not a number"},
+      {"signed port", "127.0.0.1:+80", "port \"+80\" is not a number", "port \"+80\" is not a number"},
+      {"IPv6 without brackets", "::1:50051", "an IPv6 host goes in brackets",
+       "an IPv6 host goes in brackets"},
+      {"empty", "", "listen is empty", "am is empty"},
+      {"unix without a path", "unix:", "listen \"unix:\" has no path", ""},
+  };
+  for (const Case& c : cases) {
+    Status listen = ValidateListenAddress(c.address, "listen");
+    if (c.listen_error.empty()) {
+      EXPECT_TRUE(listen.ok()) << c.name << ": " << listen.ToString();
+    } else {
+      EXPECT_EQ(listen.code(), Code::kInvalidArgument) << c.name;
+      EXPECT_NE(listen.message().find(c.listen_error), std::string::npos)
+          << c.name << ": " << listen.message();
+    }
+    Status dial = ValidateDialAddress(c.address, "am");
+    if (c.dial_error.empty()) {
+      EXPECT_TRUE(dial.ok()) << c.name << ": " << dial.ToString();
+    } else {
+      EXPECT_EQ(dial.code(), Code::kInvalidArgument) << c.name;
+      EXPECT_NE(dial.message().find(c.dial_error), std::string::npos) << c.name << ": " << dial.message();
+    }
+  }
+  auto hp = HostPort::Parse("[fe80::1]:7");
+  ASSERT_TRUE(hp.ok());
+  EXPECT_EQ(hp->host, "[fe80::1]");
+  EXPECT_EQ(hp->port, 7u);
+}
+
 }  // namespace
 }  // namespace inc

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <fstream>
 
+#include "common/log.h"
+
 namespace inc::sw {
 namespace {
 
@@ -167,19 +169,116 @@ TEST(ConfigValidate, BadPortFieldsAreRejected) {
   ExpectInvalid(c, "bad IPv4 address '10.0.0.300'");
 }
 
-TEST(ConfigValidate, BadModeLevelCapacityAndIntervalAreRejected) {
-  auto c = Valid();
-  c.set_xdp_mode("offload");
-  ExpectInvalid(c, "xdp_mode 'offload'");
-  c = Valid();
-  c.set_log_level("loud");
-  ExpectInvalid(c, "log_level 'loud'");
-  c = Valid();
-  c.set_slot_capacity(1u << 21);
-  ExpectInvalid(c, "slot_capacity 2097152");
-  c = Valid();
-  c.set_heartbeat_interval_ms(1);
-  ExpectInvalid(c, "heartbeat_interval_ms 1");
+TEST(ConfigValidate, BadValuesAreRejectedNamingTheField) {
+  struct Case {
+    const char* name;
+    void (*spoil)(v1::SwitchAgentConfig*);
+    const char* words;
+  };
+  const Case cases[] = {
+      {"xdp mode", [](v1::SwitchAgentConfig* c) { c->set_xdp_mode("offload"); }, "xdp_mode 'offload'"},
+      {"log level", [](v1::SwitchAgentConfig* c) { c->set_log_level("loud"); }, "log_level \"loud\""},
+      {"log format", [](v1::SwitchAgentConfig* c) { c->set_log_format("xml"); },
+       "log_format \"xml\" is not text or json"},
+      {"slot capacity", [](v1::SwitchAgentConfig* c) { c->set_slot_capacity(1u << 21); },
+       "slot_capacity 2097152"},
+      {"heartbeat interval", [](v1::SwitchAgentConfig* c) { c->set_heartbeat_interval_ms(1); },
+       "heartbeat_interval_ms 1"},
+      {"listen port above 65535 (gRPC would listen on 34463)",
+       [](v1::SwitchAgentConfig* c) { c->set_listen(":99999"); },
+       "listen: \":99999\": port 99999 is not in 0..65535"},
+      {"listen without a port", [](v1::SwitchAgentConfig* c) { c->set_listen("0.0.0.0"); },
+       "listen: \"0.0.0.0\" is not host:port"},
+      {"AM port above 65535", [](v1::SwitchAgentConfig* c) { c->set_am_address("10.0.0.1:70000"); },
+       "am_address: \"10.0.0.1:70000\": port 70000 is not in 0..65535"},
+      {"AM port 0", [](v1::SwitchAgentConfig* c) { c->set_am_address("10.0.0.1:0"); },
+       "am_address \"10.0.0.1:0\": port 0 cannot be dialled"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto config = Valid();
+    c.spoil(&config);
+    ExpectInvalid(config, c.words);
+  }
+}
+
+TEST(ConfigValidate, ListenAndAmAddressFormsThatWorkPass) {
+  struct Case {
+    const char* name;
+    const char* listen;
+    const char* am;
+  };
+  const Case cases[] = {{"ephemeral port, standalone", "127.0.0.1:0", ""},
+                        {"unix socket, dns target", "unix:/run/incin/sw.sock", "dns:///am.example:50051"},
+                        {"IPv6 in brackets", "[::]:50061", "[fd00::1]:50051"},
+                        {"highest port", "0.0.0.0:65535", "am.example:65535"}};
+  for (const Case& c : cases) {
+    auto config = Valid();
+    config.set_listen(c.listen);
+    config.set_am_address(c.am);
+    Status st = ValidateConfig(config);
+    EXPECT_TRUE(st.ok()) << c.name << ": " << st.ToString();
+  }
+}
+
+// SIGHUP's reload: only the log settings change in the running config.
+TEST(ConfigReload, LogSettingsApplyOtherChangesAndBadFilesChangeNothing) {
+  const LogLevel level_before = GetLogLevel();
+  const LogFormat format_before = GetLogFormat();
+  char path[] = "/tmp/switch_reload_testXXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  struct Case {
+    const char* name;
+    std::string file;
+    FlagOverrides flags;
+    std::string want_level;
+    std::string want_format;
+    std::string want_listen;
+  };
+  const std::string base = R"({"switchName": "s1", "ports": [{"name": "p0"}], "listen": "0.0.0.0:50061", )";
+  FlagOverrides level_flag;
+  level_flag.log_level = "warn";
+  const Case cases[] = {
+      {"level and format",
+       base + R"("logLevel": "debug", "logFormat": "json"})",
+       {},
+       "debug",
+       "json",
+       "0.0.0.0:50061"},
+      {"listen needs a restart",
+       base + R"("logLevel": "debug", "logFormat": "json", "listen": "0.0.0.0:50062"})",
+       {},
+       "debug",
+       "json",
+       "0.0.0.0:50061"},
+      {"an invalid file changes nothing",
+       base + R"("logLevel": "loud"})",
+       {},
+       "debug",
+       "json",
+       "0.0.0.0:50061"},
+      {"unparsable file changes nothing", "{", {}, "debug", "json", "0.0.0.0:50061"},
+      {"the command line keeps precedence", base + R"("logLevel": "error"})", level_flag, "warn", "text",
+       "0.0.0.0:50061"},
+  };
+  auto running = ParseConfigJson(base + R"("logLevel": "info"})");
+  ASSERT_TRUE(running.ok());
+  for (const Case& c : cases) {
+    std::ofstream(path, std::ios::trunc) << c.file;
+    ReloadConfig(path, c.flags, &*running);
+    EXPECT_EQ(running->log_level(), c.want_level) << c.name;
+    EXPECT_EQ(running->log_format(), c.want_format) << c.name;
+    EXPECT_EQ(running->listen(), c.want_listen) << c.name;
+    LogLevel level;
+    ASSERT_TRUE(ParseLogLevel(c.want_level, &level));
+    EXPECT_EQ(GetLogLevel(), level) << c.name;
+    EXPECT_EQ(LogFormatName(GetLogFormat()), c.want_format) << c.name;
+  }
+  std::remove(path);
+  SetLogLevel(level_before);
+  SetLogFormat(format_before);
 }
 
 TEST(ConfigFlags, FlagsOverrideTheFileAndUnsetFlagsKeepIt) {

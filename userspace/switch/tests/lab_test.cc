@@ -37,6 +37,7 @@
 #include <thread>
 
 #include "common/frame.h"
+#include "common/version.h"
 // clang-format on
 
 namespace inc {
@@ -918,25 +919,55 @@ TEST_F(SwitchLab, RealAmProgramsReconcilesAfterAgentRestartAndDismantles) {
   EXPECT_EQ(am->Stop(SIGTERM), 0) << am->Log();
 }
 
-TEST_F(SwitchLab, StartupErrorsAreReportedAndExitNonZero) {
-  auto expect_fail = [&](std::vector<std::string> args, const std::string& words) {
+// Everything found before the data path is touched (command line, config,
+// interfaces) exits 2 with the problem named, and leaves no pins.
+TEST_F(SwitchLab, StartupErrorsExitTwoNamingTheProblemAndLeaveNoPins) {
+  std::ofstream(dir_ + "/bad.json") << R"({"switchName": "x", "ports": [{"name": "p0", "mtu": 9000}]})";
+  std::ofstream(dir_ + "/good.json")
+      << R"({"switchName": "x", "ports": [{"name": "p0"}], "xdpMode": "native"})";
+  struct Case {
+    const char* name;
+    std::vector<std::string> args;
+    std::string words;
+  };
+  const Case cases[] = {
+      {"no name", {"--port", "p0", "--listen", AgentSocket()}, "switch_name is required"},
+      {"no ports", {"--name", "x", "--listen", AgentSocket()}, "no ports"},
+      {"missing interface",
+       {"--name", "x", "--port", "nosuch0", "--listen", AgentSocket(), "--pin-root", pin_root_},
+       "interface 'nosuch0' not found"},
+      {"unknown config field", {"--config", dir_ + "/bad.json"}, "unknown field 'ports[0].mtu'"},
+      {"bad flag value", {"--config", dir_ + "/good.json", "--xdp-mode", "offload"}, "xdp-mode"},
+      {"unknown flag", {"--config", dir_ + "/good.json", "--bogus"}, "--bogus"},
+      {"listen port above 65535 (gRPC would listen on 34463)",
+       {"--config", dir_ + "/good.json", "--listen", "127.0.0.1:99999", "--pin-root", pin_root_},
+       "listen: \"127.0.0.1:99999\": port 99999 is not in 0..65535"},
+      {"AM port above 65535",
+       {"--config", dir_ + "/good.json", "--am", "127.0.0.1:70000"},
+       "am_address: \"127.0.0.1:70000\": port 70000 is not in 0..65535"},
+      {"advertised port 0",
+       {"--config", dir_ + "/good.json", "--advertise", "10.0.0.1:0"},
+       "--advertise \"10.0.0.1:0\": port 0 cannot be dialled"},
+      {"log format", {"--config", dir_ + "/good.json", "--log-format", "xml"}, "--log-format"},
+  };
+  for (const Case& c : cases) {
     agents_.push_back(
         std::make_unique<AgentProcess>(sw_ns_, dir_ + "/fail" + std::to_string(agents_.size()) + ".log"));
     AgentProcess* a = agents_.back().get();
-    a->Start(args);
-    EXPECT_NE(a->Wait(), 0) << "incswitchd " << args.size() << " args should fail: " << words;
-    EXPECT_NE(a->Log().find(words), std::string::npos) << a->Log();
-  };
-  expect_fail({"--port", "p0", "--listen", AgentSocket()}, "switch_name is required");
-  expect_fail({"--name", "x", "--listen", AgentSocket()}, "no ports");
-  expect_fail({"--name", "x", "--port", "nosuch0", "--listen", AgentSocket(), "--pin-root", pin_root_},
-              "interface 'nosuch0' not found");
-  std::ofstream(dir_ + "/bad.json") << R"({"switchName": "x", "ports": [{"name": "p0", "mtu": 9000}]})";
-  expect_fail({"--config", dir_ + "/bad.json"}, "unknown field 'ports[0].mtu'");
-  std::ofstream(dir_ + "/good.json")
-      << R"({"switchName": "x", "ports": [{"name": "p0"}], "xdpMode": "native"})";
-  expect_fail({"--config", dir_ + "/good.json", "--xdp-mode", "offload"}, "xdp-mode");
+    a->Start(c.args);
+    EXPECT_EQ(a->Wait(), 2) << c.name << "\n" << a->Log();
+    EXPECT_NE(a->Log().find(c.words), std::string::npos) << c.name << ": " << a->Log();
+  }
   EXPECT_NE(Sh("test -e " + pin_root_ + "/x"), 0) << "a failed start leaves no pins";
+  EXPECT_NE(Sh("ip -n " + sw_ns_ + " link show p0 | grep -q xdp"), 0) << "a failed start attaches no XDP";
+}
+
+TEST_F(SwitchLab, VersionFlagPrintsTheProjectVersionAndExitsZero) {
+  agents_.push_back(std::make_unique<AgentProcess>(sw_ns_, dir_ + "/version.log"));
+  AgentProcess* a = agents_.back().get();
+  a->Start({"--version"});
+  EXPECT_EQ(a->Wait(), 0);
+  EXPECT_EQ(a->Log(), std::string("incswitchd ") + kVersion + "\n");
 }
 
 }  // namespace

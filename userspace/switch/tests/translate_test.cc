@@ -125,10 +125,24 @@ TEST(Translate, TreeIdOutOfRangeIsInvalid) {
   ExpectError(t, Code::kInvalidArgument, "tree_id 1024 is out of range");
 }
 
-TEST(Translate, UnspecifiedRoleIsInvalid) {
-  auto t = Single();
-  t.set_role(v1::ROLE_UNSPECIFIED);
-  ExpectError(t, Code::kInvalidArgument, "role ROLE_UNSPECIFIED is not SINGLE, LEAF or ROOT");
+TEST(Translate, RolesOtherThanSingleLeafOrRootAreInvalidAndNamed) {
+  struct Case {
+    const char* name;
+    int role;
+    const char* error;
+  };
+  const Case cases[] = {
+      {"unspecified", v1::ROLE_UNSPECIFIED, "tree 7: role ROLE_UNSPECIFIED is not SINGLE, LEAF or ROOT"},
+      {"a number the enum does not have", 9, "tree 7: role 9 (no such role) is not SINGLE, LEAF or ROOT"},
+      {"negative", -1, "tree 7: role -1 (no such role) is not SINGLE, LEAF or ROOT"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto t = Single();
+    t.set_tree_id(7);
+    t.set_role(static_cast<v1::Role>(c.role));
+    ExpectError(t, Code::kInvalidArgument, c.error);
+  }
 }
 
 TEST(Translate, PoolSizeMustBePositiveAndFit16Bits) {

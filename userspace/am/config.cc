@@ -1,0 +1,122 @@
+#include "am/config.h"
+
+#include <google/protobuf/util/message_differencer.h>
+
+#include <cstdint>
+
+#include "am/manager.h"
+#include "am/topology.h"
+#include "common/daemon.h"
+#include "common/log.h"
+#include "common/net.h"
+
+namespace inc::am {
+namespace {
+
+// "member_heartbeat_timeout_ms 500" or, for an absent field,
+// "member_heartbeat_timeout_ms 5000 (the default)".
+std::string Field(const char* name, uint32_t configured, uint32_t effective) {
+  return std::string(name) + " " + std::to_string(effective) + (configured ? "" : " (the default)");
+}
+
+constexpr uint32_t kLeastIntervalMs = 10;
+constexpr uint32_t kLargestPool = 0xFFFF;
+
+}  // namespace
+
+Expected<v1::AmConfig> LoadAmConfig(const std::string& path, const AmFlags& flags) {
+  v1::AmConfig config;
+  if (!path.empty()) {
+    INC_RETURN_IF_ERROR(ReadJsonFile(path, &config));
+    if (!config.topology_file().empty() && config.topology_file()[0] != '/') {
+      auto slash = path.rfind('/');
+      if (slash != std::string::npos)
+        config.set_topology_file(path.substr(0, slash + 1) + config.topology_file());
+    }
+  }
+  if (flags.listen) config.set_listen(*flags.listen);
+  if (flags.topology_file) config.set_topology_file(*flags.topology_file);
+  if (flags.log_level) config.set_log_level(*flags.log_level);
+  if (flags.log_format) config.set_log_format(*flags.log_format);
+  return config;
+}
+
+Status ValidateAmConfig(const v1::AmConfig& c) {
+  AmOptions o;
+  ApplyConfig(c, &o);
+  INC_RETURN_IF_ERROR(ValidateListenAddress(o.listen, "listen"));
+  INC_RETURN_IF_ERROR(ValidateLogSettings(c.log_level().empty() ? "info" : c.log_level(),
+                                          c.log_format().empty() ? "text" : c.log_format()));
+  if (o.default_pool_size > kLargestPool)
+    return InvalidArgument("default_pool_size " + std::to_string(o.default_pool_size) +
+                           " is not in 1..65535 (a switch's slots per tree)");
+  struct Heartbeat {
+    const char* timeout_name;
+    uint32_t timeout_configured, timeout;
+    const char* interval_name;
+    uint32_t interval_configured, interval;
+    const char* what;
+  };
+  const Heartbeat beats[] = {
+      {"member_heartbeat_timeout_ms", c.member_heartbeat_timeout_ms(), o.member_heartbeat_timeout_ms,
+       "member_heartbeat_interval_ms", c.member_heartbeat_interval_ms(), o.member_heartbeat_interval_ms,
+       "fail a tree"},
+      {"switch_heartbeat_timeout_ms", c.switch_heartbeat_timeout_ms(), o.switch_heartbeat_timeout_ms,
+       "switch_heartbeat_interval_ms", c.switch_heartbeat_interval_ms(), o.switch_heartbeat_interval_ms,
+       "declare a switch dead"},
+  };
+  for (const Heartbeat& b : beats) {
+    if (b.interval < kLeastIntervalMs)
+      return InvalidArgument(Field(b.interval_name, b.interval_configured, b.interval) + " is below " +
+                             std::to_string(kLeastIntervalMs) + " ms");
+    if (static_cast<uint64_t>(b.timeout) < 2ull * b.interval)
+      return InvalidArgument(Field(b.timeout_name, b.timeout_configured, b.timeout) +
+                             " is shorter than two heartbeats (" +
+                             Field(b.interval_name, b.interval_configured, b.interval) +
+                             "): one late heartbeat would " + b.what);
+  }
+  if (o.move_on_congestion_severity > 3)
+    return InvalidArgument("move_on_congestion_severity " + std::to_string(o.move_on_congestion_severity) +
+                           " is not in 0..3 (0 = never move trees off congested links)");
+  if (c.topology_file().empty())
+    return InvalidArgument("no topology: give --topology FILE or topology_file in the config");
+  return Status::Ok();
+}
+
+void ReloadAmConfig(const std::string& path, const AmFlags& flags, RunningAm* running) {
+  if (path.empty()) {
+    LOG_INFO << "SIGHUP: no --config file, nothing to reload";
+    return;
+  }
+  auto reread = LoadAmConfig(path, flags);
+  Status st = reread.ok() ? ValidateAmConfig(*reread) : reread.status();
+  if (!st.ok()) {
+    LOG_ERROR << "SIGHUP: config " << path << " not reloaded, the running one stays: " << st.message();
+    return;
+  }
+  if (auto file_only = LoadAmConfig(path, AmFlags()); file_only.ok()) {
+    std::vector<FlagOverride> overrides;
+    if (flags.listen) overrides.push_back({"--listen", "listen", *flags.listen});
+    if (flags.topology_file) overrides.push_back({"--topology", "topology_file", *flags.topology_file});
+    if (flags.log_level) overrides.push_back({"--log-level", "log_level", *flags.log_level});
+    if (flags.log_format) overrides.push_back({"--log-format", "log_format", *flags.log_format});
+    LogFlagOverrides(*file_only, overrides, path);
+  }
+  size_t changes = ApplyReload(*reread, "incamd", &running->config);
+  if (reread->topology_file() == running->config.topology_file()) {
+    v1::TopologyFile topology;
+    st = ReadJsonFile(reread->topology_file(), &topology);
+    if (!st.ok()) {
+      LOG_WARN << "SIGHUP: topology file unreadable now (the running topology stays): " << st.message();
+    } else if (!google::protobuf::util::MessageDifferencer::Equals(topology, running->topology)) {
+      LOG_WARN << "SIGHUP: topology file " << reread->topology_file()
+               << " changed: not applied, needs a restart of incamd";
+      ++changes;
+    }
+  }
+  if (changes == 0) {
+    LOG_INFO << "SIGHUP: config " << path << " reread, nothing changed";
+  }
+}
+
+}  // namespace inc::am

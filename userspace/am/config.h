@@ -1,0 +1,48 @@
+// incamd's configuration: the AmConfig file, command-line flags over it, and
+// the checks of single fields and of fields against each other, each error
+// naming the field (or flag) at fault.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "common/status.h"
+#include "inc/v1/inc.pb.h"
+
+namespace inc::am {
+
+// Command-line values; unset ones leave the file's value alone.
+struct AmFlags {
+  std::optional<std::string> listen;
+  std::optional<std::string> topology_file;
+  std::optional<std::string> log_level;
+  std::optional<std::string> log_format;
+};
+
+// Reads the AmConfig JSON at path (none if empty), makes a relative
+// topology_file relative to the config file's folder, then applies flags.
+Expected<v1::AmConfig> LoadAmConfig(const std::string& path, const AmFlags& flags);
+
+// What the AM can run with: a listen address with a port in 0..65535, the
+// log settings, default_pool_size up to 65535 (a switch's largest pool),
+// heartbeat intervals of at least 10 ms with timeouts of at least two
+// intervals (one late heartbeat must not fail a tree or declare a switch
+// dead), move_on_congestion_severity 0..3 and a topology file. Absent
+// fields are checked at their defaults, and the message says so.
+Status ValidateAmConfig(const v1::AmConfig& config);
+
+// What incamd runs with, for SIGHUP to compare a re-read config against.
+struct RunningAm {
+  v1::AmConfig config;
+  v1::TopologyFile topology;  // as read at start
+};
+
+// SIGHUP: reads the config file again (flags keep their precedence) and the
+// topology file it names, applies what can change while running (log_level,
+// log_format) and logs one line per change: applied, or not applied because
+// it needs a restart (everything else, the topology file's contents
+// included). A file that cannot be read or is invalid changes nothing and
+// is logged as an error. Updates running->config to what is now in force.
+void ReloadAmConfig(const std::string& path, const AmFlags& flags, RunningAm* running);
+
+}  // namespace inc::am

@@ -1,0 +1,217 @@
+#include "common/daemon.h"
+
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/util/message_differencer.h>
+#include <pthread.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "common/grpc_log.h"
+#include "common/log.h"
+
+namespace inc {
+namespace {
+
+namespace pb = google::protobuf;
+
+sigset_t DaemonSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
+  return set;
+}
+
+// A scalar field's value as a config file would spell it.
+std::string ScalarText(const pb::Message& m, const pb::FieldDescriptor* f) {
+  const pb::Reflection* r = m.GetReflection();
+  switch (f->cpp_type()) {
+    case pb::FieldDescriptor::CPPTYPE_STRING: return "\"" + r->GetString(m, f) + "\"";
+    case pb::FieldDescriptor::CPPTYPE_BOOL: return r->GetBool(m, f) ? "true" : "false";
+    case pb::FieldDescriptor::CPPTYPE_INT32: return std::to_string(r->GetInt32(m, f));
+    case pb::FieldDescriptor::CPPTYPE_INT64: return std::to_string(r->GetInt64(m, f));
+    case pb::FieldDescriptor::CPPTYPE_UINT32: return std::to_string(r->GetUInt32(m, f));
+    case pb::FieldDescriptor::CPPTYPE_UINT64: return std::to_string(r->GetUInt64(m, f));
+    case pb::FieldDescriptor::CPPTYPE_DOUBLE: return std::to_string(r->GetDouble(m, f));
+    case pb::FieldDescriptor::CPPTYPE_FLOAT: return std::to_string(r->GetFloat(m, f));
+    case pb::FieldDescriptor::CPPTYPE_ENUM: return r->GetEnum(m, f)->name();
+    case pb::FieldDescriptor::CPPTYPE_MESSAGE: break;
+  }
+  return "(...)";
+}
+
+// Lives as long as one call: made when the call starts, destroyed with it.
+class CountingInterceptor : public grpc::experimental::Interceptor {
+ public:
+  explicit CountingInterceptor(std::shared_ptr<std::atomic<int>> count) : count_(std::move(count)) {
+    ++*count_;
+  }
+  ~CountingInterceptor() override { --*count_; }
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override { methods->Proceed(); }
+
+ private:
+  std::shared_ptr<std::atomic<int>> count_;
+};
+
+class CountingFactory : public grpc::experimental::ServerInterceptorFactoryInterface {
+ public:
+  explicit CountingFactory(std::shared_ptr<std::atomic<int>> count) : count_(std::move(count)) {}
+  grpc::experimental::Interceptor* CreateServerInterceptor(grpc::experimental::ServerRpcInfo*) override {
+    return new CountingInterceptor(count_);
+  }
+
+ private:
+  std::shared_ptr<std::atomic<int>> count_;
+};
+
+}  // namespace
+
+std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> CallCounter::Factory() {
+  return std::make_unique<CountingFactory>(in_flight_);
+}
+
+bool CallCounter::WaitIdle(std::chrono::steady_clock::time_point deadline) const {
+  while (*in_flight_ > 0) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+void BlockDaemonSignals() {
+  sigset_t set = DaemonSignals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+int WaitForDaemonSignal() {
+  sigset_t set = DaemonSignals();
+  int sig = 0;
+  while (sigwait(&set, &sig) != 0) {
+  }
+  return sig;
+}
+
+std::string SignalName(int sig) {
+  switch (sig) {
+    case SIGTERM: return "SIGTERM";
+    case SIGINT: return "SIGINT";
+    case SIGHUP: return "SIGHUP";
+  }
+  return "signal " + std::to_string(sig);
+}
+
+Status ValidateLogSettings(const std::string& log_level, const std::string& log_format) {
+  LogLevel level;
+  if (!ParseLogLevel(log_level, &level))
+    return InvalidArgument("log_level \"" + log_level + "\" is not debug, info, warn or error");
+  LogFormat format;
+  if (!ParseLogFormat(log_format, &format))
+    return InvalidArgument("log_format \"" + log_format + "\" is not text or json");
+  return Status::Ok();
+}
+
+void ApplyLogFormatFlag(const std::string& log_format) {
+  LogFormat format;
+  if (ParseLogFormat(log_format, &format)) SetLogFormat(format);
+}
+
+Status ApplyLogSettings(const std::string& log_level, const std::string& log_format) {
+  INC_RETURN_IF_ERROR(ValidateLogSettings(log_level, log_format));
+  LogLevel level = LogLevel::kInfo;
+  LogFormat format = LogFormat::kText;
+  ParseLogLevel(log_level, &level);
+  ParseLogFormat(log_format, &format);
+  SetLogFormat(format);
+  SetLogLevel(level);
+  SyncGrpcLogVerbosity();
+  return Status::Ok();
+}
+
+std::string FieldChange::ToString() const {
+  if (before == "(...)" || after == "(...)") return field + " changed";
+  return field + " " + before + " -> " + after;
+}
+
+std::vector<FieldChange> ChangedFields(const pb::Message& before, const pb::Message& after) {
+  std::vector<FieldChange> out;
+  const pb::Descriptor* d = before.GetDescriptor();
+  if (after.GetDescriptor() != d)
+    return {{"(message type)", d->full_name(), after.GetDescriptor()->full_name()}};
+  std::vector<const pb::FieldDescriptor*> fields;
+  for (int i = 0; i < d->field_count(); i++) fields.push_back(d->field(i));
+  std::sort(fields.begin(), fields.end(), [](const pb::FieldDescriptor* a, const pb::FieldDescriptor* b) {
+    return a->number() < b->number();
+  });
+  if (pb::util::MessageDifferencer::Equals(before, after)) return out;
+  for (const pb::FieldDescriptor* f : fields) {
+    pb::util::MessageDifferencer diff;
+    if (diff.CompareWithFields(before, after, {f}, {f})) continue;
+    const bool scalar = !f->is_repeated() && f->cpp_type() != pb::FieldDescriptor::CPPTYPE_MESSAGE;
+    out.push_back(
+        {f->name(), scalar ? ScalarText(before, f) : "(...)", scalar ? ScalarText(after, f) : "(...)"});
+  }
+  return out;
+}
+
+ReloadPlan PlanReload(const pb::Message& running, const pb::Message& reread,
+                      const std::set<std::string>& live) {
+  ReloadPlan plan;
+  for (FieldChange& c : ChangedFields(running, reread)) {
+    if (live.count(c.field))
+      plan.applied.push_back(std::move(c));
+    else
+      plan.refused.push_back(std::move(c));
+  }
+  return plan;
+}
+
+namespace {
+
+std::string StringField(const pb::Message& m, const char* name, const char* when_empty) {
+  const pb::FieldDescriptor* f = m.GetDescriptor()->FindFieldByName(name);
+  if (!f || f->cpp_type() != pb::FieldDescriptor::CPPTYPE_STRING || f->is_repeated()) return when_empty;
+  std::string v = m.GetReflection()->GetString(m, f);
+  return v.empty() ? when_empty : v;
+}
+
+}  // namespace
+
+size_t ApplyReload(const pb::Message& reread, const std::string& daemon, pb::Message* running) {
+  ReloadPlan plan = PlanReload(*running, reread, {"log_level", "log_format"});
+  // Said before the settings change, so that a level raised past info still
+  // shows it.
+  for (const FieldChange& c : plan.applied) LOG_INFO << "SIGHUP: " << c.ToString() << ": applied";
+  if (!plan.applied.empty()) {
+    Status st =
+        ApplyLogSettings(StringField(reread, "log_level", "info"), StringField(reread, "log_format", "text"));
+    if (st.ok()) {
+      for (const FieldChange& c : plan.applied) {
+        const pb::FieldDescriptor* f = running->GetDescriptor()->FindFieldByName(c.field);
+        running->GetReflection()->SetString(running, f, reread.GetReflection()->GetString(reread, f));
+      }
+    } else {
+      LOG_ERROR << "SIGHUP: " << st.message() << "; the log settings stay";
+    }
+  }
+  for (const FieldChange& c : plan.refused)
+    LOG_WARN << "SIGHUP: " << c.ToString() << ": not applied, needs a restart of " << daemon;
+  return plan.applied.size() + plan.refused.size();
+}
+
+void LogFlagOverrides(const pb::Message& file_only, const std::vector<FlagOverride>& overrides,
+                      const std::string& path) {
+  for (const FlagOverride& o : overrides) {
+    const pb::FieldDescriptor* f = file_only.GetDescriptor()->FindFieldByName(o.field);
+    if (!f || f->is_repeated() || f->cpp_type() == pb::FieldDescriptor::CPPTYPE_MESSAGE) continue;
+    std::string in_file = ScalarText(file_only, f);
+    if (f->cpp_type() == pb::FieldDescriptor::CPPTYPE_STRING) in_file = in_file.substr(1, in_file.size() - 2);
+    if (in_file == o.value) continue;
+    LOG_INFO << "SIGHUP: " << o.flag << " " << o.value << " on the command line overrides " << o.field << " "
+             << ScalarText(file_only, f) << " in " << path;
+  }
+}
+
+}  // namespace inc

@@ -1,0 +1,103 @@
+// What incamd and incswitchd share around signals and configuration: the
+// signals they take synchronously, their log settings, and which fields of
+// a re-read config file changed (for SIGHUP). Part of the inc_daemon
+// library with grpc_log.h: inc_common itself has no protobuf or gRPC.
+#pragma once
+
+#include <google/protobuf/message.h>
+#include <grpcpp/support/server_interceptor.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace inc {
+
+// Blocks SIGTERM, SIGINT and SIGHUP in the calling thread and so in every
+// thread it starts afterwards (gRPC's included): they then reach the
+// process only through WaitForDaemonSignal, never as the default action
+// (SIGHUP's is to terminate). Call first thing in main.
+void BlockDaemonSignals();
+// Waits for SIGTERM, SIGINT or SIGHUP; returns its number.
+int WaitForDaemonSignal();
+// "SIGTERM", "SIGINT", "SIGHUP", else "signal N".
+std::string SignalName(int sig);
+
+// Counts the calls a gRPC server is running (install Factory() with
+// ServerBuilder::experimental().SetInterceptorCreators), so that a daemon
+// can let the calls in flight finish when it stops. Server::Shutdown(deadline)
+// alone waits for every connected client to hang up, idle ones included,
+// until the deadline.
+class CallCounter {
+ public:
+  std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> Factory();
+  int InFlight() const { return *in_flight_; }
+  // Waits until no call is running or until the deadline; true if none is.
+  bool WaitIdle(std::chrono::steady_clock::time_point deadline) const;
+
+ private:
+  std::shared_ptr<std::atomic<int>> in_flight_ = std::make_shared<std::atomic<int>>(0);
+};
+
+// Applies a --log-format flag before the config is read, so that errors in
+// the config come out in that format too; a bad value is left for the
+// config's validation to report.
+void ApplyLogFormatFlag(const std::string& log_format);
+
+// Sets the log level and format from their config spellings (and gRPC's
+// verbosity to match); INVALID_ARGUMENT naming the field otherwise, with
+// nothing changed.
+Status ApplyLogSettings(const std::string& log_level, const std::string& log_format);
+// Checks them without applying.
+Status ValidateLogSettings(const std::string& log_level, const std::string& log_format);
+
+// One top-level field whose value differs between two configs.
+struct FieldChange {
+  std::string field;   // the proto field name
+  std::string before;  // scalar fields: the value ("" shown as ""), else "(...)"
+  std::string after;
+  // "log_level info -> debug", "ports changed".
+  std::string ToString() const;
+};
+
+// The fields (top level, proto names, in field-number order) that differ.
+std::vector<FieldChange> ChangedFields(const google::protobuf::Message& before,
+                                       const google::protobuf::Message& after);
+
+// A re-read config split into what a running daemon takes (fields named in
+// `live`) and what only a restart would apply.
+struct ReloadPlan {
+  std::vector<FieldChange> applied;
+  std::vector<FieldChange> refused;
+};
+ReloadPlan PlanReload(const google::protobuf::Message& running, const google::protobuf::Message& reread,
+                      const std::set<std::string>& live);
+
+// The SIGHUP step both daemons share once a re-read config is valid. The
+// fields a daemon takes at run time are log_level and log_format (both
+// config messages have them; empty means info and text): each changed one
+// is logged ("applied") and applied, and copied into *running. Every other
+// changed field is logged as not applied because it needs a restart of
+// `daemon`. Returns the number of changed fields.
+size_t ApplyReload(const google::protobuf::Message& reread, const std::string& daemon,
+                   google::protobuf::Message* running);
+
+// A command-line flag that overrides a config field.
+struct FlagOverride {
+  std::string flag;   // "--log-level"
+  std::string field;  // "log_level"
+  std::string value;  // as given on the command line
+};
+// Logs one line for each flag whose value differs from the field's in the
+// file as read without flags: the command line keeps precedence on a
+// reload, and the operator who edited the file should learn why nothing
+// changed.
+void LogFlagOverrides(const google::protobuf::Message& file_only, const std::vector<FlagOverride>& overrides,
+                      const std::string& path);
+
+}  // namespace inc

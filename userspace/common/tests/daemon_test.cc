@@ -1,0 +1,220 @@
+// What the daemons share: signals taken synchronously (a SIGHUP no longer
+// kills), log settings from config spellings, and the reload plan that
+// splits a re-read config into what applies at run time and what needs a
+// restart.
+#include "common/daemon.h"
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/log.h"
+#include "inc/v1/inc.grpc.pb.h"
+
+namespace inc {
+namespace {
+
+std::vector<std::string> Texts(const std::vector<FieldChange>& changes) {
+  std::vector<std::string> out;
+  for (const FieldChange& c : changes) out.push_back(c.ToString());
+  return out;
+}
+
+TEST(DaemonSignals, BlockedSignalsAreWaitedForInsteadOfKillingTheProcess) {
+  BlockDaemonSignals();
+  struct Case {
+    const char* name;
+    int sig;
+  };
+  const Case cases[] = {{"SIGHUP", SIGHUP}, {"SIGTERM", SIGTERM}, {"SIGINT", SIGINT}};
+  for (const Case& c : cases) {
+    ASSERT_EQ(raise(c.sig), 0) << c.name;
+    EXPECT_EQ(WaitForDaemonSignal(), c.sig) << c.name;  // still alive to see it
+    EXPECT_EQ(SignalName(c.sig), c.name);
+  }
+  EXPECT_EQ(SignalName(SIGUSR1), "signal " + std::to_string(SIGUSR1));
+}
+
+// An AM whose GetTopology takes `delay`, to have a call in flight.
+class SlowAm final : public v1::AggregationManager::Service {
+ public:
+  explicit SlowAm(std::chrono::milliseconds delay) : delay_(delay) {}
+  grpc::Status GetTopology(grpc::ServerContext*, const v1::GetTopologyRequest*,
+                           v1::GetTopologyResponse*) override {
+    std::this_thread::sleep_for(delay_);
+    return grpc::Status::OK;
+  }
+
+ private:
+  std::chrono::milliseconds delay_;
+};
+
+TEST(DaemonCallCounter, CallsInFlightAreWaitedForIdleConnectionsAreNot) {
+  CallCounter counter;
+  SlowAm service(std::chrono::milliseconds(300));
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
+  creators.push_back(counter.Factory());
+  builder.experimental().SetInterceptorCreators(std::move(creators));
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_TRUE(server && port != 0);
+  auto stub = v1::AggregationManager::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+  auto call = [&] {
+    grpc::ClientContext ctx;
+    v1::GetTopologyResponse resp;
+    return stub->GetTopology(&ctx, v1::GetTopologyRequest(), &resp);
+  };
+  EXPECT_TRUE(call().ok());  // the connection stays open, idle
+  EXPECT_EQ(counter.InFlight(), 0);
+
+  grpc::Status in_flight;
+  std::thread t([&] { in_flight = call(); });
+  for (int i = 0; i < 200 && counter.InFlight() == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(counter.InFlight(), 1);
+  EXPECT_FALSE(counter.WaitIdle(std::chrono::steady_clock::now() + std::chrono::milliseconds(20)))
+      << "the call takes 300 ms";
+  EXPECT_TRUE(counter.WaitIdle(std::chrono::steady_clock::now() + std::chrono::seconds(5)));
+  t.join();
+  EXPECT_TRUE(in_flight.ok()) << in_flight.error_message();
+  EXPECT_EQ(counter.InFlight(), 0);
+
+  // With nothing in flight, stopping does not wait for the idle client.
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(counter.WaitIdle(t0 + std::chrono::seconds(5)));
+  server->Shutdown(std::chrono::system_clock::now());
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+}
+
+TEST(DaemonLogSettings, ConfigSpellingsApplyAndBadOnesNameTheField) {
+  const LogLevel level_before = GetLogLevel();
+  const LogFormat format_before = GetLogFormat();
+  struct Case {
+    const char* name;
+    std::string level;
+    std::string format;
+    std::string error;  // empty: accepted
+    LogLevel want_level;
+    LogFormat want_format;
+  };
+  const Case cases[] = {
+      {"debug text", "debug", "text", "", LogLevel::kDebug, LogFormat::kText},
+      {"warn json", "warn", "json", "", LogLevel::kWarn, LogFormat::kJson},
+      {"bad level", "loud", "text", "log_level \"loud\" is not debug, info, warn or error", LogLevel::kWarn,
+       LogFormat::kJson},
+      {"bad format", "info", "xml", "log_format \"xml\" is not text or json", LogLevel::kWarn,
+       LogFormat::kJson},
+      {"empty format", "info", "", "log_format \"\" is not text or json", LogLevel::kWarn, LogFormat::kJson},
+  };
+  for (const Case& c : cases) {
+    Status st = ApplyLogSettings(c.level, c.format);
+    if (c.error.empty()) {
+      EXPECT_TRUE(st.ok()) << c.name << ": " << st.ToString();
+    } else {
+      EXPECT_EQ(st.code(), Code::kInvalidArgument) << c.name;
+      EXPECT_EQ(st.message(), c.error) << c.name;
+    }
+    // A refused setting leaves the previous one in force.
+    EXPECT_EQ(GetLogLevel(), c.want_level) << c.name;
+    EXPECT_EQ(GetLogFormat(), c.want_format) << c.name;
+  }
+  SetLogLevel(level_before);
+  SetLogFormat(format_before);
+}
+
+TEST(DaemonReload, ChangedFieldsAreNamedWithOldAndNewValues) {
+  v1::SwitchAgentConfig a;
+  a.set_switch_name("leaf0");
+  a.set_listen("0.0.0.0:50061");
+  a.set_log_level("info");
+  a.add_ports()->set_name("p0");
+  struct Case {
+    const char* name;
+    void (*change)(v1::SwitchAgentConfig*);
+    std::vector<std::string> want;
+  };
+  const Case cases[] = {
+      {"nothing", [](v1::SwitchAgentConfig*) {}, {}},
+      {"log level",
+       [](v1::SwitchAgentConfig* c) { c->set_log_level("debug"); },
+       {"log_level \"info\" -> \"debug\""}},
+      {"a number and a flag",
+       [](v1::SwitchAgentConfig* c) {
+         c->set_slot_capacity(8192);
+         c->set_icrc_verify(true);
+       },
+       {"slot_capacity 0 -> 8192", "icrc_verify false -> true"}},
+      {"a list", [](v1::SwitchAgentConfig* c) { c->add_ports()->set_name("p1"); }, {"ports changed"}},
+      {"a nested message",
+       [](v1::SwitchAgentConfig* c) { c->mutable_credit()->set_enabled(true); },
+       {"credit changed"}},
+      {"in field-number order",
+       [](v1::SwitchAgentConfig* c) {
+         c->set_log_format("json");
+         c->set_listen("0.0.0.0:50062");
+       },
+       {"listen \"0.0.0.0:50061\" -> \"0.0.0.0:50062\"", "log_format \"\" -> \"json\""}},
+  };
+  for (const Case& c : cases) {
+    v1::SwitchAgentConfig b = a;
+    c.change(&b);
+    EXPECT_EQ(Texts(ChangedFields(a, b)), c.want) << c.name;
+  }
+}
+
+TEST(DaemonReload, OnlyLiveFieldsApplyTheRestIsRefused) {
+  v1::AmConfig running;
+  running.set_listen("0.0.0.0:50051");
+  running.set_log_level("info");
+  running.set_member_heartbeat_timeout_ms(5000);
+  const std::set<std::string> live = {"log_level", "log_format"};
+  struct Case {
+    const char* name;
+    void (*change)(v1::AmConfig*);
+    std::vector<std::string> applied;
+    std::vector<std::string> refused;
+  };
+  const Case cases[] = {
+      {"unchanged", [](v1::AmConfig*) {}, {}, {}},
+      {"level and format",
+       [](v1::AmConfig* c) {
+         c->set_log_level("debug");
+         c->set_log_format("json");
+       },
+       {"log_level \"info\" -> \"debug\"", "log_format \"\" -> \"json\""},
+       {}},
+      {"listen and timeout need a restart",
+       [](v1::AmConfig* c) {
+         c->set_listen("0.0.0.0:50052");
+         c->set_member_heartbeat_timeout_ms(9000);
+       },
+       {},
+       {"listen \"0.0.0.0:50051\" -> \"0.0.0.0:50052\"", "member_heartbeat_timeout_ms 5000 -> 9000"}},
+      {"both kinds",
+       [](v1::AmConfig* c) {
+         c->set_log_level("warn");
+         c->set_topology_file("/etc/incin/other.json");
+       },
+       {"log_level \"info\" -> \"warn\""},
+       {"topology_file \"\" -> \"/etc/incin/other.json\""}},
+  };
+  for (const Case& c : cases) {
+    v1::AmConfig reread = running;
+    c.change(&reread);
+    ReloadPlan plan = PlanReload(running, reread, live);
+    EXPECT_EQ(Texts(plan.applied), c.applied) << c.name;
+    EXPECT_EQ(Texts(plan.refused), c.refused) << c.name;
+  }
+}
+
+}  // namespace
+}  // namespace inc
