@@ -57,7 +57,7 @@ done
 
 # The job: enough float32 sums that the signals land while it runs; every
 # rank checks every element against the exact host reference.
-perf s sighup -- allreduce -b 4K -e 4M -f 4 -n 100 -w 2 -d float32 -o sum &
+perf s sighup -- allreduce -b 4K -e 4M -f 4 -n 300 -w 2 -d float32 -o sum &
 JOB=$!
 
 note "waiting for the job's tree"
