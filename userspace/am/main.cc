@@ -14,6 +14,7 @@
 #include "common/daemon.h"
 #include "common/grpc_log.h"
 #include "common/log.h"
+#include "common/service_manager.h"
 #include "common/version.h"
 
 namespace {
@@ -106,11 +107,15 @@ int main(int argc, char** argv) {
            << options.member_heartbeat_timeout_ms << " ms, switch heartbeat timeout "
            << options.switch_heartbeat_timeout_ms << " ms";
 
+  inc::NotifyReady("listening on " + options.listen);
   int sig = 0;
   while ((sig = inc::WaitForDaemonSignal()) == SIGHUP) {
     LOG_INFO << "SIGHUP: reloading the configuration";
+    inc::NotifyReloading();
     inc::am::ReloadAmConfig(config_path, flags, &running);
+    inc::NotifyReady("listening on " + options.listen + " (configuration reloaded)");
   }
+  inc::NotifyStopping("shutting down");
   // Calls in flight finish: one programming or asking switches may take a
   // switch RPC timeout; one waiting for its group or following events is
   // answered by Stop() at once. Then the server stops without waiting for

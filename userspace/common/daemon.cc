@@ -22,6 +22,7 @@ sigset_t DaemonSignals() {
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGHUP);
+  sigaddset(&set, SIGUSR2);
   return set;
 }
 
@@ -99,6 +100,7 @@ std::string SignalName(int sig) {
     case SIGTERM: return "SIGTERM";
     case SIGINT: return "SIGINT";
     case SIGHUP: return "SIGHUP";
+    case SIGUSR2: return "SIGUSR2";
   }
   return "signal " + std::to_string(sig);
 }

@@ -18,14 +18,16 @@
 
 namespace inc {
 
-// Blocks SIGTERM, SIGINT and SIGHUP in the calling thread and so in every
-// thread it starts afterwards (gRPC's included): they then reach the
+// Blocks SIGTERM, SIGINT, SIGHUP and SIGUSR2 in the calling thread and so in
+// every thread it starts afterwards (gRPC's included): they then reach the
 // process only through WaitForDaemonSignal, never as the default action
-// (SIGHUP's is to terminate). Call first thing in main.
+// (SIGHUP's and SIGUSR2's is to terminate). SIGUSR2 is the restart signal
+// of the systemd units (RestartKillSignal=): stop, but leave what the next
+// instance takes over. Call first thing in main.
 void BlockDaemonSignals();
-// Waits for SIGTERM, SIGINT or SIGHUP; returns its number.
+// Waits for SIGTERM, SIGINT, SIGHUP or SIGUSR2; returns its number.
 int WaitForDaemonSignal();
-// "SIGTERM", "SIGINT", "SIGHUP", else "signal N".
+// "SIGTERM", "SIGINT", "SIGHUP", "SIGUSR2", else "signal N".
 std::string SignalName(int sig);
 
 // Counts the calls a gRPC server is running (install Factory() with

@@ -15,6 +15,7 @@
 #include "common/daemon.h"
 #include "common/grpc_log.h"
 #include "common/log.h"
+#include "common/service_manager.h"
 #include "common/version.h"
 #include "switch/agent.h"
 #include "switch/am_client.h"
@@ -235,12 +236,23 @@ int main(int argc, char** argv) {
     }
   });
 
+  inc::NotifyReady("serving SwitchAgent on " + config.listen() + ", " + std::to_string(ports->size()) +
+                   " ports with XDP attached");
   int sig = 0;
   while ((sig = inc::WaitForDaemonSignal()) == SIGHUP) {
     LOG_INFO << "SIGHUP: reloading the configuration";
+    inc::NotifyReloading();
     inc::sw::ReloadConfig(config_path, flags, &config);
+    inc::NotifyReady("serving SwitchAgent on " + config.listen() + " (configuration reloaded)");
   }
-  LOG_INFO << "received " << inc::SignalName(sig) << ": stopping";
+  // SIGUSR2 is a restart (the unit's RestartKillSignal): the next agent
+  // re-adopts the pinned trees, so they keep aggregating in between.
+  const bool keep_datapath = config.keep_datapath_on_exit() || sig == SIGUSR2;
+  LOG_INFO << "received " << inc::SignalName(sig) << ": stopping"
+           << (keep_datapath ? ", leaving XDP attached and the maps pinned for the next agent"
+                             : ", detaching XDP");
+  inc::NotifyStopping(keep_datapath ? "stopping; the data path stays for the next agent"
+                                    : "stopping; detaching XDP");
 
   if (am_client) {
     am_client->Stop();
@@ -258,7 +270,7 @@ int main(int argc, char** argv) {
   (*agent)->SetLinkReporter(nullptr);
   credit.reset();  // ends its flows (PathTear) while the data path still runs
   routing.reset();
-  inc::Status st = (*agent)->Stop(config.keep_datapath_on_exit());
+  inc::Status st = (*agent)->Stop(keep_datapath);
   agent->reset();
   LOG_INFO << "exit" << (st.ok() ? "" : " with errors");
   return st.ok() ? 0 : 1;

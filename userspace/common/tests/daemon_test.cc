@@ -7,6 +7,10 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <set>
 #include <string>
@@ -14,6 +18,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "common/service_manager.h"
 #include "inc/v1/inc.grpc.pb.h"
 
 namespace inc {
@@ -31,13 +36,64 @@ TEST(DaemonSignals, BlockedSignalsAreWaitedForInsteadOfKillingTheProcess) {
     const char* name;
     int sig;
   };
-  const Case cases[] = {{"SIGHUP", SIGHUP}, {"SIGTERM", SIGTERM}, {"SIGINT", SIGINT}};
+  const Case cases[] = {{"SIGHUP", SIGHUP}, {"SIGTERM", SIGTERM}, {"SIGINT", SIGINT}, {"SIGUSR2", SIGUSR2}};
   for (const Case& c : cases) {
     ASSERT_EQ(raise(c.sig), 0) << c.name;
     EXPECT_EQ(WaitForDaemonSignal(), c.sig) << c.name;  // still alive to see it
     EXPECT_EQ(SignalName(c.sig), c.name);
   }
   EXPECT_EQ(SignalName(SIGUSR1), "signal " + std::to_string(SIGUSR1));
+}
+
+// A stand-in for systemd's notification socket: a unix datagram socket whose
+// path NOTIFY_SOCKET names while the object lives.
+class NotifySocket {
+ public:
+  NotifySocket() {
+    path_ = "/tmp/inc-notify-test-" + std::to_string(getpid());
+    unlink(path_.c_str());
+    fd_ = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    path_.copy(addr.sun_path, sizeof(addr.sun_path) - 1);
+    bound_ = fd_ >= 0 && bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+    setenv("NOTIFY_SOCKET", path_.c_str(), 1);
+  }
+  ~NotifySocket() {
+    unsetenv("NOTIFY_SOCKET");
+    if (fd_ >= 0) close(fd_);
+    unlink(path_.c_str());
+  }
+  bool bound() const { return bound_; }
+  std::string Next() {  // the next message, or "" after 2 s
+    timeval tv{2, 0};
+    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    char buf[4096];
+    ssize_t n = recv(fd_, buf, sizeof(buf), 0);
+    return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+  }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  bool bound_ = false;
+};
+
+TEST(ServiceManager, ReadyReloadingAndStoppingReachTheNotifySocket) {
+  NotifySocket manager;
+  ASSERT_TRUE(manager.bound());
+  NotifyReady("listening on 10.0.0.1:50051\nsecond line");
+  EXPECT_EQ(manager.Next(), "READY=1\nSTATUS=listening on 10.0.0.1:50051 second line");
+  NotifyReloading();
+  EXPECT_EQ(manager.Next(), "RELOADING=1\nSTATUS=reloading the configuration");
+  NotifyStopping("stopping; detaching XDP");
+  EXPECT_EQ(manager.Next(), "STOPPING=1\nSTATUS=stopping; detaching XDP");
+}
+
+TEST(ServiceManager, WithoutAManagerTheCallsDoNothing) {
+  unsetenv("NOTIFY_SOCKET");
+  NotifyReady("no manager");  // no socket to write to: no error, no crash
+  NotifyStopping("no manager");
 }
 
 // An AM whose GetTopology takes `delay`, to have a call in flight.

@@ -685,6 +685,33 @@ TEST_F(SwitchLab, RestartWithKeptDatapathKeepsTreesLiveAndAggregating) {
   EXPECT_NE(Sh("test -e " + pin_root_ + "/" + kSwitch), 0) << "pins removed on a plain exit";
 }
 
+// SIGUSR2 is what incswitchd@.service sends on `systemctl restart`
+// (RestartKillSignal=): without --keep-datapath-on-exit the agent still
+// leaves the data path for the next one, while SIGTERM (stop) detaches.
+TEST_F(SwitchLab, RestartSignalKeepsTheDatapathWithoutTheFlag) {
+  AgentProcess* first = StartAgent();
+  ASSERT_TRUE(WaitServing(first));
+  ASSERT_TRUE(Configure(Tree()).ok());
+  OpenWorkers();
+  AggregateOnce(0);
+  ASSERT_EQ(first->Stop(SIGUSR2), 0) << first->Log();
+  EXPECT_NE(first->Log().find("received SIGUSR2: stopping, leaving XDP attached"), std::string::npos)
+      << first->Log();
+  EXPECT_EQ(Sh("test -d " + pin_root_ + "/" + kSwitch), 0) << "maps stay pinned";
+  EXPECT_EQ(Sh("ip -n " + sw_ns_ + " link show p0 | grep -q xdp"), 0) << "XDP stays attached";
+  AggregateOnce(1);
+
+  AgentProcess* second = StartAgent();
+  ASSERT_TRUE(WaitServing(second));
+  EXPECT_NE(second->Log().find("re-adopted"), std::string::npos) << second->Log();
+  AggregateOnce(2);
+  ASSERT_EQ(second->Stop(SIGTERM), 0) << second->Log();
+  EXPECT_NE(second->Log().find("received SIGTERM: stopping, detaching XDP"), std::string::npos)
+      << second->Log();
+  EXPECT_NE(Sh("test -e " + pin_root_ + "/" + kSwitch), 0) << "pins removed on a stop";
+  EXPECT_NE(Sh("ip -n " + sw_ns_ + " link show p0 | grep -q xdp"), 0) << "XDP detached on a stop";
+}
+
 TEST_F(SwitchLab, AmUnreachableThenRegisteredHeartbeatsLinkDownAndRecreatedPort) {
   AgentProcess* agent = StartAgent({"--am", AmSocket()});
   ASSERT_TRUE(WaitServing(agent));
