@@ -45,6 +45,11 @@ __u64 tx_cookie = 0;
  * reader through irq_work, a self-interrupt per wake-up: ~25 us per round
  * trip more on the lab VM.) */
 __u32 rx_sleeping = 0;
+/* Receive queue the wake-up socket is bound to. An AF_XDP socket takes only
+ * frames of its own queue (a redirect from another one is dropped by the
+ * kernel), and a multi-queue NIC spreads results over all of them: frames
+ * of other queues wake the process through the ring instead. */
+const volatile __u32 wake_queue = 0;
 
 /* Frames the process queued for sending; entry i % max_entries (a power of
  * two set by the process) holds the i-th. Mmapped by the process. */
@@ -71,7 +76,7 @@ struct {
 	__uint(max_entries, 8 << 20);
 } rx_ring SEC(".maps");
 
-/* The process's AF_XDP socket for wake-ups (key 0: rx queue 0). */
+/* The process's AF_XDP socket for wake-ups (key 0; bound to wake_queue). */
 struct {
 	__uint(type, BPF_MAP_TYPE_XSKMAP);
 	__uint(max_entries, 1);
@@ -145,7 +150,8 @@ static __always_inline int member_rx(struct xdp_md *ctx)
 	len = data_end - data;
 	if (len < INC_OFF_PAYLOAD || len > INC_IO_FRAME_BYTES)
 		return count(INC_IO_STAT_RX_BAD_LEN, XDP_DROP);
-	if (rx_sleeping && __sync_val_compare_and_swap(&rx_sleeping, 1, 0) == 1) {
+	if (ctx->rx_queue_index == wake_queue && rx_sleeping &&
+	    __sync_val_compare_and_swap(&rx_sleeping, 1, 0) == 1) {
 		if (bpf_redirect_map(&wake_xsks, 0, XDP_PASS) == XDP_REDIRECT)
 			return count(INC_IO_STAT_RX_WAKEUPS, XDP_REDIRECT);
 		/* No wake-up socket: the ring, with a wake-up record. */

@@ -8,12 +8,16 @@
 #include <bpf/libbpf.h>
 #include <gtest/gtest.h>
 #include <linux/if_ether.h>
+#include <net/if.h>
+#include <sched.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "client/xsk_socket.h"
 #include "common/abi.h"
 #include "common/frame.h"
 #include "inc_member_io.h"
@@ -82,14 +86,17 @@ class MemberIo : public ::testing::Test {
 
   // Runs member_io once on frame (with metadata in front when given).
   // Returns the verdict; *out gets the frame as the program left it.
+  // ifindex/rx_queue: the receive queue the frame arrives on (0: no device).
   int Run(const std::vector<uint8_t>& frame, const std::vector<uint8_t>& meta = {},
-          std::vector<uint8_t>* out = nullptr) {
+          std::vector<uint8_t>* out = nullptr, uint32_t ifindex = 0, uint32_t rx_queue = 0) {
     std::vector<uint8_t> in(meta);
     in.insert(in.end(), frame.begin(), frame.end());
     std::vector<uint8_t> buf(4096);
     xdp_md ctx{};
     ctx.data = static_cast<uint32_t>(meta.size());
     ctx.data_end = static_cast<uint32_t>(in.size());
+    ctx.ingress_ifindex = ifindex;
+    ctx.rx_queue_index = rx_queue;
     LIBBPF_OPTS(bpf_test_run_opts, run, .data_in = in.data(), .data_out = buf.data(),
                 .data_size_in = static_cast<uint32_t>(in.size()),
                 .data_size_out = static_cast<uint32_t>(buf.size()), .ctx_in = &ctx,
@@ -260,6 +267,65 @@ TEST_F(MemberIo, ASleepingProcessIsWokenOnceWhenItHasNoWakeUpSocket) {
   EXPECT_EQ(wakeups_, 1);
   EXPECT_EQ(skel_->bss->rx_sleeping, 0u);
   EXPECT_EQ(Stat(INC_IO_STAT_RX_WAKEUPS), 1u);
+}
+
+// A multi-queue NIC spreads results over its queues, and the wake-up socket
+// is bound to one of them: a frame of another queue must wake the process
+// through the ring (a redirect to the socket would be dropped by the kernel
+// and the result lost until a retransmission). A two-queue veth in a private
+// network namespace with a real AF_XDP socket on queue 0 stands in for the
+// NIC; last in this file because it leaves the process in that namespace.
+TEST_F(MemberIo, ASleepingProcessIsWokenThroughTheRingByAFrameOfAnotherQueue) {
+  if (unshare(CLONE_NEWNET) != 0) GTEST_SKIP() << "unshare(CLONE_NEWNET): " << strerror(errno);
+  ASSERT_EQ(std::system("ip link add mq0 numtxqueues 2 numrxqueues 2 type veth peer name mq0p "
+                        "numtxqueues 2 numrxqueues 2 && ip link set mq0 up && ip link set mq0p up"),
+            0);
+  const uint32_t ifindex = if_nametoindex("mq0");
+  ASSERT_NE(ifindex, 0u);
+  client::XskOptions wo;
+  wo.ifname = "mq0";
+  wo.queue = 0;
+  wo.rx_ring = 64;
+  wo.tx_ring = 64;
+  wo.tx_frames = 1;
+  wo.attach_xdp = false;
+  auto wake = client::XskSocket::Open(wo);
+  if (!wake.ok()) GTEST_SKIP() << "AF_XDP socket on a veth: " << wake.status().ToString();
+  uint32_t zero = 0;
+  int wfd = (*wake)->fd();
+  ASSERT_EQ(bpf_map_update_elem(bpf_map__fd(skel_->maps.wake_xsks), &zero, &wfd, 0), 0) << strerror(errno);
+  const std::vector<uint8_t> frame = ResultFrame(kMemberIp, kMemberQpn, 8);
+
+  struct Case {
+    const char* name;
+    uint32_t rx_queue;
+    int verdict;       // XDP_REDIRECT: to the wake-up socket
+    size_t in_ring;    // frame records added to the ring
+    int ring_wakeups;  // wake-up records added to the ring
+  };
+  const Case cases[] = {
+      {.name = "queue 0: to the wake-up socket",
+       .rx_queue = 0,
+       .verdict = XDP_REDIRECT,
+       .in_ring = 0,
+       .ring_wakeups = 0},
+      {.name = "queue 1: the ring and a wake-up record",
+       .rx_queue = 1,
+       .verdict = XDP_DROP,
+       .in_ring = 1,
+       .ring_wakeups = 1},
+  };
+  for (const Case& c : cases) {
+    records_.clear();
+    wakeups_ = 0;
+    skel_->bss->rx_sleeping = 1;
+    EXPECT_EQ(Run(frame, {}, nullptr, ifindex, c.rx_queue), c.verdict) << c.name;
+    EXPECT_EQ(records_.size(), c.in_ring) << c.name;
+    EXPECT_EQ(wakeups_, c.ring_wakeups) << c.name;
+    EXPECT_EQ(skel_->bss->rx_sleeping, 0u) << c.name << ": the process is woken once";
+  }
+  ASSERT_EQ(records_.size(), 1u);
+  EXPECT_EQ(records_[0], frame);
 }
 
 }  // namespace

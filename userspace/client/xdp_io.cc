@@ -32,6 +32,9 @@ namespace {
 
 static_assert(sizeof(inc_io_tx_template) == 8 + INC_IO_TX_TEMPLATE_BYTES, "inc_io_tx_template layout");
 
+// The receive queue of the wake-up socket (every interface has a queue 0).
+constexpr uint32_t kWakeQueue = 0;
+
 bool IsPowerOfTwo(uint32_t v) {
   return v && !(v & (v - 1));
 }
@@ -55,6 +58,10 @@ Status XdpIo::Init() {
   skel_->rodata->member_ip_be = opt_.filter_ip.host ? opt_.filter_ip.be() : 0;
   skel_->rodata->member_qpn = opt_.filter_qpn;
   skel_->rodata->tx_mask = opt_.tx_frames - 1;
+  // Results on the other queues of a multi-queue NIC reach the ring and wake
+  // the process through it: member_io redirects only this queue's frames to
+  // the wake-up socket (a socket takes nothing from another queue).
+  skel_->rodata->wake_queue = kWakeQueue;
   if (int err = bpf_map__set_max_entries(skel_->maps.tx_frames, opt_.tx_frames))
     return ErrnoStatus("size tx_frames", -err);
   if (int err = member_io__load(skel_)) return ErrnoStatus("load member_io BPF programs", -err);
@@ -101,6 +108,7 @@ Status XdpIo::Init() {
   wo.tx_frames = 1;
   wo.attach_xdp = false;  // member_io redirects into it
   wo.spin_us = 0;
+  wo.queue = kWakeQueue;
   auto wake = XskSocket::Open(wo);
   if (!wake.ok()) return wake.status().WithContext("wake-up socket");
   wake_ = std::move(*wake);

@@ -2,10 +2,13 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <linux/ethtool.h>
 #include <linux/if_xdp.h>
+#include <linux/sockios.h>
 #include <net/if.h>
 #include <poll.h>
 #include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -33,6 +36,21 @@ constexpr uint32_t kTxBatch = 32;
 
 bool IsPowerOfTwo(uint32_t v) {
   return v && !(v & (v - 1));
+}
+
+// Receive queues of ifname (rx-only plus combined channels), 0 if the
+// driver does not say.
+uint32_t RxQueueCount(const std::string& ifname) {
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  ethtool_channels ch{};
+  ch.cmd = ETHTOOL_GCHANNELS;
+  ifreq ifr{};
+  ifname.copy(ifr.ifr_name, IFNAMSIZ - 1);
+  ifr.ifr_data = reinterpret_cast<char*>(&ch);
+  int rc = ioctl(fd, SIOCETHTOOL, &ifr);
+  close(fd);
+  return rc == 0 ? ch.rx_count + ch.combined_count : 0;
 }
 
 uint32_t LoadAcquire(const uint32_t* p) {
@@ -139,7 +157,19 @@ Status XskSocket::Init() {
     usleep(20000);
   }
   if (rc) return ErrnoStatus("bind AF_XDP (copy mode) to queue " + std::to_string(opt_.queue), errno);
-  if (opt_.attach_xdp) INC_RETURN_IF_ERROR(AttachProgram());
+  if (opt_.attach_xdp) {
+    INC_RETURN_IF_ERROR(AttachProgram());
+    // One socket serves one queue: on a multi-queue NIC the results hashed
+    // to another queue would pass to the kernel and be lost (then resent
+    // after a timeout, and again lost). Say so once, with the remedies.
+    const uint32_t queues = RxQueueCount(opt_.ifname);
+    if (queues > 1) {
+      LOG_WARN << opt_.ifname << " has " << queues << " receive queues and this AF_XDP socket serves queue "
+               << opt_.queue << " only: steer RoCEv2 there (ethtool -N " << opt_.ifname
+               << " flow-type udp4 dst-port 4791 action " << opt_.queue << ", or ethtool -L " << opt_.ifname
+               << " combined 1) or use the xdp transport, which serves every queue";
+    }
+  }
   LOG_DEBUG << "AF_XDP copy mode on " << opt_.ifname << " queue " << opt_.queue << ": " << rx_frames_
             << " RX + " << opt_.tx_frames << " TX buffers of " << frame_size_ << " bytes";
   return Status::Ok();
