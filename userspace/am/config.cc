@@ -45,6 +45,10 @@ Status ValidateAmConfig(const v1::AmConfig& c) {
   AmOptions o;
   ApplyConfig(c, &o);
   INC_RETURN_IF_ERROR(ValidateListenAddress(o.listen, "listen"));
+  if (!c.metrics_listen().empty()) {
+    auto metrics = HostPort::Parse(c.metrics_listen());
+    if (!metrics.ok()) return metrics.status().WithContext("metrics_listen");
+  }
   INC_RETURN_IF_ERROR(ValidateLogSettings(c.log_level().empty() ? "info" : c.log_level(),
                                           c.log_format().empty() ? "text" : c.log_format()));
   if (o.default_pool_size > kLargestPool)

@@ -9,11 +9,13 @@
 
 #include "am/config.h"
 #include "am/manager.h"
+#include "am/metrics.h"
 #include "am/service.h"
 #include "am/topology.h"
 #include "common/daemon.h"
 #include "common/grpc_log.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "common/service_manager.h"
 #include "common/version.h"
 
@@ -102,10 +104,25 @@ int main(int argc, char** argv) {
     LOG_ERROR << "cannot listen on " << options.listen;
     return kExitCannotServe;
   }
+  std::unique_ptr<inc::MetricsServer> metrics;
+  if (!config->metrics_listen().empty()) {
+    auto started = inc::MetricsServer::Start(config->metrics_listen(),
+                                             [&manager] { return inc::am::RenderAmMetrics(&manager); });
+    if (!started.ok()) {
+      LOG_ERROR << started.status().ToString();
+      server->Shutdown();
+      return kExitCannotServe;
+    }
+    metrics = std::move(*started);
+  }
   manager.Start();
   LOG_INFO << "listening on " << options.listen << " (port " << port << "); member heartbeat timeout "
            << options.member_heartbeat_timeout_ms << " ms, switch heartbeat timeout "
            << options.switch_heartbeat_timeout_ms << " ms";
+  if (metrics) {
+    LOG_INFO << "serving Prometheus metrics on " << config->metrics_listen() << " (port " << metrics->port()
+             << ", path /metrics)";
+  }
 
   inc::NotifyReady("listening on " + options.listen);
   int sig = 0;
@@ -122,6 +139,7 @@ int main(int argc, char** argv) {
   // idle clients to hang up.
   const auto grace = std::chrono::milliseconds(std::max<uint32_t>(options.switch_rpc_timeout_ms + 500, 2000));
   LOG_INFO << inc::SignalName(sig) << ": shutting down; calls in flight get up to " << grace.count() << " ms";
+  metrics.reset();
   manager.Stop();  // waiting members get UNAVAILABLE, event streams end
   if (!calls.WaitIdle(std::chrono::steady_clock::now() + grace)) {
     LOG_WARN << calls.InFlight() << " calls still running after " << grace.count() << " ms: cancelled";

@@ -797,6 +797,8 @@ void Manager::BuildAndProgram(const TreePtr& t) {
     std::lock_guard<std::mutex> lk(mu_);
     t->program_us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - p0).count();
     t->programming = false;
+    build_seconds_.Observe(static_cast<double>(t->build_us) / 1e6);
+    program_seconds_.Observe(static_cast<double>(t->program_us) / 1e6);
     if (!failure.ok()) {
       // Roll back: the switches that took the tree drop it again.
       if (!Dismantled(t->state)) {
@@ -1390,6 +1392,16 @@ Status Manager::WatchEvents(const v1::WatchEventsRequest& req, const Cancelled& 
     if (cancelled && cancelled()) return Status(Code::kCancelled, "watcher went away");
     if (next_event_seq_ == next) cv_.wait_for(lk, std::chrono::milliseconds(200));
   }
+}
+
+void Manager::WriteTimingMetrics(PrometheusText* out) {
+  std::lock_guard<std::mutex> lk(mu_);
+  out->Family("incin_am_tree_build_seconds", "histogram",
+              "AM time per tree programming: tree build, resource allocation and switch configs.");
+  build_seconds_.Write("incin_am_tree_build_seconds", {}, out);
+  out->Family("incin_am_tree_program_seconds", "histogram",
+              "ConfigureTree on every switch of a tree, per programming (in parallel).");
+  program_seconds_.Write("incin_am_tree_program_seconds", {}, out);
 }
 
 Manager::Usage Manager::ResourceUsage() {

@@ -21,6 +21,7 @@
 #include "am/model.h"
 #include "am/resources.h"
 #include "am/switch_client.h"
+#include "common/metrics.h"
 #include "common/status.h"
 #include "inc/v1/inc.pb.h"
 
@@ -99,6 +100,11 @@ class Manager {
     uint32_t free_slots = 0;
   };
   Usage ResourceUsage();
+
+  // Histograms over the daemon's life, for /metrics: seconds from a tree's
+  // last member to its switch configs (build) and ConfigureTree on every
+  // switch (program), one observation per programming.
+  void WriteTimingMetrics(PrometheusText* out);
 
  private:
   struct MemberSpec {
@@ -202,6 +208,10 @@ class Manager {
   SwitchClients clients_;
 
   std::mutex mu_;
+  Histogram build_seconds_{kTimingBuckets};    // guarded by mu_
+  Histogram program_seconds_{kTimingBuckets};  // guarded by mu_
+  static inline const std::vector<double> kTimingBuckets = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+                                                            0.05,   0.1,   0.25,   0.5,   1,    2.5};
   std::condition_variable cv_;  // tree state changes, new events, stop
   bool stopping_ = false;
   std::map<std::string, SwitchRec> switches_;

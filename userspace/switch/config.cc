@@ -197,6 +197,10 @@ Status ValidateConfig(const v1::SwitchAgentConfig& c) {
   }
   INC_RETURN_IF_ERROR(ValidateListenAddress(c.listen(), "listen"));
   if (!c.am_address().empty()) INC_RETURN_IF_ERROR(ValidateDialAddress(c.am_address(), "am_address"));
+  if (!c.metrics_listen().empty()) {
+    auto metrics = HostPort::Parse(c.metrics_listen());
+    if (!metrics.ok()) return metrics.status().WithContext("metrics_listen");
+  }
   if (c.heartbeat_interval_ms() < 10 || c.heartbeat_interval_ms() > 600000) {
     return InvalidArgument("heartbeat_interval_ms " + std::to_string(c.heartbeat_interval_ms()) +
                            " is out of range 10..600000");

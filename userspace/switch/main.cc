@@ -15,6 +15,7 @@
 #include "common/daemon.h"
 #include "common/grpc_log.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "common/service_manager.h"
 #include "common/version.h"
 #include "switch/agent.h"
@@ -23,6 +24,7 @@
 #include "switch/config.h"
 #include "switch/credit_agent.h"
 #include "switch/credit_config.h"
+#include "switch/metrics.h"
 #include "switch/routing_agent.h"
 #include "switch/service.h"
 
@@ -200,6 +202,25 @@ int main(int argc, char** argv) {
   LOG_INFO << "serving SwitchAgent on " << config.listen()
            << (config.listen().rfind("unix:", 0) == 0 ? "" : " (port " + std::to_string(bound_port) + ")");
 
+  std::unique_ptr<inc::MetricsServer> metrics;
+  if (!config.metrics_listen().empty()) {
+    auto started = inc::MetricsServer::Start(config.metrics_listen(), [agent = agent->get()] {
+      inc::v1::GetCapabilitiesResponse caps;
+      auto stats = agent->GetStats(0);
+      if (!stats.ok() || !agent->GetCapabilities(&caps).ok()) return std::string();
+      return inc::sw::RenderSwitchMetrics(*stats, caps);
+    });
+    if (!started.ok()) {
+      LOG_ERROR << started.status().ToString();
+      server->Shutdown();
+      (void)(*agent)->Stop(config.keep_datapath_on_exit());
+      return Fail(started.status().message());
+    }
+    metrics = std::move(*started);
+    LOG_INFO << "serving Prometheus metrics on " << config.metrics_listen() << " (port " << metrics->port()
+             << ", path /metrics)";
+  }
+
   std::unique_ptr<inc::sw::AmClient> am_client;
   if (!config.am_address().empty()) {
     inc::sw::AmClientOptions options;
@@ -254,6 +275,7 @@ int main(int argc, char** argv) {
   inc::NotifyStopping(keep_datapath ? "stopping; the data path stays for the next agent"
                                     : "stopping; detaching XDP");
 
+  metrics.reset();
   if (am_client) {
     am_client->Stop();
     LOG_INFO << "stopped talking to the AM (no deregistration: the AM notices missing heartbeats)";

@@ -142,6 +142,8 @@ TEST(AmConfigValidationTest, ValuesThatCannotWorkAreRejectedNamingTheFields) {
        [](v1::AmConfig* c) { c->set_listen(":70000"); }, "listen: \":70000\": port 70000 is not in 0..65535"},
       {"listen not host:port", [](v1::AmConfig* c) { c->set_listen("localhost"); },
        "listen: \"localhost\" is not host:port"},
+      {"metrics_listen not host:port", [](v1::AmConfig* c) { c->set_metrics_listen("localhost"); },
+       "metrics_listen: \"localhost\" is not host:port"},
       {"pool 2^32-1", [](v1::AmConfig* c) { c->set_default_pool_size(4294967295u); },
        "default_pool_size 4294967295 is not in 1..65535 (a switch's slots per tree)"},
       {"pool one above a switch's largest", [](v1::AmConfig* c) { c->set_default_pool_size(65536); },

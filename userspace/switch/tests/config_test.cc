@@ -189,6 +189,8 @@ TEST(ConfigValidate, BadValuesAreRejectedNamingTheField) {
        "listen: \":99999\": port 99999 is not in 0..65535"},
       {"listen without a port", [](v1::SwitchAgentConfig* c) { c->set_listen("0.0.0.0"); },
        "listen: \"0.0.0.0\" is not host:port"},
+      {"metrics port above 65535", [](v1::SwitchAgentConfig* c) { c->set_metrics_listen("10.0.0.1:70000"); },
+       "metrics_listen: \"10.0.0.1:70000\": port 70000 is not in 0..65535"},
       {"AM port above 65535", [](v1::SwitchAgentConfig* c) { c->set_am_address("10.0.0.1:70000"); },
        "am_address: \"10.0.0.1:70000\": port 70000 is not in 0..65535"},
       {"AM port 0", [](v1::SwitchAgentConfig* c) { c->set_am_address("10.0.0.1:0"); },
