@@ -1,0 +1,127 @@
+#!/bin/bash
+# The packages under systemd (started by guest/init as a oneshot service,
+# systemd being PID 1 of the guest): installs the .debs named by incin.debs=
+# with dpkg, configures one switch whose four ports lead to four worker
+# namespaces, starts incamd.service and incswitchd@leaf0.service, runs an
+# exact allreduce with the installed inc-perf through them, then checks what
+# the units promise: READY and STATUS reach systemd, reload is SIGHUP,
+# restart keeps XDP attached and the new agent re-adopts the tree state,
+# stop detaches XDP and removes the pins. One result line per check in
+# results.txt on the host share; the guest powers off at the end.
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+arg() { sed -n "s/.*incin\.$1=\([^ ]*\).*/\1/p" /proc/cmdline; }
+DEBS=$(arg debs)
+OUT=/mnt/incin-out
+up() { cut -d' ' -f1 /proc/uptime; }
+log() { echo "PKG[$(up)]: $*"; }
+result() { echo "$*" >>"$OUT/results.txt"; log "RESULT $*"; }
+check() {  # NAME command...: PASS or FAIL line
+  local name=$1
+  shift
+  if "$@"; then result "PASS $name"; else result "FAIL $name"; fi
+}
+finish() {
+  result "DONE guest uptime $(up) s"
+  sync
+  systemctl poweroff -ff 2>/dev/null || echo o >/proc/sysrq-trigger
+  sleep 10
+}
+trap finish EXIT
+
+mkdir -p "$OUT"
+mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 incinout "$OUT" || {
+  echo "PKG: cannot mount the results share"
+  exit 1
+}
+result "BOOT $(up) s kernel $(uname -r), systemd $(systemctl --version | head -n1 | cut -d' ' -f2) as PID 1 ($(cat /proc/1/comm))"
+modprobe -a veth || { result "FAIL modprobe veth"; exit 1; }
+mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
+ip link set lo up
+
+# Install: dependencies are the host's (this root is the host's, read-only,
+# under a tmpfs overlay).
+check "dpkg -i of $(ls "$DEBS"/*.deb | wc -l) packages" dpkg -i "$DEBS"/*.deb
+check "units known to systemd after the postinst's daemon-reload" \
+  bash -c 'systemctl cat incamd.service incswitchd@leaf0.service >/dev/null'
+
+# The fabric: one switch (this namespace) with ports w0..w3, one worker
+# namespace behind each.
+hosts=""
+ports=""
+for i in 0 1 2 3; do
+  ip netns add w$i
+  ip link add w$i address 02:1a:00:00:0$i:01 type veth peer name eth0 address 02:1a:00:00:0$i:02 netns w$i
+  ip addr add 10.0.$i.1/24 dev w$i
+  ip link set w$i up mtu 9000
+  ip -n w$i addr add 10.0.$i.2/24 dev eth0
+  ip -n w$i link set eth0 up mtu 9000
+  ip -n w$i link set lo up
+  ip -n w$i route add default via 10.0.$i.1
+  ethtool -K w$i gro on tx off >/dev/null
+  ip netns exec w$i ethtool -K eth0 gro on tx off >/dev/null
+  hosts+="${hosts:+,}{\"name\": \"w$i\", \"ip\": \"10.0.$i.2\", \"mac\": \"02:1a:00:00:0$i:02\", \"switch_name\": \"leaf0\", \"switch_port\": \"w$i\"}"
+  ports+="${ports:+,}{\"name\": \"w$i\", \"ip\": \"10.0.$i.1\"}"
+done
+cat >/etc/incin/topology.json <<J
+{"switches": [{"name": "leaf0", "kind": "leaf"}], "hosts": [$hosts], "links": []}
+J
+cat >/etc/incin/incamd.json <<J
+{"listen": "0.0.0.0:50051", "topology_file": "/etc/incin/topology.json", "metrics_listen": "127.0.0.1:9463"}
+J
+cat >/etc/incin/switch-leaf0.json <<J
+{"switch_name": "leaf0", "listen": "127.0.0.1:50061", "am_address": "127.0.0.1:50051", "ports": [$ports],
+ "metrics_listen": "127.0.0.1:9464"}
+J
+
+check "systemctl start incamd" systemctl start incamd.service
+check "systemctl start incswitchd@leaf0" systemctl start incswitchd@leaf0.service
+log "incamd: $(systemctl show -p StatusText --value incamd)"
+log "incswitchd@leaf0: $(systemctl show -p StatusText --value incswitchd@leaf0)"
+check "incamd STATUS= from sd_notify" bash -c '[[ "$(systemctl show -p StatusText --value incamd)" == "listening on 0.0.0.0:50051" ]]'
+check "incswitchd STATUS= from sd_notify" \
+  bash -c '[[ "$(systemctl show -p StatusText --value incswitchd@leaf0)" == "serving SwitchAgent on 127.0.0.1:50061, 4 ports with XDP attached" ]]'
+for _ in $(seq 100); do
+  incinctl --am 127.0.0.1:50051 switch list 2>/dev/null | grep -q leaf0 && break
+  sleep 0.2
+done
+
+job() {  # TAG: an exact 4-rank allreduce with the installed inc-perf
+  local tag=$1 i pids=() rc=0
+  for i in 0 1 2 3; do
+    ip netns exec w$i inc-perf allreduce -d int32 -o sum -b 4 -e 1M -f 16 -n 3 -w 1 --json --am 10.0.$i.1:50051 \
+      --job "$tag" --rank $i --world 4 --iface eth0 >"/tmp/$tag-w$i.json" 2>"/tmp/$tag-w$i.log" &
+    pids+=($!)
+  done
+  for i in 0 1 2 3; do wait "${pids[$i]}" || rc=1; done
+  cp /tmp/$tag-w*.log /tmp/$tag-w*.json "$OUT/" 2>/dev/null
+  if [ "$rc" != 0 ]; then
+    for i in 0 1 2 3; do tail -n 3 "/tmp/$tag-w$i.log" | sed "s/^/PKG: $tag w$i: /"; done
+    return 1
+  fi
+  python3 -c '
+import json, sys
+d = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")][-1]
+rows = d["results"]
+w = sum(r["wrong"] for r in rows)
+print("PKG: %s: %d sizes, #wrong %d, retransmissions %s" % (sys.argv[2], len(rows), w, d["status"]["retransmissions"]))
+sys.exit(0 if d["exit_code"] == 0 and w == 0 and rows else 1)' "/tmp/$tag-w0.json" "$tag"
+}
+check "allreduce through the units, exact" job units1
+
+check "systemctl reload incswitchd@leaf0 is a SIGHUP" bash -c '
+  systemctl reload incswitchd@leaf0 && sleep 1 &&
+  journalctl -u incswitchd@leaf0 --no-pager | grep -q "SIGHUP: reloading the configuration"'
+pid1=$(systemctl show -p MainPID --value incswitchd@leaf0)
+check "systemctl restart incswitchd@leaf0" systemctl restart incswitchd@leaf0
+check "restart: the old agent left XDP attached (SIGUSR2)" bash -c \
+  'journalctl -u incswitchd@leaf0 --no-pager | grep -q "received SIGUSR2: stopping, leaving XDP attached"'
+check "restart: the new agent re-adopted the data path" bash -c \
+  'journalctl -u incswitchd@leaf0 --no-pager | grep -q "re-adopted"'
+check "restart: a new main process" bash -c "[ \"\$(systemctl show -p MainPID --value incswitchd@leaf0)\" != $pid1 ]"
+check "allreduce after the restart, exact" job units2
+
+check "systemctl stop incswitchd@leaf0" systemctl stop incswitchd@leaf0
+check "stop: XDP detached from w0" bash -c '! ip link show w0 | grep -q xdp'
+check "stop: pins removed" bash -c '[ ! -e /sys/fs/bpf/incin/leaf0 ]'
+check "systemctl stop incamd" systemctl stop incamd
+journalctl -u incamd -u incswitchd@leaf0 --no-pager >"$OUT/journal.txt" 2>&1
