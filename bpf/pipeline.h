@@ -213,6 +213,10 @@ static __always_inline int inc_ingress(struct xdp_md *ctx)
 		    (bpf_ntohl(p.bth->resv_destqp) & INC_QPN_MASK) != tree->parent.switch_qpn ||
 		    (flags & INC_FLAG_PULL && flags & INC_FLAG_RESULT))
 			return inc_drop(INC_DROP_BAD_RESULT, tree_id, INC_MAX_CHILDREN);
+		/* Addresses and QPNs are in every frame on the wire, so anyone
+		 * can copy them; the port a frame arrives on cannot be forged. */
+		if (ctx->ingress_ifindex != tree->parent.ifindex)
+			return inc_drop(INC_DROP_BAD_PORT, tree_id, INC_MAX_CHILDREN);
 		rank = INC_MAX_CHILDREN;
 		from = flags & INC_FLAG_PULL ? INC_FROM_PARENT_PULL : INC_FROM_PARENT;
 		ep = 0;
@@ -232,6 +236,12 @@ static __always_inline int inc_ingress(struct xdp_md *ctx)
 		if (p.ip->saddr != ep->peer_ip ||
 		    (bpf_ntohl(p.bth->resv_destqp) & INC_QPN_MASK) != ep->switch_qpn)
 			return inc_drop(INC_DROP_BAD_SOURCE, tree_id, rank);
+		/* A copy of a child's frame (its IP, QPN and the tree key are
+		 * all on the wire) injected at another port must not count as
+		 * the child's contribution: the real one would then be a
+		 * duplicate and the result wrong. */
+		if (ctx->ingress_ifindex != ep->ifindex)
+			return inc_drop(INC_DROP_BAD_PORT, tree_id, rank);
 		from = rank;
 		if (flags & INC_FLAG_RESULT) {
 			/* A child switch answering the root's pull; a result

@@ -732,7 +732,8 @@ TEST_F(DatapathTest, SlotReuseOverThreePoolsAndMessageIdWrapAround) {
   t = w;
   EXPECT_EQ(sw.Stat("completions"), done);
   // Stale: message 0x0F was completed; 0x0F - 2S on the same copy is old.
-  auto r = TestRun(sw.prog(), FromPeer(kids[0], Header(t, 0, 0x0Fu - 8, 8), Payload(INC_DTYPE_INT32, 8, 1)));
+  auto r = TestRun(sw.prog(), FromPeer(kids[0], Header(t, 0, 0x0Fu - 8, 8), Payload(INC_DTYPE_INT32, 8, 1)),
+                   kids[0].ifindex);
   EXPECT_EQ(r.retval, XDP_DROP);
   EXPECT_EQ(sw.Drops("stale"), 1u);
 }
@@ -748,7 +749,7 @@ TEST_F(DatapathTest, IcrcVerificationOnDropsBadIcrcAndOffAcceptsIt) {
     ASSERT_TRUE(sw.dp->ConfigureTree(MakeTree(t, kids)).ok());
     auto f = FromPeer(kids[0], Header(t, 0, 0, 4), Payload(INC_DTYPE_INT32, 4, 3));
     f[f.size() - 1] ^= 0x5A;
-    auto r = TestRun(sw.prog(), f);
+    auto r = TestRun(sw.prog(), f, kids[0].ifindex);
     EXPECT_EQ(r.retval, XDP_DROP);
     EXPECT_EQ(sw.Drops("bad_icrc"), verify ? 1u : 0u) << "verify=" << verify;
     EXPECT_EQ(sw.Stat("contributions"), verify ? 0u : 1u) << "verify=" << verify;
@@ -822,11 +823,11 @@ TEST_F(DatapathTest, NonIncTrafficTransitWriteImmToAnotherHostPassesUntouched) {
   // The same frame to the switch's address is INC (aggregated, dropped);
   // once the tree is gone that address (of a port the test does not
   // attach) is no longer the switch's.
-  auto r = TestRun(sw.prog(), inc_frame);
+  auto r = TestRun(sw.prog(), inc_frame, kids[0].ifindex);
   EXPECT_EQ(r.retval, XDP_DROP);
   EXPECT_EQ(sw.Stat("contributions"), 1u);
   ASSERT_TRUE(sw.dp->RemoveTree(t.tree_id).ok());
-  r = TestRun(sw.prog(), inc_frame);
+  r = TestRun(sw.prog(), inc_frame, kids[0].ifindex);
   EXPECT_EQ(r.retval, XDP_PASS);
   EXPECT_EQ(Hex(r.out), Hex(inc_frame));
   EXPECT_EQ(sw.Stat("pass"), cases.size() + 1);
@@ -861,13 +862,30 @@ void FixIpChecksum(std::vector<uint8_t>& f) {
 using FrameFn = std::function<std::vector<uint8_t>(const std::vector<Peer>&, const TreeParams&)>;
 using BeforeFn = std::function<void(Switch&, const std::vector<Peer>&, const TreeParams&)>;
 struct DropCase {
-  DropCase(const char* d, const char* r, FrameFn f, BeforeFn b = nullptr)
-      : description(d), reason(r), frame(std::move(f)), before(std::move(b)) {}
+  DropCase(const char* d, const char* r, FrameFn f, BeforeFn b = nullptr, int on_port_of = -1)
+      : description(d), reason(r), frame(std::move(f)), before(std::move(b)), on_port_of(on_port_of) {}
   const char* description;
   const char* reason;
   FrameFn frame;
   BeforeFn before;  // optional: frames sent first
+  int on_port_of;   // the frame arrives on this child's port; -1: on its sender's
 };
+
+// The switch port a frame from one of `peers` arrives on: that of the peer
+// whose address is the frame's source (else the first peer's).
+uint32_t SenderPort(const std::vector<Peer>& peers, const std::vector<uint8_t>& f) {
+  for (const auto& p : peers) {
+    if (f.size() >= INC_OFF_IP + 16 &&
+        p.peer_ip.be() == *reinterpret_cast<const uint32_t*>(&f[INC_OFF_IP + 12]))
+      return p.ifindex;
+  }
+  return peers.empty() ? 0 : peers[0].ifindex;
+}
+
+// A frame from one of `peers`, run as arriving on its sender's port.
+RunResult RunFromSender(int prog, const std::vector<Peer>& peers, const std::vector<uint8_t>& f) {
+  return TestRun(prog, f, SenderPort(peers, f));
+}
 
 std::vector<uint8_t> Good(const std::vector<Peer>& k, const TreeParams& t, uint16_t rank = 0,
                           uint32_t msg = 0) {
@@ -1008,7 +1026,7 @@ TEST_F(DatapathTest, EveryDropReasonIsCountedOnceAndNothingElse) {
          return WithHeader(
              k, t, [](IncHeader& h) { h.op = INC_OP_MAX; }, 1);
        },
-       [](Switch& sw, auto& k, auto& t) { TestRun(sw.prog(), Good(k, t, 0)); }},
+       [](Switch& sw, auto& k, auto& t) { RunFromSender(sw.prog(), k, Good(k, t, 0)); }},
       {"rank not a child", "bad_rank",
        [](auto& k, auto& t) {
          auto f = WithHeader(k, t, [](IncHeader& h) { h.rank = 5; });
@@ -1035,21 +1053,24 @@ TEST_F(DatapathTest, EveryDropReasonIsCountedOnceAndNothingElse) {
          return f;
        }},
       {"older message on the slot copy", "stale", [](auto& k, auto& t) { return Good(k, t, 1, 0); },
-       [](Switch& sw, auto& k, auto& t) { TestRun(sw.prog(), Good(k, t, 0, 16)); }},
+       [](Switch& sw, auto& k, auto& t) { RunFromSender(sw.prog(), k, Good(k, t, 0, 16)); }},
       {"same contribution twice while aggregating", "duplicate",
        [](auto& k, auto& t) { return Good(k, t, 0); },
-       [](Switch& sw, auto& k, auto& t) { TestRun(sw.prog(), Good(k, t, 0)); }},
+       [](Switch& sw, auto& k, auto& t) { RunFromSender(sw.prog(), k, Good(k, t, 0)); }},
       {"FP32 sum with another exponent", "exponent_mismatch",
        [](auto& k, auto& t) {
          return WithHeader(
              k, t, [](IncHeader& h) { h.exponent = 5; }, 1, 4, INC_DTYPE_FP32);
        },
        [](Switch& sw, auto& k, auto& t) {
-         TestRun(sw.prog(), WithHeader(
-                                k, t, [](IncHeader& h) { h.exponent = 4; }, 0, 4, INC_DTYPE_FP32));
+         RunFromSender(sw.prog(), k,
+                       WithHeader(
+                           k, t, [](IncHeader& h) { h.exponent = 4; }, 0, 4, INC_DTYPE_FP32));
        }},
       {"RESULT sent to a single-level tree", "bad_result",
        [](auto& k, auto& t) { return WithHeader(k, t, [](IncHeader& h) { h.flags = INC_FLAG_RESULT; }); }},
+      {"child 0's valid contribution on child 1's port", "bad_port",
+       [](auto& k, auto& t) { return Good(k, t, 0); }, nullptr, 1},
   };
   auto kids = Kids(4);
   std::set<std::string> covered;
@@ -1060,7 +1081,9 @@ TEST_F(DatapathTest, EveryDropReasonIsCountedOnceAndNothingElse) {
     ASSERT_TRUE(sw.dp->ConfigureTree(MakeTree(t, kids)).ok());
     if (c.before) c.before(sw, kids, t);
     auto before = sw.AllDrops();
-    auto r = TestRun(sw.prog(), c.frame(kids, t));
+    auto frame = c.frame(kids, t);
+    auto r =
+        TestRun(sw.prog(), frame, c.on_port_of >= 0 ? kids[c.on_port_of].ifindex : SenderPort(kids, frame));
     ASSERT_EQ(r.err, 0);
     EXPECT_EQ(r.retval, XDP_DROP);
     auto after = sw.AllDrops();
@@ -1093,9 +1116,95 @@ TEST_F(DatapathTest, LeafDropsResultFromAnyoneButItsParent) {
   ASSERT_TRUE(sw.dp->ConfigureTree(spec).ok());
   IncHeader h = Header(t, INC_RANK_RESULT, 0, 4);
   h.flags = INC_FLAG_RESULT;
-  auto r = TestRun(sw.prog(), FromPeer(kids[0], h, Payload(INC_DTYPE_INT32, 4, 0)));
+  auto r = TestRun(sw.prog(), FromPeer(kids[0], h, Payload(INC_DTYPE_INT32, 4, 0)), kids[0].ifindex);
   EXPECT_EQ(r.retval, XDP_DROP);
   EXPECT_EQ(sw.Drops("bad_result"), 1u);
+}
+
+// --------------------------------------------------------- port binding --
+
+// Every copy of a tree's slots (both copies of every slot), byte for byte.
+std::vector<uint8_t> SlotBytes(Switch& sw, const TreeParams& t) {
+  int fd = sw.dp->map_fd("slots");
+  std::vector<uint8_t> all;
+  for (uint32_t i = t.slot_base * INC_SLOT_COPIES; i < (t.slot_base + t.pool) * INC_SLOT_COPIES; i++) {
+    inc_slot s{};
+    EXPECT_EQ(bpf_map_lookup_elem(fd, &i, &s), 0) << "slot copy " << i;
+    auto* b = reinterpret_cast<const uint8_t*>(&s);
+    all.insert(all.end(), b, b + sizeof(s));
+  }
+  return all;
+}
+
+// A copy of child 0's frame (its IP, QPN and the tree key) sent from another
+// port must not count as child 0's contribution, or the real one would be a
+// duplicate and the result wrong.
+TEST_F(DatapathTest, PortBindingChildFrameFromAnotherPortIsDroppedAndLeavesTheSlotUntouched) {
+  Switch sw(UniqueName("spoof"));
+  ASSERT_TRUE(sw.dp);
+  TreeParams t;
+  auto kids = Kids(2);
+  ASSERT_TRUE(sw.dp->ConfigureTree(MakeTree(t, kids)).ok());
+  auto p0 = Payload(INC_DTYPE_INT32, 16, 1), p1 = Payload(INC_DTYPE_INT32, 16, 2);
+  auto from0 = FromPeer(kids[0], Header(t, 0, 0, 16), p0);
+  const uint32_t no_child_port = MakePeer(5, 0).ifindex;
+  auto before = SlotBytes(sw, t);
+  for (uint32_t port : {kids[1].ifindex, no_child_port}) {
+    auto r = TestRun(sw.prog(), from0, port);
+    ASSERT_EQ(r.err, 0);
+    EXPECT_EQ(r.retval, XDP_DROP) << "port " << port;
+  }
+  EXPECT_EQ(sw.Drops("bad_port"), 2u);
+  EXPECT_EQ(sw.Stat("drops"), 2u) << "counted once each, under bad_port only";
+  EXPECT_EQ(sw.Stat("contributions"), 0u);
+  EXPECT_EQ(SlotBytes(sw, t), before) << "a frame on the wrong port changed a slot";
+
+  // The real frames still aggregate to the exact result.
+  EXPECT_EQ(TestRun(sw.prog(), from0, kids[0].ifindex).retval, XDP_DROP);
+  auto done = TestRun(sw.prog(), FromPeer(kids[1], Header(t, 1, 0, 16), p1), kids[1].ifindex);
+  ASSERT_EQ(done.retval, XDP_REDIRECT);
+  ExpectBroadcastFrame(done.out, ResultHeader(Header(t, 1, 0, 16), 16),
+                       Reference(INC_DTYPE_INT32, INC_OP_SUM, {p0, p1}).bytes);
+  EXPECT_EQ(sw.Drops("duplicate"), 0u);
+  // A retransmission from the wrong port gets no copy of the result either.
+  IncHeader rh = Header(t, 0, 0, 16);
+  rh.flags = INC_FLAG_RETRANSMIT;
+  EXPECT_EQ(TestRun(sw.prog(), FromPeer(kids[0], rh, p0), kids[1].ifindex).retval, XDP_DROP);
+  EXPECT_EQ(sw.Drops("bad_port"), 3u);
+  EXPECT_EQ(sw.Stat("resends"), 0u);
+}
+
+// On a leaf, RESULTs and PULLs are taken only from the parent's port.
+TEST_F(DatapathTest, PortBindingLeafDropsParentFramesOnAChildPort) {
+  Switch sw(UniqueName("spoofp"));
+  ASSERT_TRUE(sw.dp);
+  TreeParams t;
+  t.role = INC_ROLE_LEAF;
+  auto kids = Kids(2);
+  Peer parent = MakePeer(10, 0);
+  TreeSpec spec = MakeTree(t, kids);
+  spec.parent = parent.ToEndpoint();
+  ASSERT_TRUE(sw.dp->ConfigureTree(spec).ok());
+  auto p0 = Payload(INC_DTYPE_INT32, 8, 1), p1 = Payload(INC_DTYPE_INT32, 8, 2);
+  ASSERT_EQ(TestRun(sw.prog(), FromPeer(kids[0], Header(t, 0, 0, 8), p0), kids[0].ifindex).retval, XDP_DROP);
+  ASSERT_EQ(TestRun(sw.prog(), FromPeer(kids[1], Header(t, 1, 0, 8), p1), kids[1].ifindex).retval,
+            XDP_REDIRECT)
+      << "partial to the parent";
+  auto forged_sum = Payload(INC_DTYPE_INT32, 8, 99);
+  auto result = FromPeer(parent, ResultHeader(Header(t, 1, 0, 8), 8), forged_sum);
+  IncHeader pull_hdr = Header(t, INC_RANK_RESULT, 0, 0);
+  pull_hdr.flags = INC_FLAG_PULL;
+  auto pull = FromPeer(parent, pull_hdr, {});
+  auto before = SlotBytes(sw, t);
+  EXPECT_EQ(TestRun(sw.prog(), result, kids[0].ifindex).retval, XDP_DROP) << "RESULT on a child's port";
+  EXPECT_EQ(TestRun(sw.prog(), pull, kids[1].ifindex).retval, XDP_DROP) << "PULL on a child's port";
+  EXPECT_EQ(sw.Drops("bad_port"), 2u);
+  EXPECT_EQ(sw.Stat("drops"), 2u);
+  EXPECT_EQ(SlotBytes(sw, t), before) << "the slot still waits for its parent";
+  // The same RESULT on the parent's port is the tree's result.
+  auto r = TestRun(sw.prog(), result, parent.ifindex);
+  EXPECT_EQ(r.retval, XDP_REDIRECT);
+  EXPECT_NE(SlotBytes(sw, t), before);
 }
 
 // -------------------------------------------------- leaf -> root -> leaf --
@@ -1262,6 +1371,10 @@ TEST_F(DatapathTest, TwoLevelMovedTreeNewRootPullsTheResultALeafStillHolds) {
   EXPECT_TRUE(CheckIcrc(answer.out.data(), answer.out.size()));
   EXPECT_EQ(leaf.Stat("pull_answers"), 1u);
 
+  // The answer arriving on another child's port is not the leaf's.
+  EXPECT_EQ(TestRun(root.prog(), answer.out, leaf2.down.ifindex).retval, XDP_DROP);
+  EXPECT_EQ(root.Drops("bad_port"), 1u);
+  EXPECT_EQ(root.Stat("results_adopted"), 0u);
   // The root adopts it as m's result and sends it to every child.
   auto adopted = TestRun(root.prog(), answer.out, new_link.down.ifindex);
   ASSERT_EQ(adopted.retval, XDP_REDIRECT);
@@ -1610,7 +1723,8 @@ TEST_F(DatapathTest, ConfigureTreeValidatesWithPreciseCodes) {
   // The port is not attached, so with the tree gone its address is no longer
   // the switch's: the frame is transit traffic (an attached port's address
   // would make it an unknown_tree drop).
-  auto r = TestRun(sw.prog(), FromPeer(kids[0], Header(t, 0, 0, 4), Payload(INC_DTYPE_INT32, 4, 0)));
+  auto r = TestRun(sw.prog(), FromPeer(kids[0], Header(t, 0, 0, 4), Payload(INC_DTYPE_INT32, 4, 0)),
+                   kids[0].ifindex);
   EXPECT_EQ(r.retval, XDP_PASS) << "a removed tree no longer aggregates";
   EXPECT_EQ(sw.Stat("contributions"), 0u);
 }
@@ -1623,15 +1737,16 @@ TEST_F(DatapathTest, ReconfigureKeepsSlotsUnlessTheLayoutChanges) {
   auto spec = MakeTree(t, kids);
   ASSERT_TRUE(sw.dp->ConfigureTree(spec).ok());
   auto p0 = Payload(INC_DTYPE_INT32, 4, 0), p1 = Payload(INC_DTYPE_INT32, 4, 1);
-  ASSERT_EQ(TestRun(sw.prog(), FromPeer(kids[0], Header(t, 0, 0, 4), p0)).retval, XDP_DROP);
+  ASSERT_EQ(TestRun(sw.prog(), FromPeer(kids[0], Header(t, 0, 0, 4), p0), kids[0].ifindex).retval, XDP_DROP);
   spec.key = t.key;  // same layout, new rkey for child 1
   spec.children[1].rkey = 0x4242;
   ASSERT_TRUE(sw.dp->ConfigureTree(spec).ok());
-  EXPECT_EQ(TestRun(sw.prog(), FromPeer(kids[1], Header(t, 1, 0, 4), p1)).retval, XDP_REDIRECT)
+  EXPECT_EQ(TestRun(sw.prog(), FromPeer(kids[1], Header(t, 1, 0, 4), p1), kids[1].ifindex).retval,
+            XDP_REDIRECT)
       << "the contribution made before the update still counts";
   spec.pool_size = 16;
   ASSERT_TRUE(sw.dp->ConfigureTree(spec).ok());
-  EXPECT_EQ(TestRun(sw.prog(), FromPeer(kids[1], Header(t, 1, 0, 4), p1)).retval, XDP_DROP)
+  EXPECT_EQ(TestRun(sw.prog(), FromPeer(kids[1], Header(t, 1, 0, 4), p1), kids[1].ifindex).retval, XDP_DROP)
       << "new pool: the slot starts empty";
   EXPECT_EQ(sw.Stat("completions"), 1u);
 }
@@ -1652,7 +1767,9 @@ TEST_F(DatapathTest, RestartedAgentReadoptsPinnedStateAndKeepsAggregating) {
     EXPECT_FALSE((*d)->adopted());
     ASSERT_TRUE((*d)->AttachPort(PortName(30)).ok());
     ASSERT_TRUE((*d)->ConfigureTree(spec).ok());
-    ASSERT_EQ(TestRun((*d)->ingress_prog_fd(), FromPeer(kids[0], Header(t, 0, 0, 8), p0)).retval, XDP_DROP);
+    ASSERT_EQ(
+        TestRun((*d)->ingress_prog_fd(), FromPeer(kids[0], Header(t, 0, 0, 8), p0), kids[0].ifindex).retval,
+        XDP_DROP);
   }  // agent exits without Destroy
   Options other = o;
   other.slot_capacity = 256;
@@ -1675,7 +1792,7 @@ TEST_F(DatapathTest, RestartedAgentReadoptsPinnedStateAndKeepsAggregating) {
   ASSERT_TRUE(trees.ok());
   ASSERT_EQ(trees->size(), 1u);
   EXPECT_EQ((*trees)[0].children.size(), 2u);
-  auto r = TestRun((*d)->ingress_prog_fd(), FromPeer(kids[1], Header(t, 1, 0, 8), p1));
+  auto r = TestRun((*d)->ingress_prog_fd(), FromPeer(kids[1], Header(t, 1, 0, 8), p1), kids[1].ifindex);
   EXPECT_EQ(r.retval, XDP_REDIRECT) << "the contribution made before the restart completes the slot";
   ExpectBroadcastFrame(r.out, ResultHeader(Header(t, 1, 0, 8), 8),
                        Reference(INC_DTYPE_INT32, INC_OP_SUM, {p0, p1}).bytes);
@@ -1684,6 +1801,47 @@ TEST_F(DatapathTest, RestartedAgentReadoptsPinnedStateAndKeepsAggregating) {
   EXPECT_NE(stat((kPinRoot + "/" + name).c_str(), &st), 0) << "Destroy removes the pins";
   EXPECT_EQ(bpf_xdp_query_id(static_cast<int>(if_nametoindex(PortName(30).c_str())), 0, &prog_id), 0);
   EXPECT_EQ(prog_id, 0u) << "Destroy detaches";
+}
+
+// A data path with a drop reason more than the previous version's (appended
+// at the end of the enum) takes over the previous agent's pinned counters
+// instead of refusing to start.
+TEST_F(DatapathTest, RestartedNewerDataPathCopiesSmallerPinnedDropCounters) {
+  std::string name = UniqueName("grow");
+  std::string dir = kPinRoot + "/" + name;
+  mkdir(kPinRoot.c_str(), 0700);
+  ASSERT_EQ(mkdir(dir.c_str(), 0700), 0) << std::strerror(errno);
+  int ncpu = libbpf_num_possible_cpus();
+  ASSERT_GT(ncpu, 0);
+  int old_drops = bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "drops", sizeof(uint32_t), sizeof(uint64_t),
+                                 INC_DROP__MAX - 1, nullptr);
+  ASSERT_GE(old_drops, 0) << std::strerror(errno);
+  std::vector<uint64_t> per_cpu(ncpu, 0);
+  per_cpu[0] = 5;
+  per_cpu[ncpu - 1] += 2;
+  uint32_t dup = INC_DROP_DUPLICATE;
+  ASSERT_EQ(bpf_map_update_elem(old_drops, &dup, per_cpu.data(), BPF_ANY), 0);
+  ASSERT_EQ(bpf_obj_pin(old_drops, (dir + "/drops").c_str()), 0) << std::strerror(errno);
+  close(old_drops);
+
+  Options o;
+  o.switch_name = name;
+  o.pin_root = kPinRoot;
+  o.slot_capacity = 64;
+  auto d = Datapath::Open(o);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  auto st = (*d)->ReadStats();
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  EXPECT_EQ(st->drops.at("duplicate"), 7u) << "the previous agent's counts survive";
+  EXPECT_EQ(st->drops.at("bad_port"), 0u);
+  int pinned = bpf_obj_get((dir + "/drops").c_str());
+  ASSERT_GE(pinned, 0);
+  bpf_map_info info{};
+  uint32_t len = sizeof(info);
+  ASSERT_EQ(bpf_obj_get_info_by_fd(pinned, &info, &len), 0);
+  close(pinned);
+  EXPECT_EQ(info.max_entries, static_cast<uint32_t>(INC_DROP__MAX)) << "the pin is the new, larger map";
+  ASSERT_TRUE((*d)->Destroy().ok());
 }
 
 TEST_F(DatapathTest, StatsCountPerTreeAndPerMember) {
@@ -1695,8 +1853,10 @@ TEST_F(DatapathTest, StatsCountPerTreeAndPerMember) {
   std::vector<uint32_t> psn(2, 0);
   RunMessage(sw, t, kids, 0, INC_COLL_ALLREDUCE, INC_DTYPE_INT32, INC_OP_SUM,
              {Payload(INC_DTYPE_INT32, 4, 0), Payload(INC_DTYPE_INT32, 4, 1)}, 0, &psn);
-  TestRun(sw.prog(), FromPeer(kids[0], Header(t, 0, 1, 4), Payload(INC_DTYPE_INT32, 4, 0), 1));
-  TestRun(sw.prog(), FromPeer(kids[0], Header(t, 0, 1, 4), Payload(INC_DTYPE_INT32, 4, 0), 1));  // duplicate
+  TestRun(sw.prog(), FromPeer(kids[0], Header(t, 0, 1, 4), Payload(INC_DTYPE_INT32, 4, 0), 1),
+          kids[0].ifindex);
+  TestRun(sw.prog(), FromPeer(kids[0], Header(t, 0, 1, 4), Payload(INC_DTYPE_INT32, 4, 0), 1),
+          kids[0].ifindex);  // duplicate
   auto s = sw.dp->ReadStats();
   ASSERT_TRUE(s.ok());
   const Counters& tree = s->trees.at(1);

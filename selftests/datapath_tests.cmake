@@ -10,6 +10,7 @@ if(TARGET inc_datapath)
       "collectives=Datapath/CollectiveTest.*:Datapath/LaneTailTest.*"
       "tree_sizes=Datapath/SizeTest.*"
       "drop_reasons=*EveryDropReason*:*LeafDropsResult*:*NonIncTraffic*"
+      "port_binding=*PortBinding*"
       "two_level=*TwoLevel*:*SingleLevelLeaf*"
       "slot_reuse_wrap=*SlotReuse*"
       "icrc=*Icrc*:*ResultAndRetransmitCopiesAreByteExact*"

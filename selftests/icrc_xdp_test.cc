@@ -77,7 +77,7 @@ class XdpIcrc : public ::testing::Test {
     c.count = lanes.size() / 4;
     auto frame = ContributionFrame(tree, c);
     EXPECT_TRUE(frame.ok());
-    auto r = TestRun(fd_, frame->data(), frame->size(), 1);
+    auto r = TestRun(fd_, frame->data(), frame->size(), 1, 4096, false, IngressOf(tree, rank));
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r.ok() ? *r : RunResult{};
   }
@@ -178,7 +178,7 @@ TEST_F(XdpIcrc, EveryPayloadLengthIsVerifiedAndResultIcrcIsExact) {
       ASSERT_TRUE(frame.ok());
       size_t bit = (size_t{m} * 37) % (a.size() * 8);
       (*frame)[INC_OFF_PAYLOAD + bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
-      auto r = TestRun(fd_, frame->data(), frame->size(), 1);
+      auto r = TestRun(fd_, frame->data(), frame->size(), 1, 4096, false, IngressOf(single, c.rank));
       ASSERT_TRUE(r.ok()) << r.status().ToString();
       ASSERT_EQ(r->retval, XDP_DROP);
       flipped++;
@@ -266,9 +266,14 @@ TEST_F(XdpIcrc, BroadcastCopiesFromTheEgressProgramPassThePythonReference) {
     c.count = count;
     auto frame = ContributionFrame(four, c);
     ASSERT_TRUE(frame.ok());
+    xdp_md ctx{};
+    ctx.data_end = static_cast<uint32_t>(frame->size());
+    ctx.ingress_ifindex = IngressOf(four, c.rank);
     LIBBPF_OPTS(bpf_test_run_opts, opts);
     opts.data_in = frame->data();
     opts.data_size_in = static_cast<uint32_t>(frame->size());
+    opts.ctx_in = &ctx;
+    opts.ctx_size_in = sizeof(ctx);
     opts.repeat = 1;
     opts.flags = BPF_F_TEST_XDP_LIVE_FRAMES;
     if (bpf_prog_test_run_opts(fd_, &opts) != 0) {

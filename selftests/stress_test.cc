@@ -165,7 +165,7 @@ void Member(int rank, int cpu, int prog_fd, const TreeParams& tree, Shared& sh, 
       sh.failure.Set(frame.status().ToString());
       return;
     }
-    auto r = TestRun(prog_fd, frame->data(), frame->size(), 1);
+    auto r = TestRun(prog_fd, frame->data(), frame->size(), 1, 4096, false, IngressOf(tree, rank));
     if (!r.ok()) {
       sh.failure.Set(r.status().ToString());
       return;
@@ -303,7 +303,7 @@ TEST(OverflowFlag, IndependentOfArrivalOrder) {
       c.count = 1;
       auto frame = ContributionFrame(tree, c);
       ASSERT_TRUE(frame.ok());
-      auto r = TestRun(*fd, frame->data(), frame->size(), 1);
+      auto r = TestRun(*fd, frame->data(), frame->size(), 1, 4096, false, IngressOf(tree, rank));
       ASSERT_TRUE(r.ok()) << r.status().ToString();
       if (k < 2) {
         ASSERT_EQ(r->retval, XDP_DROP);

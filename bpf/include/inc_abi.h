@@ -203,6 +203,9 @@ enum inc_drop_reason {
 	INC_DROP_NO_PORT,      /* redirect target missing */
 	INC_DROP_NO_ROOM,      /* frame could not grow to carry the result */
 	INC_DROP_INTERNAL,     /* map lookup/helper failure (was XDP_ABORTED) */
+	/* Appended, not grouped with BAD_SOURCE: pinned drop counters keep
+	 * their indices across an upgrade. */
+	INC_DROP_BAD_PORT, /* child's or parent's frame on another switch port */
 	INC_DROP__MAX,
 };
 

@@ -107,11 +107,23 @@ std::vector<uint8_t> Lanes(uint8_t dtype, uint32_t seed, size_t elems = kElems) 
   return p;
 }
 
+// Ifindex of each child rank's port in the data path under test: the data
+// path takes a child's frames only from the child's port.
+std::vector<uint32_t> g_child_ports;
+
+// The port a frame arrives on: that of the rank in its INC header.
+uint32_t ChildPortOf(const std::vector<uint8_t>& frame) {
+  if (frame.size() < INC_OFF_INC + 8) return 0;
+  size_t rank = (size_t{frame[INC_OFF_INC + 6]} << 8) | frame[INC_OFF_INC + 7];
+  return rank < g_child_ports.size() ? g_child_ports[rank] : 0;
+}
+
 // Best average over runs of one frame repeated `repeat` times.
 double BestRepeat(int fd, const std::vector<uint8_t>& frame, const Config& cfg, uint32_t* verdict) {
   double best = 1e18;
   for (int r = 0; r < cfg.runs; r++) {
-    auto res = Must(TestRun(fd, frame.data(), frame.size(), cfg.repeat, 0), "test_run");
+    auto res =
+        Must(TestRun(fd, frame.data(), frame.size(), cfg.repeat, 0, false, ChildPortOf(frame)), "test_run");
     *verdict = res.retval;
     best = std::min(best, double(res.duration_ns));
   }
@@ -129,8 +141,9 @@ double BestFresh(int fd, const Config& cfg, const std::function<FrameSet(int)>& 
     uint64_t sum = 0, n = 0;
     for (size_t i = 0; i < frames.size(); i++) {
       bool live_run = live && timed[i];
-      auto res =
-          Must(TestRun(fd, frames[i].data(), frames[i].size(), 1, timed[i] ? 4096 : 0, live_run), "test_run");
+      auto res = Must(TestRun(fd, frames[i].data(), frames[i].size(), 1, timed[i] ? 4096 : 0, live_run,
+                              ChildPortOf(frames[i])),
+                      "test_run");
       if (!timed[i]) continue;
       if (live_run) {
         res.retval = expect;  // live runs report no verdict; the counters are checked instead
@@ -167,6 +180,8 @@ void BenchDatapath(bool verify, const Config& cfg, const std::string& port_prefi
   }
   const std::string& port = ports[0];
   int fd = Must(IngressProgFd(*dp, port), "ingress program fd");
+  g_child_ports.clear();
+  for (const auto& p : ports) g_child_ports.push_back(if_nametoindex(p.c_str()));
 
   TreeParams wide;  // kWideChildren children; the last never sends, so nothing completes
   wide.tree_id = 11;

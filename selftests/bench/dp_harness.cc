@@ -40,8 +40,11 @@ Status AddVethPair(const std::string& name) {
 }
 
 Expected<RunResult> TestRun(int prog_fd, const uint8_t* frame, size_t len, uint32_t repeat,
-                            size_t out_capacity, bool live) {
+                            size_t out_capacity, bool live, uint32_t ingress_ifindex) {
   RunResult r;
+  xdp_md ctx{};
+  ctx.data_end = static_cast<uint32_t>(len);
+  ctx.ingress_ifindex = ingress_ifindex;
   if (live) out_capacity = 0;
   r.out.resize(out_capacity);
   LIBBPF_OPTS(bpf_test_run_opts, opts);
@@ -53,6 +56,10 @@ Expected<RunResult> TestRun(int prog_fd, const uint8_t* frame, size_t len, uint3
   }
   opts.repeat = static_cast<int>(repeat);
   if (live) opts.flags = BPF_F_TEST_XDP_LIVE_FRAMES;
+  if (ingress_ifindex) {
+    opts.ctx_in = &ctx;
+    opts.ctx_size_in = sizeof(ctx);
+  }
   if (bpf_prog_test_run_opts(prog_fd, &opts) != 0) return ErrnoStatus("BPF_PROG_TEST_RUN", errno);
   r.retval = opts.retval;
   r.duration_ns = opts.duration;
@@ -143,6 +150,11 @@ Expected<std::vector<uint8_t>> ContributionFrame(const TreeParams& tree, const C
   s.payload = static_cast<const uint8_t*>(c.payload);
   s.payload_len = c.payload_len;
   return BuildFrame(s);
+}
+
+uint32_t IngressOf(const TreeParams& tree, int rank) {
+  if (rank < 0 || static_cast<size_t>(rank) >= tree.ports.size()) return 0;
+  return if_nametoindex(tree.ports[rank].c_str());
 }
 
 Expected<int> AttachedProgFd(const std::string& port) {

@@ -30,9 +30,11 @@ struct RunResult {
 
 // BPF_PROG_TEST_RUN on an XDP program. out_capacity 0 skips data_out.
 // live: BPF_F_TEST_XDP_LIVE_FRAMES (verdicts are carried out: XDP_TX and
-// redirects really transmit; no data_out).
+// redirects really transmit; no data_out). ingress_ifindex: the port the
+// frame arrives on (0: lo); the data path takes a child's frames only from
+// the child's port (IngressOf).
 Expected<RunResult> TestRun(int prog_fd, const uint8_t* frame, size_t len, uint32_t repeat,
-                            size_t out_capacity = 4096, bool live = false);
+                            size_t out_capacity = 4096, bool live = false, uint32_t ingress_ifindex = 0);
 
 // A frame from child `rank` of a tree, addressed the way the tree's children
 // in MakeTree are configured.
@@ -66,6 +68,9 @@ struct Contribution {
 };
 
 Expected<std::vector<uint8_t>> ContributionFrame(const TreeParams& tree, const Contribution& c);
+
+// The ifindex of child `rank`'s port (tree.ports[rank]), 0 if it has none.
+uint32_t IngressOf(const TreeParams& tree, int rank);
 
 // The XDP ingress program the data path attached to `port` (queried from
 // the kernel, so the test runs exactly what the port runs). The fd is owned

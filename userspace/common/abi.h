@@ -37,6 +37,10 @@ static_assert(offsetof(inc_tree_cfg, children_mask) == 24);
 static_assert(offsetof(inc_tree_cfg, parent) == 32);
 static_assert(sizeof(inc_tree_cfg) == 88, "inc_tree_cfg layout");
 static_assert(sizeof(inc_counters) == 64, "inc_counters layout");
+// Drop reasons index the pinned drops map: new ones are appended, so every
+// number keeps its meaning for counters a previous agent left pinned.
+static_assert(INC_DROP_BAD_SOURCE == 17 && INC_DROP_BAD_RESULT == 22 && INC_DROP_INTERNAL == 25);
+static_assert(INC_DROP_BAD_PORT == 26 && INC_DROP__MAX == 27, "drop reasons are appended at the end");
 static_assert(INC_MAX_PAYLOAD_BYTES % 8 == 0);
 // bpf/ masks payload lengths with 0xfff for the verifier.
 static_assert(INC_MAX_PAYLOAD_BYTES <= 0xfff);

@@ -37,6 +37,14 @@ constexpr uint32_t kMaxSlotCapacity = 1u << 20;
 const char* const kPinnedMaps[] = {"trees", "children", "port_child", "slots",       "psn",
                                    "stats", "drops",    "tree_stats", "member_stats"};
 
+// Per-CPU counter arrays indexed by an enum that only ever grows at its end
+// (a new drop reason): a smaller pinned one of a previous version is not
+// re-adopted but copied into the new map, so an upgrade keeps the live trees
+// and the counts.
+bool IsGrowableCounterMap(const std::string& name) {
+  return name == "stats" || name == "drops";
+}
+
 int LibbpfPrint(enum libbpf_print_level level, const char* format, va_list args) {
   char buf[1024];
   int n = std::vsnprintf(buf, sizeof(buf), format, args);
@@ -157,6 +165,7 @@ class XdpDatapath final : public Datapath {
   std::string links_dir() const { return pin_dir_ + "/links"; }
   int fd(bpf_map* m) const { return bpf_map__fd(m); }
   Status ReuseOrPrepare(bpf_map* map, const std::string& name);
+  Status CopyGrownCounters(bpf_map* map, const std::string& name, const std::string& path);
   Status FillXpow();
   Status AddToDevmap(uint32_t ifindex);
   Status AdoptLinks();
@@ -175,6 +184,13 @@ class XdpDatapath final : public Datapath {
   bool adopted_ = false;
   bool destroyed_ = false;
   std::set<std::string> reused_;
+  // Pinned counter maps of an older data path with fewer entries (see
+  // IsGrowableCounterMap), copied into the new maps after load.
+  struct GrownMap {
+    Fd fd;
+    uint32_t entries = 0;
+  };
+  std::map<std::string, GrownMap> grown_;
   std::map<std::string, Port> ports_;
   mutable std::mutex mu_;  // serialises control-plane calls
 };
@@ -187,6 +203,12 @@ Status XdpDatapath::ReuseOrPrepare(bpf_map* map, const std::string& name) {
   bpf_map_info info{};
   uint32_t len = sizeof(info);
   if (bpf_obj_get_info_by_fd(pinned.get(), &info, &len) != 0) return ErrnoStatus("map info " + path, errno);
+  if (IsGrowableCounterMap(name) && info.type == bpf_map__type(map) &&
+      info.key_size == bpf_map__key_size(map) && info.value_size == bpf_map__value_size(map) &&
+      info.max_entries < bpf_map__max_entries(map)) {
+    grown_[name] = GrownMap{std::move(pinned), info.max_entries};
+    return Status::Ok();
+  }
   if (info.type != bpf_map__type(map) || info.key_size != bpf_map__key_size(map) ||
       info.value_size != bpf_map__value_size(map) || info.max_entries != bpf_map__max_entries(map)) {
     return FailedPrecondition(
@@ -198,6 +220,24 @@ Status XdpDatapath::ReuseOrPrepare(bpf_map* map, const std::string& name) {
   int err = bpf_map__reuse_fd(map, pinned.get());
   if (err) return ErrnoStatus("reuse pinned map " + path, -err);
   reused_.insert(name);
+  return Status::Ok();
+}
+
+Status XdpDatapath::CopyGrownCounters(bpf_map* map, const std::string& name, const std::string& path) {
+  const GrownMap& old = grown_.at(name);
+  int ncpu = libbpf_num_possible_cpus();
+  if (ncpu <= 0) return ErrnoStatus("count CPUs", -ncpu);
+  std::vector<uint64_t> per_cpu(ncpu);
+  for (uint32_t i = 0; i < old.entries; i++) {
+    if (bpf_map_lookup_elem(old.fd.get(), &i, per_cpu.data()) != 0)
+      return ErrnoStatus("read pinned map " + path, errno);
+    if (bpf_map_update_elem(bpf_map__fd(map), &i, per_cpu.data(), BPF_ANY) != 0)
+      return ErrnoStatus("copy counters of " + path, errno);
+  }
+  if (unlink(path.c_str()) != 0) return ErrnoStatus("replace pinned map " + path, errno);
+  LOG_INFO << "pinned map " << name << " grew from " << old.entries << " to " << bpf_map__max_entries(map)
+           << " counters (a newer data path); counts copied";
+  adopted_ = true;
   return Status::Ok();
 }
 
@@ -244,6 +284,7 @@ Status XdpDatapath::Init() {
     if (reused_.count(name)) continue;
     bpf_map* m = bpf_object__find_map_by_name(skel_->obj, name);
     std::string path = pin_dir_ + "/" + name;
+    if (grown_.count(name)) INC_RETURN_IF_ERROR(CopyGrownCounters(m, name, path));
     err = bpf_map__pin(m, path.c_str());
     if (err) return ErrnoStatus("pin map " + path, -err);
   }

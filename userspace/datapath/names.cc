@@ -32,6 +32,7 @@ const char* DropReasonName(int reason) {
     case INC_DROP_NO_PORT: return "no_port";
     case INC_DROP_NO_ROOM: return "no_room";
     case INC_DROP_INTERNAL: return "internal";
+    case INC_DROP_BAD_PORT: return "bad_port";
     default: return "unknown";
   }
 }
