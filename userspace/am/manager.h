@@ -43,6 +43,9 @@ struct AmOptions {
   uint32_t tree_move_holddown_ms = 10000;  // least time between congestion moves of one tree
   size_t max_dismantled = 256;             // dismantled trees kept for operators
   size_t max_events = 1000;                // events kept for WatchEvents replay
+  // How the AM dials switch agents (mTLS with its own certificate); null =
+  // plaintext, for in-process tests.
+  std::shared_ptr<grpc::ChannelCredentials> switch_credentials;
 };
 
 // Applies the non-zero fields of an AmConfig.

@@ -151,6 +151,13 @@ void ApplyFlags(const FlagOverrides& f, v1::SwitchAgentConfig* c) {
   if (f.keep_datapath_on_exit) c->set_keep_datapath_on_exit(*f.keep_datapath_on_exit);
   if (f.log_level) c->set_log_level(*f.log_level);
   if (f.log_format) c->set_log_format(*f.log_format);
+  if (f.insecure) c->set_insecure(*f.insecure);
+}
+
+Expected<TransportSecurity> SwitchTransportSecurity(const v1::SwitchAgentConfig& c) {
+  return ChooseTransportSecurity(
+      {c.tls().cert(), c.tls().key(), c.tls().ca()}, c.insecure(),
+      "config \"tls\": {\"cert\", \"key\", \"ca\"}, or \"insecure\": true / --insecure");
 }
 
 Status ValidateConfig(const v1::SwitchAgentConfig& c) {

@@ -10,6 +10,7 @@
 
 #include "common/net.h"
 #include "common/status.h"
+#include "common/tls.h"
 #include "inc/v1/inc.pb.h"
 
 namespace inc::sw {
@@ -43,7 +44,13 @@ struct FlagOverrides {
   std::optional<bool> keep_datapath_on_exit;
   std::optional<std::string> log_level;
   std::optional<std::string> log_format;
+  std::optional<bool> insecure;
 };
+
+// How incswitchd serves and dials the AM: mTLS with config "tls" {cert,
+// key, ca}, or plaintext with "insecure": true (or --insecure); neither,
+// both, or an incomplete tls object is an error that says what to set.
+Expected<TransportSecurity> SwitchTransportSecurity(const v1::SwitchAgentConfig& config);
 
 void ApplyFlags(const FlagOverrides& flags, v1::SwitchAgentConfig* config);
 

@@ -96,6 +96,9 @@ int main(int argc, char** argv) {
   app.add_option(
       "--advertise", advertise,
       "address the AM dials back (default: --listen, wildcard host replaced by the first port's IP)");
+  bool insecure = false;
+  auto* o_insecure = app.add_flag("--insecure", insecure,
+                                  "plaintext gRPC without authorization (instead of the config's tls)");
   app.set_version_flag("--version", std::string("incswitchd ") + inc::kVersion,
                        "Print incswitchd's version and exit");
   try {
@@ -112,6 +115,7 @@ int main(int argc, char** argv) {
   if (o_icrc->count()) flags.icrc_verify = icrc;
   if (o_mode->count()) flags.xdp_mode = xdp_mode;
   if (o_keep->count()) flags.keep_datapath_on_exit = keep;
+  if (o_insecure->count()) flags.insecure = insecure;
   if (o_log->count()) flags.log_level = log_level;
   if (o_format->count()) {
     flags.log_format = log_format;
@@ -155,6 +159,21 @@ int main(int argc, char** argv) {
         (config_path.empty() ? "" : "config " + config_path + ": ") + credit_settings.status().message(),
         kExitBadConfig);
 
+  // Certificates are read and checked before the data path is touched, so
+  // a bad file leaves nothing attached or pinned.
+  auto security = inc::sw::SwitchTransportSecurity(config);
+  auto server_credentials = security ? inc::MakeServerCredentials(*security) : security.status();
+  auto am_credentials = security ? inc::MakeChannelCredentials(*security) : security.status();
+  if (!server_credentials || !am_credentials) {
+    return Fail((config_path.empty() ? "" : "config " + config_path + ": ") +
+                    (server_credentials ? am_credentials.status() : server_credentials.status()).message(),
+                kExitBadConfig);
+  }
+  if (security->insecure) {
+    LOG_WARN << "insecure: plaintext gRPC; anyone who reaches " << config.listen()
+             << " can configure and remove trees on this switch";
+  }
+
   auto agent = inc::sw::Agent::Start(config, *ports);
   if (!agent.ok()) return Fail(agent.status().message());
 
@@ -184,10 +203,11 @@ int main(int argc, char** argv) {
     credit = std::move(*c);
   }
 
-  inc::sw::SwitchAgentService service(agent->get(), routing.get(), credit.get());
+  inc::Authorizer authorizer(/*enforce=*/!security->insecure);
+  inc::sw::SwitchAgentService service(agent->get(), routing.get(), credit.get(), &authorizer);
   grpc::ServerBuilder builder;
   int bound_port = -1;
-  builder.AddListeningPort(config.listen(), grpc::InsecureServerCredentials(), &bound_port);
+  builder.AddListeningPort(config.listen(), *server_credentials, &bound_port);
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || bound_port == 0) {
@@ -197,7 +217,8 @@ int main(int argc, char** argv) {
                 " (address in use, not assigned in this namespace, or malformed)");
   }
   LOG_INFO << "serving SwitchAgent on " << config.listen()
-           << (config.listen().rfind("unix:", 0) == 0 ? "" : " (port " + std::to_string(bound_port) + ")");
+           << (config.listen().rfind("unix:", 0) == 0 ? "" : " (port " + std::to_string(bound_port) + ")")
+           << "; " << inc::Describe(*security);
 
   std::unique_ptr<inc::sw::AmClient> am_client;
   if (!config.am_address().empty()) {
@@ -205,6 +226,7 @@ int main(int argc, char** argv) {
     options.am_address = config.am_address();
     options.agent_address = advertise.empty() ? AdvertisedAddress(config.listen(), *ports) : advertise;
     options.default_heartbeat_ms = config.heartbeat_interval_ms();
+    options.credentials = *am_credentials;
     am_client = std::make_unique<inc::sw::AmClient>(agent->get(), options);
     am_client->Start();
   } else {
