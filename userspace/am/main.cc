@@ -33,7 +33,8 @@ int main(int argc, char** argv) {
                "incamd"};
   std::string config_path, listen, topology_path, log_level, log_format;
   app.add_option("--config", config_path, "AmConfig JSON file (docs/operations.md); SIGHUP reads it again");
-  auto* o_listen = app.add_option("--listen", listen, "gRPC listen address (default 0.0.0.0:50051)");
+  auto* o_listen = app.add_option("--listen", listen,
+                                  "gRPC listen address: the management address (default 127.0.0.1:50051)");
   auto* o_topology = app.add_option("--topology", topology_path, "TopologyFile JSON file");
   auto* o_level = app.add_option("--log-level", log_level, "debug|info|warn|error (default info)");
   auto* o_format =

@@ -27,7 +27,7 @@
 namespace inc::am {
 
 struct AmOptions {
-  std::string listen = "0.0.0.0:50051";
+  std::string listen = "127.0.0.1:50051";  // loopback unless configured: never every interface by accident
   uint32_t member_heartbeat_timeout_ms = 5000;
   uint32_t member_heartbeat_interval_ms = 1000;
   uint32_t switch_heartbeat_timeout_ms = 5000;

@@ -73,7 +73,9 @@ int main(int argc, char** argv) {
   app.add_option("--config", config_path, "SwitchAgentConfig in protobuf JSON (flags override it)")
       ->check(CLI::ExistingFile);
   auto* o_name = app.add_option("--name", name, "switch name (pins under <pin-root>/<name>/)");
-  auto* o_listen = app.add_option("--listen", listen, "SwitchAgent gRPC address (default 0.0.0.0:50061)");
+  auto* o_listen = app.add_option("--listen", listen,
+                                  "SwitchAgent gRPC address (default: the management address, this host's "
+                                  "address toward the AM, port 50061)");
   auto* o_am = app.add_option("--am", am, "aggregation manager address (host:port); empty = standalone");
   app.add_option("--port", flags.ports,
                  "switch port interface, IF or IF=IPV4 (repeatable; replaces config ports)");
@@ -140,7 +142,8 @@ int main(int argc, char** argv) {
   }
   (void)inc::ApplyLogSettings(config.log_level(), config.log_format());  // validated above
   LOG_INFO << "incswitchd " << inc::kVersion << ": starting switch " << config.switch_name() << " ("
-           << config.ports_size() << " ports, listen " << config.listen() << ", AM "
+           << config.ports_size() << " ports, listen "
+           << (config.listen().empty() ? "the management address" : config.listen()) << ", AM "
            << (config.am_address().empty() ? "none" : config.am_address()) << ")";
 
   auto ports = inc::sw::ResolvePorts(config);
@@ -159,6 +162,8 @@ int main(int argc, char** argv) {
         (config_path.empty() ? "" : "config " + config_path + ": ") + credit_settings.status().message(),
         kExitBadConfig);
 
+  auto listen_address = inc::sw::ResolveListen(config);
+  if (!listen_address) return Fail(listen_address.status().message(), kExitBadConfig);
   // Certificates are read and checked before the data path is touched, so
   // a bad file leaves nothing attached or pinned.
   auto security = inc::sw::SwitchTransportSecurity(config);
@@ -170,7 +175,7 @@ int main(int argc, char** argv) {
                 kExitBadConfig);
   }
   if (security->insecure) {
-    LOG_WARN << "insecure: plaintext gRPC; anyone who reaches " << config.listen()
+    LOG_WARN << "insecure: plaintext gRPC; anyone who reaches " << *listen_address
              << " can configure and remove trees on this switch";
   }
 
@@ -207,24 +212,24 @@ int main(int argc, char** argv) {
   inc::sw::SwitchAgentService service(agent->get(), routing.get(), credit.get(), &authorizer);
   grpc::ServerBuilder builder;
   int bound_port = -1;
-  builder.AddListeningPort(config.listen(), *server_credentials, &bound_port);
+  builder.AddListeningPort(*listen_address, *server_credentials, &bound_port);
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || bound_port == 0) {
-    LOG_ERROR << "cannot listen on " << config.listen();
+    LOG_ERROR << "cannot listen on " << *listen_address;
     (void)(*agent)->Stop(config.keep_datapath_on_exit());
-    return Fail("cannot serve SwitchAgent on " + config.listen() +
+    return Fail("cannot serve SwitchAgent on " + *listen_address +
                 " (address in use, not assigned in this namespace, or malformed)");
   }
-  LOG_INFO << "serving SwitchAgent on " << config.listen()
-           << (config.listen().rfind("unix:", 0) == 0 ? "" : " (port " + std::to_string(bound_port) + ")")
+  LOG_INFO << "serving SwitchAgent on " << *listen_address
+           << (listen_address->rfind("unix:", 0) == 0 ? "" : " (port " + std::to_string(bound_port) + ")")
            << "; " << inc::Describe(*security);
 
   std::unique_ptr<inc::sw::AmClient> am_client;
   if (!config.am_address().empty()) {
     inc::sw::AmClientOptions options;
     options.am_address = config.am_address();
-    options.agent_address = advertise.empty() ? AdvertisedAddress(config.listen(), *ports) : advertise;
+    options.agent_address = advertise.empty() ? AdvertisedAddress(*listen_address, *ports) : advertise;
     options.default_heartbeat_ms = config.heartbeat_interval_ms();
     options.credentials = *am_credentials;
     am_client = std::make_unique<inc::sw::AmClient>(agent->get(), options);

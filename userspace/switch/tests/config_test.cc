@@ -53,7 +53,15 @@ TEST(ConfigParse, AcceptsProtoFieldNamesAsWellAsJsonNames) {
 TEST(ConfigParse, FillsDefaultsForOmittedFields) {
   auto c = ParseConfigJson(R"({"switchName": "s", "ports": [{"name": "p0"}]})");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  EXPECT_EQ(c->listen(), kDefaultListen);
+  EXPECT_EQ(c->listen(), "") << "resolved at start: the management address";
+  v1::SwitchAgentConfig resolve = *c;
+  EXPECT_EQ(*ResolveListen(resolve), "127.0.0.1:50061") << "standalone: loopback only";
+  resolve.set_am_address("127.0.0.1:50051");
+  EXPECT_EQ(*ResolveListen(resolve), "127.0.0.1:50061") << "the source address toward the AM";
+  resolve.set_am_address("dns:///am");
+  EXPECT_FALSE(ResolveListen(resolve).ok());
+  resolve.set_listen("0.0.0.0:50062");
+  EXPECT_EQ(*ResolveListen(resolve), "0.0.0.0:50062") << "a configured listen stays";
   EXPECT_EQ(c->pin_root(), kDefaultPinRoot);
   EXPECT_EQ(c->slot_capacity(), kDefaultSlotCapacity);
   EXPECT_FALSE(c->icrc_verify()) << "ICRC checking is off unless the file says true";
