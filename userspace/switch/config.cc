@@ -127,6 +127,17 @@ Expected<v1::SwitchAgentConfig> LoadConfigFile(const std::string& path) {
   buf << in.rdbuf();
   auto config = ParseConfigJson(buf.str());
   if (!config.ok()) return config.status().WithContext("config file " + path);
+  // Certificate paths are relative to the file's folder, as in incamd's.
+  const auto slash = path.rfind('/');
+  auto relative_to_file = [&](const std::string& p) {
+    return p.empty() || p[0] == '/' || slash == std::string::npos ? p : path.substr(0, slash + 1) + p;
+  };
+  if (config->has_tls()) {
+    v1::TlsConfig* tls = config->mutable_tls();
+    tls->set_cert(relative_to_file(tls->cert()));
+    tls->set_key(relative_to_file(tls->key()));
+    tls->set_ca(relative_to_file(tls->ca()));
+  }
   return config;
 }
 

@@ -119,6 +119,29 @@ TEST(ConfigFile, ErrorsInAFileNameTheFile) {
   EXPECT_NE(c.status().message().find("'bogus'"), std::string::npos) << c.status().message();
 }
 
+TEST(ConfigFile, CertificatePathsAreRelativeToTheFile) {
+  char path[] = "/tmp/switch_config_testXXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  std::ofstream(path) << R"({"switchName": "s", "ports": [{"name": "p0"}],
+      "tls": {"cert": "certs/s.pem", "key": "/etc/incin/s.key", "ca": "ca.pem"}})";
+  auto c = LoadConfigFile(path);
+  std::remove(path);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->tls().cert(), "/tmp/certs/s.pem");
+  EXPECT_EQ(c->tls().key(), "/etc/incin/s.key");
+  EXPECT_EQ(c->tls().ca(), "/tmp/ca.pem");
+  EXPECT_TRUE(SwitchTransportSecurity(*c).ok());
+  c->set_insecure(true);
+  EXPECT_NE(SwitchTransportSecurity(*c).status().message().find("both TLS files and insecure"),
+            std::string::npos);
+  c->clear_tls();
+  c->set_insecure(false);
+  EXPECT_NE(SwitchTransportSecurity(*c).status().message().find("no transport security configured"),
+            std::string::npos);
+}
+
 v1::SwitchAgentConfig Valid() {
   auto c = DefaultConfig();
   c.set_switch_name("s1");
