@@ -5,6 +5,7 @@
 # clients with the lab's own certificates (or none, or another CA's) try what
 # their role does not allow; each is refused with the expected code, logged
 # and counted, and the job's results stay exact.
+# shellcheck disable=SC2046  # $(creds NAME) is meant to split into --cert F --key F --ca F
 . "$(dirname "$0")/lib.sh" "$1" sec
 require_bins incamd incswitchd incinctl inc-perf inc-rpc-probe
 lab_up s two
