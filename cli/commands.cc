@@ -8,6 +8,7 @@
 #include <limits>
 #include <sstream>
 
+#include "common/tls.h"
 #include "common/version.h"
 
 namespace inc::cli {
@@ -164,7 +165,8 @@ std::string UnknownCommandMessage(CLI::App& app, const std::vector<std::string>&
 std::string WithGlobals(const std::string& footer) {
   return footer +
          "\n\nGlobal options, before or after the command: --am ADDR, -o table|json,\n"
-         "--timeout SECONDS. Exit codes: see incinctl --help.";
+         "--timeout SECONDS, --cert FILE --key FILE --ca FILE (or --insecure).\n"
+         "Exit codes: see incinctl --help.";
 }
 
 }  // namespace
@@ -202,8 +204,9 @@ const char* StatusCodeName(grpc::StatusCode code) {
   }
 }
 
-std::unique_ptr<AmStub> ConnectToAm(const std::string& address) {
-  return v1::AggregationManager::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+std::unique_ptr<AmStub> ConnectToAm(const std::string& address,
+                                    const std::shared_ptr<grpc::ChannelCredentials>& credentials) {
+  return v1::AggregationManager::NewStub(grpc::CreateChannel(address, credentials));
 }
 
 int SwitchList(CommandContext& ctx) {
@@ -230,8 +233,8 @@ int EverySwitch(CommandContext& ctx, const std::string& switch_name,
   for (const auto& sw : switches.switches()) {
     if (!switch_name.empty() && sw.name() != switch_name) continue;
     found = true;
-    auto agent =
-        v1::SwitchAgent::NewStub(grpc::CreateChannel(sw.agent_address(), grpc::InsecureChannelCredentials()));
+    auto agent = v1::SwitchAgent::NewStub(grpc::CreateChannel(
+        sw.agent_address(), ctx.credentials ? ctx.credentials : grpc::InsecureChannelCredentials()));
     grpc::ClientContext cc;
     SetDeadline(ctx, cc);
     Report report;
@@ -439,6 +442,15 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   double timeout_s = 10;
   app.add_option("--am", am, std::string("AggregationManager address (default ") + kDefaultAmAddress + ")")
       ->envname("INCIN_AM");
+  TlsFiles tls;
+  bool insecure = false;
+  app.add_option("--cert", tls.cert, "PEM certificate (OU=operator) to present to the AM and switches")
+      ->envname("INCIN_TLS_CERT");
+  app.add_option("--key", tls.key, "PEM private key of --cert")->envname("INCIN_TLS_KEY");
+  app.add_option("--ca", tls.ca, "PEM CA bundle that the AM's and switches' certificates chain to")
+      ->envname("INCIN_TLS_CA");
+  app.add_flag("--insecure", insecure, "plaintext gRPC (only against an AM started with insecure)")
+      ->envname("INCIN_INSECURE");
   app.add_option("-o,--output", output, "Output format: table (for people) or json (protobuf JSON)")
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
@@ -647,13 +659,22 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   OutputFormat format = output == "json" ? OutputFormat::kJson : OutputFormat::kTable;
 
   if (!needs_am) return Version(out, format);
-  std::unique_ptr<AmStub> stub = connect(am);
+  auto security = ChooseTransportSecurity(
+      tls, insecure,
+      "--cert, --key and --ca (or INCIN_TLS_CERT, INCIN_TLS_KEY, INCIN_TLS_CA), or --insecure");
+  auto credentials = security ? MakeChannelCredentials(*security) : security.status();
+  if (!credentials) {
+    err << "incinctl: " << credentials.status().message() << '\n';
+    return kExitUsage;
+  }
+  std::unique_ptr<AmStub> stub = connect(am, *credentials);
   if (!stub) {
     err << "incinctl: cannot create a channel to " << am << '\n';
     return kExitUnreachable;
   }
   CommandContext ctx{
-      *stub, am, format, std::chrono::milliseconds(static_cast<int64_t>(std::ceil(timeout_ms))), out, err};
+      *stub, am,  format,      std::chrono::milliseconds(static_cast<int64_t>(std::ceil(timeout_ms))),
+      out,   err, *credentials};
   return action(ctx);
 }
 

@@ -31,9 +31,12 @@ int ExitCodeFor(grpc::StatusCode code);
 const char* StatusCodeName(grpc::StatusCode code);
 
 using AmStub = v1::AggregationManager::StubInterface;
-// Builds the stub for --am ADDRESS. The default opens an insecure channel.
-using Connector = std::function<std::unique_ptr<AmStub>(const std::string& address)>;
-std::unique_ptr<AmStub> ConnectToAm(const std::string& address);
+// Builds the stub for --am ADDRESS with the credentials --cert/--key/--ca
+// (or --insecure) chose.
+using Connector = std::function<std::unique_ptr<AmStub>(
+    const std::string& address, const std::shared_ptr<grpc::ChannelCredentials>& credentials)>;
+std::unique_ptr<AmStub> ConnectToAm(const std::string& address,
+                                    const std::shared_ptr<grpc::ChannelCredentials>& credentials);
 
 constexpr const char* kDefaultAmAddress = "127.0.0.1:50051";
 
@@ -45,6 +48,8 @@ struct CommandContext {
   std::chrono::milliseconds timeout{10'000};
   std::ostream& out;
   std::ostream& err;
+  // For calls to switch agents (arn status, credit show); null = plaintext.
+  std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr;
 };
 
 int SwitchList(CommandContext& ctx);
@@ -72,7 +77,8 @@ int ArnStatus(CommandContext& ctx, const std::string& switch_name);
 int Version(std::ostream& out, OutputFormat format);
 
 // The whole CLI. args excludes the program name. $INCIN_AM is read when
-// --am is not given.
+// --am is not given, $INCIN_TLS_CERT, $INCIN_TLS_KEY, $INCIN_TLS_CA and
+// $INCIN_INSECURE when --cert, --key, --ca and --insecure are not.
 int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
         const Connector& connect = ConnectToAm);
 

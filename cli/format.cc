@@ -452,6 +452,9 @@ void PrintStats(const v1::AmGetStatsResponse& response, bool all, std::ostream& 
     if (!first) out << '\n';
     first = false;
     out << "switch " << s.switch_name() << '\n';
+    // Calls the agent refused for the caller's certificate (only when any).
+    if (s.authorization_denials())
+      out << "  authorization denials: " << Num(s.authorization_denials()) << '\n';
 
     std::vector<std::pair<std::string, uint64_t>> global(s.global().begin(), s.global().end());
     std::sort(global.begin(), global.end());
@@ -515,6 +518,9 @@ void PrintStats(const v1::AmGetStatsResponse& response, bool all, std::ostream& 
     if (!first) out << '\n';
     out << "switches that did not answer\n";
     for (const std::string& e : response.errors()) out << "  " << e << '\n';
+  }
+  if (response.authorization_denials()) {
+    out << "\nAM authorization denials: " << Num(response.authorization_denials()) << '\n';
   }
 }
 

@@ -6,7 +6,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake pkg-config clang llvm clang-format
   libbpf-dev bpftool linux-libc-dev
-  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libssl-dev openssl
   libcli11-dev libgtest-dev libgmock-dev libsystemd-dev libcpp-httplib-dev
   libibverbs-dev rdma-core ibverbs-utils
   iproute2 ethtool procps python3 tshark

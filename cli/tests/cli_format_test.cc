@@ -388,6 +388,19 @@ TEST(CliFormat, StatsSaysNoneForEmptySectionsAndListsUnansweredSwitches) {
             "  switch leaf2: UNAVAILABLE: connection refused\n");
 }
 
+TEST(CliFormat, StatsShowAuthorizationDenialsWhenThereAreAny) {
+  v1::AmGetStatsResponse r;
+  r.add_switches()->set_switch_name("leaf0");
+  r.mutable_switches(0)->set_authorization_denials(4);
+  r.add_switches()->set_switch_name("leaf1");
+  r.set_authorization_denials(7);
+  std::ostringstream out;
+  PrintStats(r, /*all=*/false, out);
+  EXPECT_TRUE(Contains(out.str(), "switch leaf0\n  authorization denials: 4\n  global\n")) << out.str();
+  EXPECT_TRUE(Contains(out.str(), "switch leaf1\n  global\n")) << out.str();
+  EXPECT_TRUE(Contains(out.str(), "\nAM authorization denials: 7\n")) << out.str();
+}
+
 TEST(CliFormat, StatsAllShowsEveryCounter) {
   std::ostringstream out;
   PrintStats(SampleStats(), /*all=*/true, out);

@@ -6,6 +6,8 @@
 // First: <sys/socket.h> defines an AF_XDP macro that would clobber the
 // generated enum value inc::v1::AF_XDP.
 #include "cli/commands.h"
+
+#include "cli/tests/cli_test_util.h"
 // clang-format on
 
 #include <arpa/inet.h>
@@ -93,7 +95,8 @@ class ScopedEnv {
 
 // A connector for commands that must fail before they reach the AM.
 Connector MustNotContactAm(const std::string& what) {
-  return [what](const std::string&) -> std::unique_ptr<AmStub> {
+  return [what](const std::string&,
+                const std::shared_ptr<grpc::ChannelCredentials>&) -> std::unique_ptr<AmStub> {
     ADD_FAILURE() << what << ": a usage error must not contact the AM";
     return nullptr;
   };
@@ -144,10 +147,12 @@ TEST(CliRun, UsageErrorsExitOne) {
       {"tree", "create", "--job", "j", "--world", "1", "--host", "h1", "--op", "avg"},      // unknown op
   };
   for (const auto& args : bad) {
-    Result r = RunCli(args, [](const std::string&) -> std::unique_ptr<AmStub> {
-      ADD_FAILURE() << "a usage error must not contact the AM";
-      return nullptr;
-    });
+    Result r = RunCli(
+        args,
+        [](const std::string&, const std::shared_ptr<grpc::ChannelCredentials>&) -> std::unique_ptr<AmStub> {
+          ADD_FAILURE() << "a usage error must not contact the AM";
+          return nullptr;
+        });
     std::string joined;
     for (const auto& a : args) joined += a + " ";
     EXPECT_EQ(r.code, kExitUsage) << "args: " << joined << "\nstderr: " << r.err;
@@ -283,7 +288,8 @@ TEST(CliRun, ExitCodeForEveryGrpcCode) {
 }
 
 TEST(CliRun, VersionNeedsNoAmAndPrintsJson) {
-  auto no_am = [](const std::string&) -> std::unique_ptr<AmStub> {
+  auto no_am = [](const std::string&,
+                  const std::shared_ptr<grpc::ChannelCredentials>&) -> std::unique_ptr<AmStub> {
     ADD_FAILURE() << "version must not contact the AM";
     return nullptr;
   };
@@ -300,7 +306,8 @@ TEST(CliRun, VersionNeedsNoAmAndPrintsJson) {
 
 TEST(CliRun, AmAddressFromFlagThenEnvironmentThenDefault) {
   std::vector<std::string> seen;
-  Connector record = [&](const std::string& address) -> std::unique_ptr<AmStub> {
+  Connector record = [&](const std::string& address,
+                         const std::shared_ptr<grpc::ChannelCredentials>&) -> std::unique_ptr<AmStub> {
     seen.push_back(address);
     return nullptr;  // no stub: the CLI reports it and exits 3
   };

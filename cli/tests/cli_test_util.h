@@ -6,10 +6,15 @@
 #include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <sstream>
 #include <string>
 
 namespace inc::cli::test_util {
+
+// The tests talk plaintext to in-process AMs, and incinctl speaks plaintext
+// only when asked to.
+inline const bool kPlaintextForTests = (setenv("INCIN_INSECURE", "1", 1), true);
 
 // The value of a "  key:   value" line of a detail view ("" if absent).
 inline std::string Field(const std::string& text, const std::string& key) {

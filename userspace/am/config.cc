@@ -28,16 +28,24 @@ Expected<v1::AmConfig> LoadAmConfig(const std::string& path, const AmFlags& flag
   v1::AmConfig config;
   if (!path.empty()) {
     INC_RETURN_IF_ERROR(ReadJsonFile(path, &config));
-    if (!config.topology_file().empty() && config.topology_file()[0] != '/') {
+    // Relative paths in the file are relative to the file's folder.
+    auto relative_to_file = [&path](const std::string& p) {
       auto slash = path.rfind('/');
-      if (slash != std::string::npos)
-        config.set_topology_file(path.substr(0, slash + 1) + config.topology_file());
+      if (p.empty() || p[0] == '/' || slash == std::string::npos) return p;
+      return path.substr(0, slash + 1) + p;
+    };
+    config.set_topology_file(relative_to_file(config.topology_file()));
+    if (config.has_tls()) {
+      config.mutable_tls()->set_cert(relative_to_file(config.tls().cert()));
+      config.mutable_tls()->set_key(relative_to_file(config.tls().key()));
+      config.mutable_tls()->set_ca(relative_to_file(config.tls().ca()));
     }
   }
   if (flags.listen) config.set_listen(*flags.listen);
   if (flags.topology_file) config.set_topology_file(*flags.topology_file);
   if (flags.log_level) config.set_log_level(*flags.log_level);
   if (flags.log_format) config.set_log_format(*flags.log_format);
+  if (flags.insecure) config.set_insecure(*flags.insecure);
   return config;
 }
 
@@ -85,6 +93,12 @@ Status ValidateAmConfig(const v1::AmConfig& c) {
   if (c.topology_file().empty())
     return InvalidArgument("no topology: give --topology FILE or topology_file in the config");
   return Status::Ok();
+}
+
+Expected<TransportSecurity> AmTransportSecurity(const v1::AmConfig& c) {
+  return ChooseTransportSecurity(
+      {c.tls().cert(), c.tls().key(), c.tls().ca()}, c.insecure(),
+      "config \"tls\": {\"cert\", \"key\", \"ca\"}, or \"insecure\": true / --insecure");
 }
 
 void ReloadAmConfig(const std::string& path, const AmFlags& flags, RunningAm* running) {

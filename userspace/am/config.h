@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "common/tls.h"
 #include "inc/v1/inc.pb.h"
 
 namespace inc::am {
@@ -17,6 +18,7 @@ struct AmFlags {
   std::optional<std::string> topology_file;
   std::optional<std::string> log_level;
   std::optional<std::string> log_format;
+  std::optional<bool> insecure;  // --insecure
 };
 
 // Reads the AmConfig JSON at path (none if empty), makes a relative
@@ -30,6 +32,11 @@ Expected<v1::AmConfig> LoadAmConfig(const std::string& path, const AmFlags& flag
 // dead), move_on_congestion_severity 0..3 and a topology file. Absent
 // fields are checked at their defaults, and the message says so.
 Status ValidateAmConfig(const v1::AmConfig& config);
+
+// How incamd serves and dials: mTLS with config "tls" {cert, key, ca}, or
+// plaintext with "insecure": true (or --insecure). Neither, both, or an
+// incomplete tls object is an error that says what to set.
+Expected<TransportSecurity> AmTransportSecurity(const v1::AmConfig& config);
 
 // What incamd runs with, for SIGHUP to compare a re-read config against.
 struct RunningAm {

@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/service_manager.h"
+#include "common/tls.h"
 #include "common/version.h"
 
 namespace {
@@ -35,12 +36,16 @@ int main(int argc, char** argv) {
                "incamd"};
   std::string config_path, listen, topology_path, log_level, log_format;
   app.add_option("--config", config_path, "AmConfig JSON file (docs/operations.md); SIGHUP reads it again");
-  auto* o_listen = app.add_option("--listen", listen, "gRPC listen address (default 0.0.0.0:50051)");
+  auto* o_listen = app.add_option("--listen", listen,
+                                  "gRPC listen address: the management address (default 127.0.0.1:50051)");
   auto* o_topology = app.add_option("--topology", topology_path, "TopologyFile JSON file");
   auto* o_level = app.add_option("--log-level", log_level, "debug|info|warn|error (default info)");
   auto* o_format =
       app.add_option("--log-format", log_format, "text (default) or json: one JSON object per line")
           ->check(CLI::IsMember({"text", "json"}));
+  bool insecure = false;
+  auto* o_insecure = app.add_flag("--insecure", insecure,
+                                  "plaintext gRPC without authorization (instead of the config's tls)");
   app.set_version_flag("--version", std::string("incamd ") + inc::kVersion,
                        "Print incamd's version and exit");
   try {
@@ -54,6 +59,7 @@ int main(int argc, char** argv) {
   inc::am::AmFlags flags;
   if (o_listen->count()) flags.listen = listen;
   if (o_topology->count()) flags.topology_file = topology_path;
+  if (o_insecure->count()) flags.insecure = insecure;
   if (o_level->count()) flags.log_level = log_level;
   if (o_format->count()) {
     flags.log_format = log_format;
@@ -71,6 +77,20 @@ int main(int argc, char** argv) {
   }
   (void)inc::ApplyLogSettings(config->log_level().empty() ? "info" : config->log_level(),
                               config->log_format().empty() ? "text" : config->log_format());
+  // The same certificate serves members, switches and operators and
+  // identifies the AM to the switch agents it programs.
+  auto security = inc::am::AmTransportSecurity(*config);
+  auto server_credentials = security ? inc::MakeServerCredentials(*security) : security.status();
+  auto switch_credentials = security ? inc::MakeChannelCredentials(*security) : security.status();
+  if (!server_credentials || !switch_credentials) {
+    LOG_ERROR << (config_path.empty() ? "" : "config " + config_path + ": ")
+              << (server_credentials ? switch_credentials.status() : server_credentials.status()).message();
+    return kExitBadConfig;
+  }
+  if (security->insecure) {
+    LOG_WARN << "insecure: plaintext gRPC; anyone who reaches " << config->listen()
+             << " can manage trees and register switches";
+  }
   inc::am::RunningAm running;
   running.config = *config;
   if (inc::Status st = inc::am::ReadJsonFile(config->topology_file(), &running.topology); !st.ok()) {
@@ -88,12 +108,14 @@ int main(int argc, char** argv) {
 
   inc::am::AmOptions options;
   inc::am::ApplyConfig(*config, &options);
+  options.switch_credentials = *switch_credentials;
 
   inc::am::Manager manager(options, std::move(*topo));
-  inc::am::AmService service(&manager);
+  inc::Authorizer authorizer(/*enforce=*/!security->insecure);
+  inc::am::AmService service(&manager, &authorizer);
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(options.listen, *server_credentials, &port);
   builder.RegisterService(&service);
   inc::CallCounter calls;
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
@@ -118,7 +140,7 @@ int main(int argc, char** argv) {
   manager.Start();
   LOG_INFO << "listening on " << options.listen << " (port " << port << "); member heartbeat timeout "
            << options.member_heartbeat_timeout_ms << " ms, switch heartbeat timeout "
-           << options.switch_heartbeat_timeout_ms << " ms";
+           << options.switch_heartbeat_timeout_ms << " ms; " << inc::Describe(*security);
   if (metrics) {
     LOG_INFO << "serving Prometheus metrics on " << config->metrics_listen() << " (port " << metrics->port()
              << ", path /metrics)";

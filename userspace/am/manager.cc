@@ -73,7 +73,7 @@ void ApplyConfig(const v1::AmConfig& c, AmOptions* o) {
 Manager::Manager(AmOptions options, Topology topology)
     : opts_(std::move(options)),
       topo_(std::move(topology)),
-      clients_(opts_.switch_rpc_timeout_ms),
+      clients_(opts_.switch_rpc_timeout_ms, opts_.switch_credentials),
       rng_(std::random_device{}()) {}
 
 Manager::~Manager() {

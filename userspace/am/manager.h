@@ -28,7 +28,7 @@
 namespace inc::am {
 
 struct AmOptions {
-  std::string listen = "0.0.0.0:50051";
+  std::string listen = "127.0.0.1:50051";  // loopback unless configured: never every interface by accident
   uint32_t member_heartbeat_timeout_ms = 5000;
   uint32_t member_heartbeat_interval_ms = 1000;
   uint32_t switch_heartbeat_timeout_ms = 5000;
@@ -44,6 +44,9 @@ struct AmOptions {
   uint32_t tree_move_holddown_ms = 10000;  // least time between congestion moves of one tree
   size_t max_dismantled = 256;             // dismantled trees kept for operators
   size_t max_events = 1000;                // events kept for WatchEvents replay
+  // How the AM dials switch agents (mTLS with its own certificate); null =
+  // plaintext, for in-process tests.
+  std::shared_ptr<grpc::ChannelCredentials> switch_credentials;
 };
 
 // Applies the non-zero fields of an AmConfig.

@@ -1,15 +1,27 @@
 // The AggregationManager gRPC service: a thin edge over Manager that turns
-// inc::Status into grpc::Status.
+// inc::Status into grpc::Status and authorizes each call by the caller's
+// certificate (common/authz.h): members join as their own host and speak
+// only for the ranks they joined as, switches register and heartbeat as
+// themselves, operators do the rest.
 #pragma once
 
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+
 #include "am/manager.h"
+#include "common/authz.h"
 #include "inc/v1/inc.grpc.pb.h"
 
 namespace inc::am {
 
 class AmService final : public v1::AggregationManager::Service {
  public:
-  explicit AmService(Manager* manager) : m_(manager) {}
+  // authz null: no authorization (plaintext, in-process tests).
+  explicit AmService(Manager* manager, Authorizer* authz = nullptr)
+      : m_(manager), authz_(authz ? authz : &allow_all_) {}
 
   grpc::Status JoinGroup(grpc::ServerContext* ctx, const v1::JoinGroupRequest* req,
                          v1::JoinGroupResponse* resp) override;
@@ -43,7 +55,19 @@ class AmService final : public v1::AggregationManager::Service {
                            grpc::ServerWriter<v1::Event>* writer) override;
 
  private:
+  // A topology host's data-path IP by name, for JoinGroup's check.
+  std::optional<std::string> HostIp(const std::string& host);
+  // Members may leave, heartbeat and report only for a rank their host
+  // joined as.
+  Status AllowMemberOfRank(const grpc::ServerContext& ctx, const char* method, const std::string& job_id,
+                           uint32_t rank);
+
   Manager* m_;
+  Authorizer allow_all_{false};
+  Authorizer* authz_;
+  std::mutex mu_;
+  std::optional<std::map<std::string, std::string>> host_ips_;          // from the topology, once
+  std::map<std::pair<std::string, uint32_t>, std::string> rank_hosts_;  // (job, rank) -> host that joined
 };
 
 }  // namespace inc::am

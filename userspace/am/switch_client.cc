@@ -10,7 +10,7 @@ std::shared_ptr<v1::SwitchAgent::Stub> SwitchClients::StubFor(const std::string&
   std::lock_guard<std::mutex> lk(mu_);
   auto& stub = stubs_[address];
   if (!stub) {
-    auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+    auto channel = grpc::CreateChannel(address, credentials_);
     channels_[address] = channel;
     stub = v1::SwitchAgent::NewStub(channel);
   }

@@ -2,6 +2,8 @@
 // address, each call bounded by a deadline.
 #pragma once
 
+#include <grpcpp/security/credentials.h>
+
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -15,7 +17,10 @@ namespace inc::am {
 
 class SwitchClients {
  public:
-  explicit SwitchClients(uint32_t timeout_ms) : timeout_ms_(timeout_ms) {}
+  // credentials: how to dial the agents (null = plaintext).
+  SwitchClients(uint32_t timeout_ms, std::shared_ptr<grpc::ChannelCredentials> credentials)
+      : timeout_ms_(timeout_ms),
+        credentials_(credentials ? std::move(credentials) : grpc::InsecureChannelCredentials()) {}
   Status Configure(const std::string& address, const v1::TreeConfig& tree);
   Status Remove(const std::string& address, uint32_t tree_id);
   Expected<v1::SwitchStats> Stats(const std::string& address, uint32_t tree_id);
@@ -27,6 +32,7 @@ class SwitchClients {
   void SetDeadline(grpc::ClientContext* ctx) const;
 
   uint32_t timeout_ms_;
+  std::shared_ptr<grpc::ChannelCredentials> credentials_;
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<grpc::Channel>> channels_;
   std::map<std::string, std::shared_ptr<v1::SwitchAgent::Stub>> stubs_;

@@ -617,6 +617,13 @@ Status ValidateOptions(const CommunicatorOptions& o) {
 }
 
 Expected<std::unique_ptr<Communicator::Impl>> MakeImpl(const CommunicatorOptions& options) {
+  // Before any interface is touched: a missing or bad certificate is a
+  // configuration error to report at once.
+  auto security = options.security             ? Expected<TransportSecurity>(*options.security)
+                  : options.am_address.empty() ? Expected<TransportSecurity>(TransportSecurity{true, {}})
+                                               : TransportSecurityFromEnv("INC");
+  auto credentials = security ? MakeChannelCredentials(*security) : security.status();
+  if (!credentials) return credentials.status().WithContext("AM connection");
   INC_RETURN_IF_ERROR(ValidateOptions(options));
   auto impl = std::make_unique<Communicator::Impl>();
   impl->opt = options;
@@ -649,7 +656,7 @@ Expected<std::unique_ptr<Communicator::Impl>> MakeImpl(const CommunicatorOptions
     INC_RETURN_IF_ERROR(impl->OpenRawTransport());
   }
   if (!options.am_address.empty()) {
-    impl->channel = grpc::CreateChannel(options.am_address, grpc::InsecureChannelCredentials());
+    impl->channel = grpc::CreateChannel(options.am_address, *credentials);
     impl->am = inc::v1::AggregationManager::NewStub(impl->channel);
   }
   return impl;

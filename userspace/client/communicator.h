@@ -21,10 +21,12 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/status.h"
+#include "common/tls.h"
 
 namespace inc::client {
 
@@ -47,6 +49,11 @@ Expected<std::string> ResolveTransport(const std::string& requested, const std::
 
 struct CommunicatorOptions {
   std::string am_address;  // host:port of incamd
+  // mTLS to the AM with this host's member certificate (OU=member, CN = the
+  // host's topology name). Unset: from the environment, INC_TLS_CERT,
+  // INC_TLS_KEY and INC_TLS_CA, or INC_INSECURE=1 for plaintext; neither is
+  // an error.
+  std::optional<TransportSecurity> security;
   std::string job_id;
   uint32_t rank = 0;
   uint32_t world_size = 1;

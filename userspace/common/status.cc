@@ -19,6 +19,8 @@ const char* CodeName(Code code) {
     case Code::kUnimplemented: return "UNIMPLEMENTED";
     case Code::kInternal: return "INTERNAL";
     case Code::kUnavailable: return "UNAVAILABLE";
+    case Code::kDataLoss: return "DATA_LOSS";
+    case Code::kUnauthenticated: return "UNAUTHENTICATED";
   }
   return "UNKNOWN";
 }

@@ -29,6 +29,8 @@ enum class Code {
   kUnimplemented = 12,
   kInternal = 13,
   kUnavailable = 14,
+  kDataLoss = 15,
+  kUnauthenticated = 16,
 };
 
 const char* CodeName(Code code);
@@ -89,6 +91,12 @@ inline Status Aborted(std::string m) {
 }
 inline Status OutOfRange(std::string m) {
   return Status(Code::kOutOfRange, std::move(m));
+}
+inline Status PermissionDenied(std::string m) {
+  return Status(Code::kPermissionDenied, std::move(m));
+}
+inline Status Unauthenticated(std::string m) {
+  return Status(Code::kUnauthenticated, std::move(m));
 }
 
 // A failed system or libbpf call: err is a positive errno (libbpf returns

@@ -24,7 +24,9 @@ AmClient::AmClient(Agent* agent, AmClientOptions options) : agent_(agent), optio
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, static_cast<int>(options_.min_backoff_ms));
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, static_cast<int>(options_.min_backoff_ms));
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, static_cast<int>(options_.max_backoff_ms));
-  channel_ = grpc::CreateCustomChannel(options_.am_address, grpc::InsecureChannelCredentials(), args);
+  channel_ = grpc::CreateCustomChannel(
+      options_.am_address, options_.credentials ? options_.credentials : grpc::InsecureChannelCredentials(),
+      args);
   stub_ = v1::AggregationManager::NewStub(channel_);
   heartbeat_ms_ = options_.default_heartbeat_ms;
 }

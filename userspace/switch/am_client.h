@@ -25,6 +25,8 @@ struct AmClientOptions {
   uint32_t min_backoff_ms = 200;
   uint32_t max_backoff_ms = 5000;
   uint32_t rpc_timeout_ms = 3000;
+  // How to dial the AM (mTLS with this switch's certificate); null = plaintext.
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
 };
 
 class AmClient {

@@ -7,6 +7,7 @@
 #include <linux/ethtool.h>
 #include <linux/sockios.h>
 #include <net/if.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -70,7 +71,6 @@ Status CheckKnownFields(const pb::Struct& object, const pb::Descriptor* d, const
 }
 
 void FillDefaults(v1::SwitchAgentConfig* c) {
-  if (c->listen().empty()) c->set_listen(kDefaultListen);
   if (c->pin_root().empty()) c->set_pin_root(kDefaultPinRoot);
   if (c->slot_capacity() == 0) c->set_slot_capacity(kDefaultSlotCapacity);
   if (c->xdp_mode().empty()) c->set_xdp_mode("native");
@@ -127,6 +127,17 @@ Expected<v1::SwitchAgentConfig> LoadConfigFile(const std::string& path) {
   buf << in.rdbuf();
   auto config = ParseConfigJson(buf.str());
   if (!config.ok()) return config.status().WithContext("config file " + path);
+  // Certificate paths are relative to the file's folder, as in incamd's.
+  const auto slash = path.rfind('/');
+  auto relative_to_file = [&](const std::string& p) {
+    return p.empty() || p[0] == '/' || slash == std::string::npos ? p : path.substr(0, slash + 1) + p;
+  };
+  if (config->has_tls()) {
+    v1::TlsConfig* tls = config->mutable_tls();
+    tls->set_cert(relative_to_file(tls->cert()));
+    tls->set_key(relative_to_file(tls->key()));
+    tls->set_ca(relative_to_file(tls->ca()));
+  }
   return config;
 }
 
@@ -151,6 +162,46 @@ void ApplyFlags(const FlagOverrides& f, v1::SwitchAgentConfig* c) {
   if (f.keep_datapath_on_exit) c->set_keep_datapath_on_exit(*f.keep_datapath_on_exit);
   if (f.log_level) c->set_log_level(*f.log_level);
   if (f.log_format) c->set_log_format(*f.log_format);
+  if (f.insecure) c->set_insecure(*f.insecure);
+}
+
+Expected<std::string> ResolveListen(const v1::SwitchAgentConfig& c) {
+  if (!c.listen().empty()) return c.listen();
+  const std::string port = std::to_string(kDefaultListenPort);
+  if (c.am_address().empty()) return "127.0.0.1:" + port;
+  auto am = HostPort::Parse(c.am_address());
+  if (!am.ok() || am->host.empty()) {
+    return InvalidArgument("no listen address, and am_address \"" + c.am_address() +
+                           "\" is not host:port to find the management address by: set listen");
+  }
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  if (int rc = getaddrinfo(am->host.c_str(), std::to_string(am->port).c_str(), &hints, &found); rc != 0) {
+    return InvalidArgument("no listen address, and the AM host \"" + am->host + "\" does not resolve (" +
+                           gai_strerror(rc) + "): set listen");
+  }
+  // A connected UDP socket sends nothing; it only asks the kernel which
+  // source address it would use toward the AM.
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  sockaddr_in local{};
+  socklen_t len = sizeof local;
+  int err = 0;
+  if (fd < 0 || connect(fd, found->ai_addr, found->ai_addrlen) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) != 0) {
+    err = errno;
+  }
+  if (fd >= 0) close(fd);
+  freeaddrinfo(found);
+  if (err) return ErrnoStatus("no listen address, and no route to the AM at " + c.am_address(), err);
+  return Ipv4{ntohl(local.sin_addr.s_addr)}.ToString() + ":" + port;
+}
+
+Expected<TransportSecurity> SwitchTransportSecurity(const v1::SwitchAgentConfig& c) {
+  return ChooseTransportSecurity(
+      {c.tls().cert(), c.tls().key(), c.tls().ca()}, c.insecure(),
+      "config \"tls\": {\"cert\", \"key\", \"ca\"}, or \"insecure\": true / --insecure");
 }
 
 Status ValidateConfig(const v1::SwitchAgentConfig& c) {
@@ -195,7 +246,7 @@ Status ValidateConfig(const v1::SwitchAgentConfig& c) {
     return InvalidArgument("slot_capacity " + std::to_string(c.slot_capacity()) +
                            " is out of range 1..1048576");
   }
-  INC_RETURN_IF_ERROR(ValidateListenAddress(c.listen(), "listen"));
+  if (!c.listen().empty()) INC_RETURN_IF_ERROR(ValidateListenAddress(c.listen(), "listen"));
   if (!c.am_address().empty()) INC_RETURN_IF_ERROR(ValidateDialAddress(c.am_address(), "am_address"));
   if (!c.metrics_listen().empty()) {
     auto metrics = HostPort::Parse(c.metrics_listen());

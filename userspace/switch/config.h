@@ -10,11 +10,13 @@
 
 #include "common/net.h"
 #include "common/status.h"
+#include "common/tls.h"
 #include "inc/v1/inc.pb.h"
 
 namespace inc::sw {
 
-inline constexpr char kDefaultListen[] = "0.0.0.0:50061";
+// No listen configured: the management address (ResolveListen) on this port.
+inline constexpr uint32_t kDefaultListenPort = 50061;
 inline constexpr char kDefaultPinRoot[] = "/sys/fs/bpf/incin";
 inline constexpr uint32_t kDefaultSlotCapacity = 4096;
 inline constexpr uint32_t kDefaultHeartbeatMs = 1000;
@@ -43,7 +45,20 @@ struct FlagOverrides {
   std::optional<bool> keep_datapath_on_exit;
   std::optional<std::string> log_level;
   std::optional<std::string> log_format;
+  std::optional<bool> insecure;
 };
+
+// How incswitchd serves and dials the AM: mTLS with config "tls" {cert,
+// key, ca}, or plaintext with "insecure": true (or --insecure); neither,
+// both, or an incomplete tls object is an error that says what to set.
+Expected<TransportSecurity> SwitchTransportSecurity(const v1::SwitchAgentConfig& config);
+
+// The address to serve SwitchAgent on: listen if configured; else the
+// management address, i.e. this host's source address toward am_address,
+// on kDefaultListenPort (the address the AM reaches the agent at, and not
+// every interface: data ports need not expose the control plane); standalone
+// (no AM) 127.0.0.1.
+Expected<std::string> ResolveListen(const v1::SwitchAgentConfig& config);
 
 void ApplyFlags(const FlagOverrides& flags, v1::SwitchAgentConfig* config);
 

@@ -76,7 +76,9 @@ int main(int argc, char** argv) {
   app.add_option("--config", config_path, "SwitchAgentConfig in protobuf JSON (flags override it)")
       ->check(CLI::ExistingFile);
   auto* o_name = app.add_option("--name", name, "switch name (pins under <pin-root>/<name>/)");
-  auto* o_listen = app.add_option("--listen", listen, "SwitchAgent gRPC address (default 0.0.0.0:50061)");
+  auto* o_listen = app.add_option("--listen", listen,
+                                  "SwitchAgent gRPC address (default: the management address, this host's "
+                                  "address toward the AM, port 50061)");
   auto* o_am = app.add_option("--am", am, "aggregation manager address (host:port); empty = standalone");
   app.add_option("--port", flags.ports,
                  "switch port interface, IF or IF=IPV4 (repeatable; replaces config ports)");
@@ -99,6 +101,9 @@ int main(int argc, char** argv) {
   app.add_option(
       "--advertise", advertise,
       "address the AM dials back (default: --listen, wildcard host replaced by the first port's IP)");
+  bool insecure = false;
+  auto* o_insecure = app.add_flag("--insecure", insecure,
+                                  "plaintext gRPC without authorization (instead of the config's tls)");
   app.set_version_flag("--version", std::string("incswitchd ") + inc::kVersion,
                        "Print incswitchd's version and exit");
   try {
@@ -115,6 +120,7 @@ int main(int argc, char** argv) {
   if (o_icrc->count()) flags.icrc_verify = icrc;
   if (o_mode->count()) flags.xdp_mode = xdp_mode;
   if (o_keep->count()) flags.keep_datapath_on_exit = keep;
+  if (o_insecure->count()) flags.insecure = insecure;
   if (o_log->count()) flags.log_level = log_level;
   if (o_format->count()) {
     flags.log_format = log_format;
@@ -139,7 +145,8 @@ int main(int argc, char** argv) {
   }
   (void)inc::ApplyLogSettings(config.log_level(), config.log_format());  // validated above
   LOG_INFO << "incswitchd " << inc::kVersion << ": starting switch " << config.switch_name() << " ("
-           << config.ports_size() << " ports, listen " << config.listen() << ", AM "
+           << config.ports_size() << " ports, listen "
+           << (config.listen().empty() ? "the management address" : config.listen()) << ", AM "
            << (config.am_address().empty() ? "none" : config.am_address()) << ")";
 
   auto ports = inc::sw::ResolvePorts(config);
@@ -157,6 +164,23 @@ int main(int argc, char** argv) {
     return Fail(
         (config_path.empty() ? "" : "config " + config_path + ": ") + credit_settings.status().message(),
         kExitBadConfig);
+
+  auto listen_address = inc::sw::ResolveListen(config);
+  if (!listen_address) return Fail(listen_address.status().message(), kExitBadConfig);
+  // Certificates are read and checked before the data path is touched, so
+  // a bad file leaves nothing attached or pinned.
+  auto security = inc::sw::SwitchTransportSecurity(config);
+  auto server_credentials = security ? inc::MakeServerCredentials(*security) : security.status();
+  auto am_credentials = security ? inc::MakeChannelCredentials(*security) : security.status();
+  if (!server_credentials || !am_credentials) {
+    return Fail((config_path.empty() ? "" : "config " + config_path + ": ") +
+                    (server_credentials ? am_credentials.status() : server_credentials.status()).message(),
+                kExitBadConfig);
+  }
+  if (security->insecure) {
+    LOG_WARN << "insecure: plaintext gRPC; anyone who reaches " << *listen_address
+             << " can configure and remove trees on this switch";
+  }
 
   auto agent = inc::sw::Agent::Start(config, *ports);
   if (!agent.ok()) return Fail(agent.status().message());
@@ -187,20 +211,22 @@ int main(int argc, char** argv) {
     credit = std::move(*c);
   }
 
-  inc::sw::SwitchAgentService service(agent->get(), routing.get(), credit.get());
+  inc::Authorizer authorizer(/*enforce=*/!security->insecure);
+  inc::sw::SwitchAgentService service(agent->get(), routing.get(), credit.get(), &authorizer);
   grpc::ServerBuilder builder;
   int bound_port = -1;
-  builder.AddListeningPort(config.listen(), grpc::InsecureServerCredentials(), &bound_port);
+  builder.AddListeningPort(*listen_address, *server_credentials, &bound_port);
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || bound_port == 0) {
-    LOG_ERROR << "cannot listen on " << config.listen();
+    LOG_ERROR << "cannot listen on " << *listen_address;
     (void)(*agent)->Stop(config.keep_datapath_on_exit());
-    return Fail("cannot serve SwitchAgent on " + config.listen() +
+    return Fail("cannot serve SwitchAgent on " + *listen_address +
                 " (address in use, not assigned in this namespace, or malformed)");
   }
-  LOG_INFO << "serving SwitchAgent on " << config.listen()
-           << (config.listen().rfind("unix:", 0) == 0 ? "" : " (port " + std::to_string(bound_port) + ")");
+  LOG_INFO << "serving SwitchAgent on " << *listen_address
+           << (listen_address->rfind("unix:", 0) == 0 ? "" : " (port " + std::to_string(bound_port) + ")")
+           << "; " << inc::Describe(*security);
 
   std::unique_ptr<inc::MetricsServer> metrics;
   if (!config.metrics_listen().empty()) {
@@ -225,8 +251,9 @@ int main(int argc, char** argv) {
   if (!config.am_address().empty()) {
     inc::sw::AmClientOptions options;
     options.am_address = config.am_address();
-    options.agent_address = advertise.empty() ? AdvertisedAddress(config.listen(), *ports) : advertise;
+    options.agent_address = advertise.empty() ? AdvertisedAddress(*listen_address, *ports) : advertise;
     options.default_heartbeat_ms = config.heartbeat_interval_ms();
+    options.credentials = *am_credentials;
     am_client = std::make_unique<inc::sw::AmClient>(agent->get(), options);
     am_client->Start();
   } else {

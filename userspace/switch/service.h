@@ -1,7 +1,9 @@
 // The SwitchAgent gRPC service: a thin edge over Agent that turns inc::Status
-// into gRPC status codes and logs each call.
+// into gRPC status codes, logs each call and authorizes it by the caller's
+// certificate: only the AM programs trees; the AM and operators may look.
 #pragma once
 
+#include "common/authz.h"
 #include "inc/v1/inc.grpc.pb.h"
 #include "switch/agent.h"
 #include "switch/credit_agent.h"
@@ -12,9 +14,10 @@ namespace inc::sw {
 class SwitchAgentService final : public v1::SwitchAgent::Service {
  public:
   // routing may be null (no routes and no ARN configured), credit too (credit
-  // flow control off).
-  SwitchAgentService(Agent* agent, const RoutingAgent* routing, const CreditAgent* credit = nullptr)
-      : agent_(agent), routing_(routing), credit_(credit) {}
+  // flow control off), authz too (no authorization: plaintext, tests).
+  SwitchAgentService(Agent* agent, const RoutingAgent* routing, const CreditAgent* credit = nullptr,
+                     Authorizer* authz = nullptr)
+      : agent_(agent), routing_(routing), credit_(credit), authz_(authz ? authz : &allow_all_) {}
 
   grpc::Status GetCapabilities(grpc::ServerContext* ctx, const v1::GetCapabilitiesRequest* req,
                                v1::GetCapabilitiesResponse* resp) override;
@@ -35,6 +38,8 @@ class SwitchAgentService final : public v1::SwitchAgent::Service {
   Agent* agent_;
   const RoutingAgent* routing_;
   const CreditAgent* credit_;
+  Authorizer allow_all_{false};
+  Authorizer* authz_;
 };
 
 }  // namespace inc::sw

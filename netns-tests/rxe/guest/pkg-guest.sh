@@ -45,7 +45,9 @@ check "units known to systemd after the postinst's daemon-reload" \
   bash -c 'systemctl cat incamd.service incswitchd@leaf0.service >/dev/null'
 
 # The fabric: one switch (this namespace) with ports w0..w3, one worker
-# namespace behind each.
+# namespace behind each. Plaintext control plane ("insecure"): what the
+# units do is tested here, mTLS and authorization in lab.security.
+export INC_INSECURE=1 INCIN_INSECURE=1
 hosts=""
 ports=""
 for i in 0 1 2 3; do
@@ -66,11 +68,12 @@ cat >/etc/incin/topology.json <<J
 {"switches": [{"name": "leaf0", "kind": "leaf"}], "hosts": [$hosts], "links": []}
 J
 cat >/etc/incin/incamd.json <<J
-{"listen": "0.0.0.0:50051", "topology_file": "/etc/incin/topology.json", "metrics_listen": "127.0.0.1:9463"}
+{"listen": "0.0.0.0:50051", "topology_file": "/etc/incin/topology.json", "metrics_listen": "127.0.0.1:9463",
+ "insecure": true}
 J
 cat >/etc/incin/switch-leaf0.json <<J
 {"switch_name": "leaf0", "listen": "127.0.0.1:50061", "am_address": "127.0.0.1:50051", "ports": [$ports],
- "metrics_listen": "127.0.0.1:9464"}
+ "metrics_listen": "127.0.0.1:9464", "insecure": true}
 J
 
 check "systemctl start incamd" systemctl start incamd.service

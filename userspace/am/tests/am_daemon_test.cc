@@ -820,7 +820,8 @@ class Incamd {
       int fd = open(output_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       dup2(fd, 1);
       dup2(fd, 2);
-      std::vector<char*> argv{const_cast<char*>("incamd")};
+      // Plaintext: these tests are about the command line, config and signals.
+      std::vector<char*> argv{const_cast<char*>("incamd"), const_cast<char*>("--insecure")};
       for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
       argv.push_back(nullptr);
       execv(INC_INCAMD_PATH, argv.data());
@@ -992,8 +993,8 @@ TEST(IncamdBinaryTest, ServesAndExitsCleanlyOnSigterm) {
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
-    execl(INC_INCAMD_PATH, "incamd", "--config", INC_AM_EXAMPLES "/am.json", "--listen", listen.c_str(),
-          "--log-level", "warn", static_cast<char*>(nullptr));
+    execl(INC_INCAMD_PATH, "incamd", "--insecure", "--config", INC_AM_EXAMPLES "/am.json", "--listen",
+          listen.c_str(), "--log-level", "warn", static_cast<char*>(nullptr));
     _exit(127);
   }
   auto stub =
@@ -1038,7 +1039,7 @@ TEST(IncamdBinaryTest, RejectsABadTopologyFileWithExitCode2) {
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
-    execl(INC_INCAMD_PATH, "incamd", "--topology", path, "--listen", "127.0.0.1:0",
+    execl(INC_INCAMD_PATH, "incamd", "--insecure", "--topology", path, "--listen", "127.0.0.1:0",
           static_cast<char*>(nullptr));
     _exit(127);
   }

@@ -53,7 +53,15 @@ TEST(ConfigParse, AcceptsProtoFieldNamesAsWellAsJsonNames) {
 TEST(ConfigParse, FillsDefaultsForOmittedFields) {
   auto c = ParseConfigJson(R"({"switchName": "s", "ports": [{"name": "p0"}]})");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  EXPECT_EQ(c->listen(), kDefaultListen);
+  EXPECT_EQ(c->listen(), "") << "resolved at start: the management address";
+  v1::SwitchAgentConfig resolve = *c;
+  EXPECT_EQ(*ResolveListen(resolve), "127.0.0.1:50061") << "standalone: loopback only";
+  resolve.set_am_address("127.0.0.1:50051");
+  EXPECT_EQ(*ResolveListen(resolve), "127.0.0.1:50061") << "the source address toward the AM";
+  resolve.set_am_address("dns:///am");
+  EXPECT_FALSE(ResolveListen(resolve).ok());
+  resolve.set_listen("0.0.0.0:50062");
+  EXPECT_EQ(*ResolveListen(resolve), "0.0.0.0:50062") << "a configured listen stays";
   EXPECT_EQ(c->pin_root(), kDefaultPinRoot);
   EXPECT_EQ(c->slot_capacity(), kDefaultSlotCapacity);
   EXPECT_FALSE(c->icrc_verify()) << "ICRC checking is off unless the file says true";
@@ -109,6 +117,29 @@ TEST(ConfigFile, ErrorsInAFileNameTheFile) {
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find(path), std::string::npos) << c.status().message();
   EXPECT_NE(c.status().message().find("'bogus'"), std::string::npos) << c.status().message();
+}
+
+TEST(ConfigFile, CertificatePathsAreRelativeToTheFile) {
+  char path[] = "/tmp/switch_config_testXXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  std::ofstream(path) << R"({"switchName": "s", "ports": [{"name": "p0"}],
+      "tls": {"cert": "certs/s.pem", "key": "/etc/incin/s.key", "ca": "ca.pem"}})";
+  auto c = LoadConfigFile(path);
+  std::remove(path);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->tls().cert(), "/tmp/certs/s.pem");
+  EXPECT_EQ(c->tls().key(), "/etc/incin/s.key");
+  EXPECT_EQ(c->tls().ca(), "/tmp/ca.pem");
+  EXPECT_TRUE(SwitchTransportSecurity(*c).ok());
+  c->set_insecure(true);
+  EXPECT_NE(SwitchTransportSecurity(*c).status().message().find("both TLS files and insecure"),
+            std::string::npos);
+  c->clear_tls();
+  c->set_insecure(false);
+  EXPECT_NE(SwitchTransportSecurity(*c).status().message().find("no transport security configured"),
+            std::string::npos);
 }
 
 v1::SwitchAgentConfig Valid() {

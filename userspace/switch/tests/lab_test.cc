@@ -256,7 +256,7 @@ class SwitchLab : public ::testing::Test {
   std::vector<std::string> BaseArgs() const {
     return {"--name",      kSwitch,       "--port",     "p0",      "--port",          "p1",
             "--listen",    AgentSocket(), "--pin-root", pin_root_, "--slot-capacity", "256",
-            "--log-level", "debug"};
+            "--log-level", "debug",       "--insecure"};
   }
 
   AgentProcess* StartAgent(std::vector<std::string> extra = {}) {
@@ -812,7 +812,7 @@ TEST_F(SwitchLab, RealAmProgramsReconcilesAfterAgentRestartAndDismantles) {
     "switch_heartbeat_timeout_ms": 5000, "join_timeout_ms": 60000, "log_level": "debug"})";
   agents_.push_back(std::make_unique<AgentProcess>(sw_ns_, dir_ + "/incamd.log"));
   AgentProcess* am = agents_.back().get();
-  am->Start({"--config", dir_ + "/am.json"}, incamd);
+  am->Start({"--config", dir_ + "/am.json", "--insecure"}, incamd);
   auto am_stub =
       v1::AggregationManager::NewStub(grpc::CreateChannel(AmSocket(), grpc::InsecureChannelCredentials()));
   auto switch_alive = [&](bool want_tree, uint32_t tree) {
@@ -830,10 +830,10 @@ TEST_F(SwitchLab, RealAmProgramsReconcilesAfterAgentRestartAndDismantles) {
   };
 
   const std::vector<std::string> agent_args{
-      "--name",     kSwitch,    "--port",          "p0",   "--port",
-      "p1",         "--listen", "127.0.0.1:50061", "--am", AmSocket(),
-      "--pin-root", pin_root_,  "--slot-capacity", "256",  "--log-level",
-      "debug"};
+      "--name",     kSwitch,     "--port",          "p0",   "--port",
+      "p1",         "--listen",  "127.0.0.1:50061", "--am", AmSocket(),
+      "--pin-root", pin_root_,   "--slot-capacity", "256",  "--log-level",
+      "debug",      "--insecure"};
   auto args = agent_args;
   args.push_back("--keep-datapath-on-exit");
   agents_.push_back(std::make_unique<AgentProcess>(sw_ns_, dir_ + "/agent-am0.log"));
@@ -952,6 +952,8 @@ TEST_F(SwitchLab, StartupErrorsExitTwoNamingTheProblemAndLeaveNoPins) {
   std::ofstream(dir_ + "/bad.json") << R"({"switchName": "x", "ports": [{"name": "p0", "mtu": 9000}]})";
   std::ofstream(dir_ + "/good.json")
       << R"({"switchName": "x", "ports": [{"name": "p0"}], "xdpMode": "native"})";
+  std::ofstream(dir_ + "/tls.json") << R"({"switchName": "x", "ports": [{"name": "p0"}],
+      "tls": {"cert": "/nonexistent/x.pem", "key": "/nonexistent/x.key", "ca": "/nonexistent/ca.pem"}})";
   struct Case {
     const char* name;
     std::vector<std::string> args;
@@ -976,6 +978,12 @@ TEST_F(SwitchLab, StartupErrorsExitTwoNamingTheProblemAndLeaveNoPins) {
        {"--config", dir_ + "/good.json", "--advertise", "10.0.0.1:0"},
        "--advertise \"10.0.0.1:0\": port 0 cannot be dialled"},
       {"log format", {"--config", dir_ + "/good.json", "--log-format", "xml"}, "--log-format"},
+      {"neither TLS nor insecure",
+       {"--config", dir_ + "/good.json", "--listen", AgentSocket(), "--pin-root", pin_root_},
+       "no transport security configured"},
+      {"certificate file missing",
+       {"--config", dir_ + "/tls.json", "--listen", AgentSocket(), "--pin-root", pin_root_},
+       "certificate file /nonexistent/x.pem"},
   };
   for (const Case& c : cases) {
     agents_.push_back(

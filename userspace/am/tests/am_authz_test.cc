@@ -1,0 +1,143 @@
+// The AggregationManager service over mTLS with authorization on: each role
+// may make only its own calls, switches only as themselves, members only as
+// their own host; denials are counted in GetStats. Certificates:
+// userspace/common/tests/testdata (scripts/inc-certs, bound to 127.0.0.1).
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+#include "am/manager.h"
+#include "am/service.h"
+#include "am/tests/recording_agent.h"
+#include "am/topology.h"
+#include "common/authz.h"
+#include "common/tls.h"
+
+namespace inc::am {
+namespace {
+
+TlsFiles Files(const std::string& name) {
+  const std::string dir = INC_TLS_TESTDATA;
+  return {dir + "/" + name + ".pem", dir + "/" + name + ".key", dir + "/ca.pem"};
+}
+
+v1::TopologyFile TwoLeaves() {
+  v1::TopologyFile f;
+  for (const char* name : {"leaf0", "leaf1"}) {
+    auto* s = f.add_switches();
+    s->set_name(name);
+    s->set_kind("leaf");
+  }
+  for (int i = 0; i < 2; i++) {
+    auto* h = f.add_hosts();
+    h->set_name("w" + std::to_string(i));
+    h->set_ip("10.0." + std::to_string(i) + ".2");
+    h->set_mac("02:1a:00:00:0" + std::to_string(i) + ":02");
+    h->set_switch_name("leaf" + std::to_string(i));
+    h->set_switch_port("p0");
+  }
+  return f;
+}
+
+class AmAuthzTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    topo_ = TwoLeaves();
+    auto topology = TopologyFromProto(topo_);
+    ASSERT_TRUE(topology.ok()) << topology.status().ToString();
+    AmOptions opts;
+    opts.switch_heartbeat_timeout_ms = 600000;
+    manager_ = std::make_unique<Manager>(opts, std::move(*topology));
+    service_ = std::make_unique<AmService>(manager_.get(), &authz_);
+    auto creds = MakeServerCredentials({false, Files("am")});
+    ASSERT_TRUE(creds.ok()) << creds.status().ToString();
+    grpc::ServerBuilder b;
+    b.AddListeningPort("127.0.0.1:0", *creds, &port_);
+    b.RegisterService(service_.get());
+    server_ = b.BuildAndStart();
+    ASSERT_GT(port_, 0);
+    manager_->Start();
+  }
+  void TearDown() override {
+    manager_->Stop();
+    server_->Shutdown(std::chrono::system_clock::now());
+  }
+
+  std::unique_ptr<v1::AggregationManager::Stub> As(const std::string& who) {
+    auto creds = MakeChannelCredentials({false, Files(who)});
+    EXPECT_TRUE(creds.ok()) << creds.status().ToString();
+    return v1::AggregationManager::NewStub(grpc::CreateChannel("127.0.0.1:" + std::to_string(port_), *creds));
+  }
+
+  template <typename Req, typename Resp>
+  grpc::Status Call(const std::string& who,
+                    grpc::Status (v1::AggregationManager::Stub::*rpc)(grpc::ClientContext*, const Req&,
+                                                                      Resp*),
+                    const Req& req, Resp* resp = nullptr) {
+    auto stub = As(who);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    Resp local;
+    return ((*stub).*rpc)(&ctx, req, resp ? resp : &local);
+  }
+
+  v1::TopologyFile topo_;
+  Authorizer authz_{/*enforce=*/true};
+  std::unique_ptr<Manager> manager_;
+  std::unique_ptr<AmService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+};
+
+TEST_F(AmAuthzTest, EachRoleMakesOnlyItsOwnCallsAsItself) {
+  using S = v1::AggregationManager::Stub;
+  EXPECT_TRUE(Call("operator", &S::ListSwitches, v1::ListSwitchesRequest()).ok());
+  grpc::Status st = Call("w0", &S::ListSwitches, v1::ListSwitchesRequest());
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(st.error_message(), "ListSwitches needs role operator; caller w0 has role member");
+
+  v1::DestroyTreeRequest destroy;
+  destroy.set_tree_id(5);
+  EXPECT_EQ(Call("w0", &S::DestroyTree, destroy).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(Call("leaf0", &S::DestroyTree, destroy).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(Call("operator", &S::DestroyTree, destroy).error_code(), grpc::StatusCode::NOT_FOUND)
+      << "authorized; there is no tree 5";
+
+  const auto leaf0 = testing::MakeRegistration(topo_, "leaf0", "127.0.0.1:1");
+  st = Call("leaf1", &S::RegisterSwitch, leaf0);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(st.error_message(), "RegisterSwitch for switch 'leaf0' with the certificate of switch 'leaf1'");
+  EXPECT_EQ(Call("operator", &S::RegisterSwitch, leaf0).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_TRUE(Call("leaf0", &S::RegisterSwitch, leaf0).ok());
+  v1::SwitchHeartbeatRequest beat;
+  beat.set_switch_name("leaf0");
+  EXPECT_EQ(Call("leaf1", &S::SwitchHeartbeat, beat).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_TRUE(Call("leaf0", &S::SwitchHeartbeat, beat).ok());
+
+  v1::JoinGroupRequest join;
+  join.set_job_id("j");
+  join.set_world_size(2);
+  join.set_timeout_ms(100);
+  join.mutable_member()->set_host("w1");
+  st = Call("w0", &S::JoinGroup, join);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(st.error_message(), "member claims host 'w1' with the certificate of host 'w0'");
+  join.mutable_member()->set_host("");
+  join.mutable_member()->set_ip("10.0.1.2");
+  EXPECT_EQ(Call("w0", &S::JoinGroup, join).error_message(),
+            "member claims IP 10.0.1.2 but host 'w0' has IP 10.0.0.2 in the topology");
+  EXPECT_EQ(Call("operator", &S::JoinGroup, join).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  join.mutable_member()->set_ip("10.0.0.2");
+  EXPECT_NE(Call("w0", &S::JoinGroup, join).error_code(), grpc::StatusCode::PERMISSION_DENIED)
+      << "its own host: authorized (the group then times out waiting for rank 1)";
+
+  v1::AmGetStatsResponse stats;
+  EXPECT_TRUE(Call("operator", &S::GetStats, v1::AmGetStatsRequest(), &stats).ok());
+  EXPECT_EQ(stats.authorization_denials(), 9u);
+  EXPECT_EQ(authz_.denials(), 9u);
+}
+
+}  // namespace
+}  // namespace inc::am

@@ -1,0 +1,239 @@
+// mTLS settings and credentials (tls.h) and authorization by certificate
+// (authz.h): the checks one by one, then real calls over loopback mTLS.
+#include "common/tls.h"
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+
+#include "common/authz.h"
+#include "common/rpc_status.h"
+#include "inc/v1/inc.grpc.pb.h"
+
+namespace inc {
+namespace {
+
+std::string Data(const std::string& file) {
+  return std::string(INC_TLS_TESTDATA) + "/" + file;
+}
+
+TlsFiles FilesOf(const std::string& name) {
+  return {Data(name + ".pem"), Data(name + ".key"), Data("ca.pem")};
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST(TlsSettings, PlaintextOnlyWhenAskedForAndNeverTogetherWithFiles) {
+  auto none = ChooseTransportSecurity({}, false, "HOW");
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(none.status().message().find("no transport security configured"), std::string::npos);
+  EXPECT_NE(none.status().message().find("HOW"), std::string::npos);
+
+  auto insecure = ChooseTransportSecurity({}, true, "HOW");
+  ASSERT_TRUE(insecure.ok());
+  EXPECT_TRUE(insecure->insecure);
+
+  auto both = ChooseTransportSecurity(FilesOf("w0"), true, "HOW");
+  ASSERT_FALSE(both.ok());
+  EXPECT_NE(both.status().message().find("both TLS files and insecure"), std::string::npos);
+
+  auto partial = ChooseTransportSecurity({"c.pem", "k.pem", ""}, false, "HOW");
+  ASSERT_FALSE(partial.ok());
+  EXPECT_NE(partial.status().message().find("ca is missing"), std::string::npos);
+}
+
+TEST(TlsSettings, FromEnvironmentWithPrefix) {
+  setenv("TLSTEST_TLS_CERT", "/c", 1);
+  setenv("TLSTEST_TLS_KEY", "/k", 1);
+  setenv("TLSTEST_TLS_CA", "/a", 1);
+  auto s = TransportSecurityFromEnv("TLSTEST");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->files.cert, "/c");
+  EXPECT_FALSE(s->insecure);
+  setenv("TLSTEST_INSECURE", "yes", 1);
+  EXPECT_EQ(TransportSecurityFromEnv("TLSTEST").status().message(), "TLSTEST_INSECURE=\"yes\" is not 0 or 1");
+  unsetenv("TLSTEST_TLS_CERT");
+  unsetenv("TLSTEST_TLS_KEY");
+  unsetenv("TLSTEST_TLS_CA");
+  setenv("TLSTEST_INSECURE", "1", 1);
+  ASSERT_TRUE(TransportSecurityFromEnv("TLSTEST").ok());
+  unsetenv("TLSTEST_INSECURE");
+  EXPECT_NE(TransportSecurityFromEnv("TLSTEST").status().message().find("TLSTEST_INSECURE=1"),
+            std::string::npos);
+}
+
+TEST(TlsMaterial, ErrorsNameTheFileAndWhatIsWrong) {
+  ASSERT_TRUE(LoadTlsMaterial(FilesOf("leaf0")).ok());
+
+  TlsFiles missing = FilesOf("leaf0");
+  missing.cert = "/nonexistent/leaf0.pem";
+  auto m = LoadTlsMaterial(missing);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), Code::kNotFound);
+  EXPECT_NE(m.status().message().find("certificate file /nonexistent/leaf0.pem"), std::string::npos)
+      << m.status().message();
+
+  char dir[] = "/tmp/tlstestXXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string junk = std::string(dir) + "/junk.pem";
+  std::ofstream(junk) << "not a certificate\n";
+  TlsFiles bad_cert = FilesOf("leaf0");
+  bad_cert.cert = junk;
+  EXPECT_EQ(LoadTlsMaterial(bad_cert).status().message(),
+            "certificate file " + junk + ": no PEM certificate in it (want \"-----BEGIN CERTIFICATE-----\")");
+  TlsFiles bad_key = FilesOf("leaf0");
+  bad_key.key = junk;
+  EXPECT_NE(LoadTlsMaterial(bad_key).status().message().find("no unencrypted PEM private key"),
+            std::string::npos);
+  TlsFiles bad_ca = FilesOf("leaf0");
+  bad_ca.ca = junk;
+  EXPECT_NE(LoadTlsMaterial(bad_ca).status().message().find("CA file " + junk), std::string::npos);
+  TlsFiles wrong_key = FilesOf("leaf0");
+  wrong_key.key = Data("leaf1.key");
+  EXPECT_NE(LoadTlsMaterial(wrong_key).status().message().find("does not belong to the certificate"),
+            std::string::npos);
+  if (geteuid() != 0) {  // root reads anything
+    const std::string locked = std::string(dir) + "/locked.pem";
+    std::ofstream(locked) << ReadFile(Data("leaf0.pem"));
+    chmod(locked.c_str(), 0);
+    TlsFiles unreadable = FilesOf("leaf0");
+    unreadable.cert = locked;
+    EXPECT_EQ(LoadTlsMaterial(unreadable).status().code(), Code::kPermissionDenied);
+    unlink(locked.c_str());
+  }
+  unlink(junk.c_str());
+  rmdir(dir);
+}
+
+TEST(PeerIdentityTest, RoleFromOuNameFromCnAddressesFromIpSans) {
+  auto id = IdentityFromCertificate(ReadFile(Data("leaf0.pem")), "ipv4:127.0.0.1:4242");
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  EXPECT_EQ(id->role, Role::kSwitch);
+  EXPECT_EQ(id->name, "leaf0");
+  EXPECT_EQ(id->ip_sans, std::vector<std::string>{"127.0.0.1"});
+  EXPECT_EQ(id->peer_ip, "127.0.0.1");
+  EXPECT_EQ(id->ToString(), "switch leaf0 from 127.0.0.1");
+  EXPECT_EQ(IdentityFromCertificate("junk", "").status().code(), Code::kUnauthenticated);
+
+  EXPECT_EQ(PeerIp("ipv4:172.31.0.11:40212"), "172.31.0.11");
+  EXPECT_EQ(PeerIp("ipv6:[::1]:40212"), "::1");
+  EXPECT_EQ(PeerIp("ipv6:%5B::1%5D:40212"), "::1");
+  EXPECT_EQ(PeerIp("unix:/tmp/x"), "");
+}
+
+Expected<PeerIdentity> Peer(Role role, const std::string& name, const std::string& from,
+                            std::vector<std::string> sans = {}) {
+  PeerIdentity id;
+  id.role = role;
+  id.name = name;
+  id.peer_ip = from;
+  id.ip_sans = std::move(sans);
+  return id;
+}
+
+TEST(AuthorizerTest, RolesSwitchNamesAndMemberHostsAreCheckedAndDenialsCounted) {
+  Authorizer az(true);
+  EXPECT_TRUE(az.CheckRoles(Peer(Role::kOperator, "ops", "10.0.0.9"), "DestroyTree", {Role::kOperator}).ok());
+  Status st = az.CheckRoles(Peer(Role::kMember, "w0", "10.0.0.9"), "DestroyTree", {Role::kOperator});
+  EXPECT_EQ(st.code(), Code::kPermissionDenied);
+  EXPECT_EQ(st.message(), "DestroyTree needs role operator; caller w0 has role member");
+  EXPECT_EQ(az.denials(), 1u);
+
+  st = az.CheckRoles(Unauthenticated("no verified client certificate"), "CreateTree", {Role::kOperator});
+  EXPECT_EQ(st.code(), Code::kUnauthenticated);
+
+  // A certificate bound to addresses is refused from any other one.
+  st = az.CheckRoles(Peer(Role::kOperator, "ops", "10.0.0.9", {"10.0.0.1"}), "ListTrees", {Role::kOperator});
+  EXPECT_EQ(st.message(), "certificate of ops is not valid from 10.0.0.9 (not among its IP SANs)");
+
+  EXPECT_TRUE(az.CheckSwitch(Peer(Role::kSwitch, "leaf0", "10.0.0.1"), "RegisterSwitch", "leaf0").ok());
+  st = az.CheckSwitch(Peer(Role::kSwitch, "leaf1", "10.0.0.1"), "RegisterSwitch", "leaf0");
+  EXPECT_EQ(st.code(), Code::kPermissionDenied);
+  EXPECT_EQ(st.message(), "RegisterSwitch for switch 'leaf0' with the certificate of switch 'leaf1'");
+  EXPECT_EQ(az.CheckSwitch(Peer(Role::kOperator, "leaf0", "10.0.0.1"), "RegisterSwitch", "leaf0").code(),
+            Code::kPermissionDenied);
+
+  auto hosts = [](const std::string& h) -> std::optional<std::string> {
+    if (h == "w0") return "10.0.0.2";
+    if (h == "w1") return "10.0.1.2";
+    return std::nullopt;
+  };
+  EXPECT_TRUE(
+      az.CheckMemberJoin(Peer(Role::kMember, "w0", "1.1.1.1"), "JoinGroup", {"", "10.0.0.2"}, hosts).ok());
+  EXPECT_TRUE(az.CheckMemberJoin(Peer(Role::kMember, "w0", "1.1.1.1"), "JoinGroup", {"w0", ""}, hosts).ok());
+  EXPECT_EQ(az.CheckMemberJoin(Peer(Role::kMember, "w0", "1.1.1.1"), "JoinGroup", {"", "10.0.1.2"}, hosts)
+                .message(),
+            "member claims IP 10.0.1.2 but host 'w0' has IP 10.0.0.2 in the topology");
+  EXPECT_EQ(
+      az.CheckMemberJoin(Peer(Role::kMember, "w0", "1.1.1.1"), "JoinGroup", {"w1", ""}, hosts).message(),
+      "member claims host 'w1' with the certificate of host 'w0'");
+  EXPECT_EQ(az.CheckMemberJoin(Peer(Role::kMember, "w9", "1.1.1.1"), "JoinGroup", {"", ""}, hosts).message(),
+            "certificate names host 'w9', which is not in the topology");
+  EXPECT_EQ(az.denials(), 8u);
+
+  Authorizer open(false);  // plaintext: nothing to check against
+  EXPECT_TRUE(open.CheckRoles(Peer(Role::kMember, "w0", ""), "DestroyTree", {Role::kOperator}).ok());
+  EXPECT_TRUE(open.CheckRoles(Unauthenticated("none"), "DestroyTree", {Role::kOperator}).ok());
+  EXPECT_EQ(open.denials(), 0u);
+}
+
+// A switch agent that lets only the AM configure trees and the AM or an
+// operator ask for its health.
+class GuardedAgent final : public v1::SwitchAgent::Service {
+ public:
+  grpc::Status ConfigureTree(grpc::ServerContext* ctx, const v1::ConfigureTreeRequest*,
+                             v1::ConfigureTreeResponse*) override {
+    return ToGrpcStatus(authz.AllowRoles(*ctx, "ConfigureTree", {Role::kAm}));
+  }
+  grpc::Status Health(grpc::ServerContext* ctx, const v1::HealthRequest*, v1::HealthResponse*) override {
+    return ToGrpcStatus(authz.AllowRoles(*ctx, "Health", {Role::kAm, Role::kOperator}));
+  }
+  Authorizer authz{true};
+};
+
+grpc::StatusCode Configure(const std::string& target, const TransportSecurity& security) {
+  auto creds = MakeChannelCredentials(security);
+  EXPECT_TRUE(creds.ok()) << creds.status().ToString();
+  auto stub = v1::SwitchAgent::NewStub(grpc::CreateChannel(target, *creds));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  v1::ConfigureTreeRequest req;
+  v1::ConfigureTreeResponse resp;
+  return stub->ConfigureTree(&ctx, req, &resp).error_code();
+}
+
+TEST(MutualTls, OnlyTheAmConfiguresAndStrangersAndPlaintextDoNotConnect) {
+  GuardedAgent agent;
+  auto server_creds = MakeServerCredentials({false, FilesOf("leaf0")});
+  ASSERT_TRUE(server_creds.ok()) << server_creds.status().ToString();
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", *server_creds, &port);
+  builder.RegisterService(&agent);
+  auto server = builder.BuildAndStart();
+  ASSERT_TRUE(server && port);
+  const std::string target = "127.0.0.1:" + std::to_string(port);
+
+  EXPECT_EQ(Configure(target, {false, FilesOf("am")}), grpc::StatusCode::OK);
+  EXPECT_EQ(Configure(target, {false, FilesOf("operator")}), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(Configure(target, {false, FilesOf("leaf1")}), grpc::StatusCode::PERMISSION_DENIED);
+  // Bound to 10.9.9.9, calling from 127.0.0.1.
+  EXPECT_EQ(Configure(target, {false, FilesOf("remote-w1")}), grpc::StatusCode::PERMISSION_DENIED);
+  // A certificate of another CA fails the handshake, as does plaintext.
+  TlsFiles stranger{Data("stranger.pem"), Data("stranger.key"), Data("ca.pem")};
+  EXPECT_EQ(Configure(target, {false, stranger}), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(Configure(target, {true, {}}), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(agent.authz.denials(), 3u);
+  server->Shutdown();
+}
+
+}  // namespace
+}  // namespace inc

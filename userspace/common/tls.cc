@@ -1,0 +1,160 @@
+#include "common/tls.h"
+
+#include <openssl/bio.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace inc {
+namespace {
+
+Expected<std::string> ReadWholeFile(const std::string& path, const char* what) {
+  if (path.empty()) return InvalidArgument(std::string(what) + ": no file given");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return ErrnoStatus(std::string(what) + " file " + path, errno);
+  std::stringstream buf;
+  buf << in.rdbuf();
+  if (in.bad()) return ErrnoStatus(std::string(what) + " file " + path, errno);
+  return buf.str();
+}
+
+struct BioDeleter {
+  void operator()(BIO* b) const { BIO_free(b); }
+};
+struct X509Deleter {
+  void operator()(X509* x) const { X509_free(x); }
+};
+struct KeyDeleter {
+  void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
+};
+using BioPtr = std::unique_ptr<BIO, BioDeleter>;
+using X509Ptr = std::unique_ptr<X509, X509Deleter>;
+using KeyPtr = std::unique_ptr<EVP_PKEY, KeyDeleter>;
+
+BioPtr MemoryBio(const std::string& data) {
+  return BioPtr(BIO_new_mem_buf(data.data(), static_cast<int>(data.size())));
+}
+
+// The certificates in a PEM text, in order; none if it holds none.
+std::vector<X509Ptr> ParseCertificates(const std::string& pem) {
+  std::vector<X509Ptr> out;
+  BioPtr bio = MemoryBio(pem);
+  while (X509* x = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr)) out.emplace_back(x);
+  ERR_clear_error();  // the read that ends the loop leaves "no start line"
+  return out;
+}
+
+std::string Env(const std::string& name) {
+  const char* v = std::getenv(name.c_str());
+  return v ? v : "";
+}
+
+}  // namespace
+
+Expected<TransportSecurity> ChooseTransportSecurity(const TlsFiles& files, bool insecure,
+                                                    const std::string& how) {
+  TransportSecurity s;
+  s.insecure = insecure;
+  s.files = files;
+  if (insecure) {
+    if (!files.empty()) {
+      return InvalidArgument("both TLS files and insecure are set: choose one (" + how + ")");
+    }
+    return s;
+  }
+  if (files.empty()) {
+    return InvalidArgument("no transport security configured: give a certificate, its key and the CA (" +
+                           how + "); plaintext needs an explicit insecure setting");
+  }
+  const char* missing = files.cert.empty()  ? "cert"
+                        : files.key.empty() ? "key"
+                        : files.ca.empty()  ? "ca"
+                                            : nullptr;
+  if (missing) {
+    return InvalidArgument(std::string("TLS settings incomplete: ") + missing +
+                           " is missing (cert, key and ca are all needed: " + how + ")");
+  }
+  return s;
+}
+
+Expected<TransportSecurity> TransportSecurityFromEnv(const std::string& prefix) {
+  TlsFiles files{Env(prefix + "_TLS_CERT"), Env(prefix + "_TLS_KEY"), Env(prefix + "_TLS_CA")};
+  const std::string insecure = Env(prefix + "_INSECURE");
+  if (!insecure.empty() && insecure != "0" && insecure != "1") {
+    return InvalidArgument(prefix + "_INSECURE=\"" + insecure + "\" is not 0 or 1");
+  }
+  return ChooseTransportSecurity(
+      files, insecure == "1",
+      prefix + "_TLS_CERT, " + prefix + "_TLS_KEY and " + prefix + "_TLS_CA, or " + prefix + "_INSECURE=1");
+}
+
+Expected<TlsMaterial> LoadTlsMaterial(const TlsFiles& files) {
+  TlsMaterial m;
+  auto cert = ReadWholeFile(files.cert, "certificate");
+  if (!cert) return cert.status();
+  auto key = ReadWholeFile(files.key, "private key");
+  if (!key) return key.status();
+  auto ca = ReadWholeFile(files.ca, "CA");
+  if (!ca) return ca.status();
+
+  auto certs = ParseCertificates(*cert);
+  if (certs.empty()) {
+    return InvalidArgument("certificate file " + files.cert +
+                           ": no PEM certificate in it (want \"-----BEGIN CERTIFICATE-----\")");
+  }
+  BioPtr key_bio = MemoryBio(*key);
+  KeyPtr pkey(PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr));
+  ERR_clear_error();
+  if (!pkey) {
+    return InvalidArgument("private key file " + files.key +
+                           ": no unencrypted PEM private key in it (want \"-----BEGIN PRIVATE KEY-----\")");
+  }
+  if (X509_check_private_key(certs.front().get(), pkey.get()) != 1) {
+    ERR_clear_error();
+    return InvalidArgument("private key file " + files.key + " does not belong to the certificate in " +
+                           files.cert);
+  }
+  if (ParseCertificates(*ca).empty()) {
+    return InvalidArgument("CA file " + files.ca +
+                           ": no PEM certificate in it (want \"-----BEGIN CERTIFICATE-----\")");
+  }
+  m.cert_pem = std::move(*cert);
+  m.key_pem = std::move(*key);
+  m.ca_pem = std::move(*ca);
+  return m;
+}
+
+Expected<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(const TransportSecurity& security) {
+  if (security.insecure) return grpc::InsecureServerCredentials();
+  auto m = LoadTlsMaterial(security.files);
+  if (!m) return m.status();
+  grpc::SslServerCredentialsOptions options(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  options.pem_root_certs = m->ca_pem;
+  options.pem_key_cert_pairs.push_back({m->key_pem, m->cert_pem});
+  return grpc::SslServerCredentials(options);
+}
+
+Expected<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(
+    const TransportSecurity& security) {
+  if (security.insecure) return grpc::InsecureChannelCredentials();
+  auto m = LoadTlsMaterial(security.files);
+  if (!m) return m.status();
+  grpc::SslCredentialsOptions options;
+  options.pem_root_certs = m->ca_pem;
+  options.pem_private_key = m->key_pem;
+  options.pem_cert_chain = m->cert_pem;
+  return grpc::SslCredentials(options);
+}
+
+std::string Describe(const TransportSecurity& security) {
+  if (security.insecure) return "plaintext (insecure: no TLS, no authorization)";
+  return "mTLS (cert " + security.files.cert + ", CA " + security.files.ca + ")";
+}
+
+}  // namespace inc
