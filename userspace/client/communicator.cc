@@ -649,7 +649,15 @@ Expected<std::unique_ptr<Communicator::Impl>> MakeImpl(const CommunicatorOptions
     INC_RETURN_IF_ERROR(impl->OpenRawTransport());
   }
   if (!options.am_address.empty()) {
-    impl->channel = grpc::CreateChannel(options.am_address, grpc::InsecureChannelCredentials());
+    // A restarted AM keeps the member's tree only if the member heartbeats
+    // within the AM's member heartbeat timeout (5 s by default): reconnect
+    // within a second instead of gRPC's growing back-off (1 s, 1.6 s, 2.6 s,
+    // ... up to two minutes).
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
+    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 200);
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+    impl->channel = grpc::CreateCustomChannel(options.am_address, grpc::InsecureChannelCredentials(), args);
     impl->am = inc::v1::AggregationManager::NewStub(impl->channel);
   }
   return impl;
