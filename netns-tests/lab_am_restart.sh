@@ -68,6 +68,7 @@ am_pid=$(cat "$T/pids/incamd.pid")
 t_kill=$(now_ms)
 kill -KILL "$am_pid"
 while kill -0 "$am_pid" 2>/dev/null; do sleep 0.01; done
+t_dead=$(now_ms)
 sleep 0.5 # the AM stays away a moment, as a crashed one would
 t_start=$(now_ms)
 "$INCLAB" restart "$L" incamd 2>/dev/null
@@ -102,13 +103,16 @@ kept=$(grep -c "keeping tree $tree_id (job $L-job.*known from the state store" <
 [ "$kept" -ge 1 ] || fail "the restarted AM's log does not say it kept tree $tree_id on its switches"
 ! grep -q "tree_failed: tree $tree_id " <<<"$restart_log" || fail "the restarted AM failed tree $tree_id"
 grep "switch_registered: .*after an AM restart" <<<"$restart_log" | sed 's/^/  /'
-note "AM: killed, restarted $((t_start - t_kill)) ms later; tree $tree_id listed ACTIVE $((answered - t_start)) ms after the restart, every switch registered again after $((registered - t_start)) ms; $kept switches kept it"
+note "AM: SIGKILL, gone (reaped) after $((t_dead - t_kill)) ms, restarted $((t_start - t_dead)) ms later; tree $tree_id listed ACTIVE $((answered - t_start)) ms after the restart, every switch registered again after $((registered - t_start)) ms; $kept switches kept it"
 
 note "incswitchd on leaf0: SIGKILL, restart, and a new job at once"
 sw_pid=$(cat "$T/pids/incswitchd-leaf0.pid")
 regs_before=$(grep -c "switch_reregistered: switch leaf0 " "$AM_LOG" || true)
 kill -KILL "$sw_pid"
 while kill -0 "$sw_pid" 2>/dev/null; do sleep 0.01; done
+# The AM calls the dead agent (as an operator's `stats` or a tree removal
+# would), so that its channel to it fails and backs off.
+for _ in 1 2 3; do ctl stats >/dev/null 2>&1 || true; sleep 0.3; done
 t_sw=$(now_ms)
 "$INCLAB" restart "$L" incswitchd-leaf0 2>/dev/null
 rereg=""

@@ -1321,7 +1321,8 @@ v1::SwitchSummary Manager::SummaryLocked(const std::string& name) const {
   if (it == switches_.end()) return s;
   const SwitchRec& rec = it->second;
   s.set_agent_address(rec.agent_address);
-  s.set_alive(rec.alive);
+  // A switch known from the state store is not alive until it registers.
+  s.set_alive(rec.alive && !rec.restored);
   const SwitchResources* res = pool_.Get(name);
   *s.mutable_capabilities() = CapsToProto(rec.caps, res ? res->slots.free_total() : 0);
   for (const auto& [pname, p] : rec.ports) *s.add_ports() = PortToProto(p);
