@@ -1,6 +1,7 @@
 #include "am/config.h"
 
 #include <google/protobuf/util/message_differencer.h>
+#include <sys/stat.h>
 
 #include <cstdint>
 
@@ -24,6 +25,10 @@ constexpr uint32_t kLargestPool = 0xFFFF;
 
 }  // namespace
 
+std::string StatePath(const v1::AmConfig& config) {
+  return config.has_state_path() ? config.state_path() : kDefaultStatePath;
+}
+
 Expected<v1::AmConfig> LoadAmConfig(const std::string& path, const AmFlags& flags) {
   v1::AmConfig config;
   if (!path.empty()) {
@@ -40,12 +45,17 @@ Expected<v1::AmConfig> LoadAmConfig(const std::string& path, const AmFlags& flag
       config.mutable_tls()->set_key(relative_to_file(config.tls().key()));
       config.mutable_tls()->set_ca(relative_to_file(config.tls().ca()));
     }
+    if (config.has_state_path() && !config.state_path().empty() && config.state_path()[0] != '/') {
+      auto slash = path.rfind('/');
+      if (slash != std::string::npos) config.set_state_path(path.substr(0, slash + 1) + config.state_path());
+    }
   }
   if (flags.listen) config.set_listen(*flags.listen);
   if (flags.topology_file) config.set_topology_file(*flags.topology_file);
   if (flags.log_level) config.set_log_level(*flags.log_level);
   if (flags.log_format) config.set_log_format(*flags.log_format);
   if (flags.insecure) config.set_insecure(*flags.insecure);
+  if (flags.state_path) config.set_state_path(*flags.state_path);
   return config;
 }
 
@@ -92,6 +102,21 @@ Status ValidateAmConfig(const v1::AmConfig& c) {
                            " is not in 0..3 (0 = never move trees off congested links)");
   if (c.topology_file().empty())
     return InvalidArgument("no topology: give --topology FILE or topology_file in the config");
+  const std::string state = StatePath(c);
+  if (!state.empty()) {
+    const std::string field = "state_path " + state + (c.has_state_path() ? "" : " (the default)");
+    struct stat st {};
+    if (stat(state.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+      return InvalidArgument(field + " is not a regular file (give the database file, not its folder)");
+    const auto slash = state.rfind('/');
+    const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : state.substr(0, slash);
+    if (state.back() == '/') return InvalidArgument(field + " names a folder; give the database file in it");
+    // The default's folder is created at start, as a package would.
+    if (c.has_state_path() && (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)))
+      return InvalidArgument(field + ": folder " + dir +
+                             " does not exist (create it, or set state_path \"\" " +
+                             "to keep the state in memory only)");
+  }
   return Status::Ok();
 }
 
@@ -118,6 +143,7 @@ void ReloadAmConfig(const std::string& path, const AmFlags& flags, RunningAm* ru
     if (flags.topology_file) overrides.push_back({"--topology", "topology_file", *flags.topology_file});
     if (flags.log_level) overrides.push_back({"--log-level", "log_level", *flags.log_level});
     if (flags.log_format) overrides.push_back({"--log-format", "log_format", *flags.log_format});
+    if (flags.state_path) overrides.push_back({"--state-path", "state_path", *flags.state_path});
     LogFlagOverrides(*file_only, overrides, path);
   }
   size_t changes = ApplyReload(*reread, "incamd", &running->config);

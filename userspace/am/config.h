@@ -19,7 +19,15 @@ struct AmFlags {
   std::optional<std::string> log_level;
   std::optional<std::string> log_format;
   std::optional<bool> insecure;  // --insecure
+  std::optional<std::string> state_path;
 };
+
+// Where the AM keeps its state when the config does not say.
+inline constexpr const char* kDefaultStatePath = "/var/lib/incin/incamd.db";
+
+// The state file the config asks for: state_path, the default when absent,
+// "" for in-memory state.
+std::string StatePath(const v1::AmConfig& config);
 
 // Reads the AmConfig JSON at path (none if empty), makes a relative
 // topology_file relative to the config file's folder, then applies flags.
@@ -29,7 +37,9 @@ Expected<v1::AmConfig> LoadAmConfig(const std::string& path, const AmFlags& flag
 // log settings, default_pool_size up to 65535 (a switch's largest pool),
 // heartbeat intervals of at least 10 ms with timeouts of at least two
 // intervals (one late heartbeat must not fail a tree or declare a switch
-// dead), move_on_congestion_severity 0..3 and a topology file. Absent
+// dead), move_on_congestion_severity 0..3, a topology file and a state_path
+// that is not a folder, in a folder that exists (the default's folder is
+// created at start). Absent
 // fields are checked at their defaults, and the message says so.
 Status ValidateAmConfig(const v1::AmConfig& config);
 

@@ -2,6 +2,7 @@
 // describes its flags, config file, signals and exit codes.
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -34,11 +35,14 @@ int main(int argc, char** argv) {
 
   CLI::App app{"incamd: incin aggregation manager (topology, tree building, resources, heartbeats)",
                "incamd"};
-  std::string config_path, listen, topology_path, log_level, log_format;
+  std::string config_path, listen, topology_path, log_level, log_format, state_path;
   app.add_option("--config", config_path, "AmConfig JSON file (docs/operations.md); SIGHUP reads it again");
   auto* o_listen = app.add_option("--listen", listen,
                                   "gRPC listen address: the management address (default 127.0.0.1:50051)");
   auto* o_topology = app.add_option("--topology", topology_path, "TopologyFile JSON file");
+  auto* o_state = app.add_option("--state-path", state_path,
+                                 std::string("SQLite file of the AM's state (default ") +
+                                     inc::am::kDefaultStatePath + "); \"\" keeps it in memory only");
   auto* o_level = app.add_option("--log-level", log_level, "debug|info|warn|error (default info)");
   auto* o_format =
       app.add_option("--log-format", log_format, "text (default) or json: one JSON object per line")
@@ -61,6 +65,7 @@ int main(int argc, char** argv) {
   if (o_topology->count()) flags.topology_file = topology_path;
   if (o_insecure->count()) flags.insecure = insecure;
   if (o_level->count()) flags.log_level = log_level;
+  if (o_state->count()) flags.state_path = state_path;
   if (o_format->count()) {
     flags.log_format = log_format;
     inc::ApplyLogFormatFlag(log_format);
@@ -110,7 +115,25 @@ int main(int argc, char** argv) {
   inc::am::ApplyConfig(*config, &options);
   options.switch_credentials = *switch_credentials;
 
-  inc::am::Manager manager(options, std::move(*topo));
+  const std::string state_file = inc::am::StatePath(*config);
+  if (!config->has_state_path()) {
+    // The default folder, as a package would create it.
+    (void)mkdir("/var/lib/incin", 0750);
+  }
+  auto store = inc::am::Store::Open(state_file);
+  if (!store) {
+    LOG_ERROR << "state: " << store.status().ToString();
+    return store.status().code() == inc::Code::kUnavailable ? kExitCannotServe : kExitBadConfig;
+  }
+  LOG_INFO << "state: "
+           << (state_file.empty() ? "in memory only (state_path \"\"): a restart forgets every tree"
+                                  : state_file);
+
+  inc::am::Manager manager(options, std::move(*topo), std::move(*store));
+  if (inc::Status st = manager.Restore(); !st.ok()) {
+    LOG_ERROR << "state: " << st.ToString();
+    return kExitBadConfig;
+  }
   inc::Authorizer authorizer(/*enforce=*/!security->insecure);
   inc::am::AmService service(&manager, &authorizer);
   grpc::ServerBuilder builder;

@@ -70,10 +70,11 @@ void ApplyConfig(const v1::AmConfig& c, AmOptions* o) {
   if (c.tree_move_holddown_ms()) o->tree_move_holddown_ms = c.tree_move_holddown_ms();
 }
 
-Manager::Manager(AmOptions options, Topology topology)
+Manager::Manager(AmOptions options, Topology topology, std::unique_ptr<Store> store)
     : opts_(std::move(options)),
       topo_(std::move(topology)),
       clients_(opts_.switch_rpc_timeout_ms, opts_.switch_credentials),
+      store_(std::move(store)),
       rng_(std::random_device{}()) {}
 
 Manager::~Manager() {
@@ -115,6 +116,172 @@ void Manager::EventLocked(const std::string& kind, const std::string& message, u
   events_.emplace_back(next_event_seq_++, std::move(e));
   while (events_.size() > opts_.max_events) events_.pop_front();
   cv_.notify_all();
+}
+
+// ------------------------------------------------------------ the store
+
+Status Manager::PersistTreeLocked(TreeRec& t) {
+  if (!store_ || !t.plan || !t.alloc) return Status::Ok();
+  StoredTree st;
+  st.id = t.id;
+  st.key = t.key;
+  st.job = t.job;
+  st.world = t.world;
+  st.state = t.state;
+  st.generation = t.generation;
+  st.reserved = t.reserved;
+  st.reserved_hosts = t.reserved_hosts;
+  st.req = t.req;
+  for (const MemberRec& m : t.members) st.members.push_back({m.joined, m.spec});
+  st.plan = *t.plan;
+  st.alloc = *t.alloc;
+  for (const auto& [sw, cfg] : t.configs) st.configs[sw] = cfg.SerializeAsString();
+  st.created_ms = t.created_ms;
+  st.activated_ms = t.activated_ms;
+  st.moves = t.moves;
+  st.last_move_ms = t.last_move_ms;
+  st.last_move_reason = t.last_move_reason;
+  Status s = store_->PutTree(st, tree_ids_.next());
+  if (!s.ok()) return s.WithContext("saving tree " + std::to_string(t.id) + " of job " + t.job);
+  t.persisted = true;
+  return Status::Ok();
+}
+
+// The tree is saved as ACTIVE before anyone is told it is; when that fails it
+// stays PENDING (to be dismantled by the caller).
+Status Manager::PersistActivationLocked(const TreePtr& t) {
+  t->state = v1::TREE_ACTIVE;
+  t->activated_ms = UnixMs();
+  Status s = PersistTreeLocked(*t);
+  if (!s.ok()) {
+    t->state = v1::TREE_PENDING;
+    t->activated_ms = 0;
+  }
+  return s;
+}
+
+void Manager::ForgetTreeLocked(TreeRec& t) {
+  if (!store_ || !t.persisted) return;
+  Status s = store_->DeleteTree(t.id, tree_ids_.next());
+  if (!s.ok()) {
+    // The tree comes back at the next start and is dismantled then, as its
+    // members will not heartbeat.
+    LOG_ERROR << "state store: cannot remove dismantled tree " << t.id << " (job " << t.job
+              << "): " << s.ToString();
+    return;
+  }
+  t.persisted = false;
+}
+
+Status Manager::RestoreTreeLocked(const StoredTree& st, const Clock::time_point& now) {
+  const std::string what = "tree " + std::to_string(st.id) + " (job " + st.job + ")";
+  if (st.state != v1::TREE_ACTIVE && !(st.reserved && st.state == v1::TREE_PENDING))
+    return FailedPrecondition(what + " is stored in state " + std::to_string(st.state));
+  if (st.plan.switches.empty() || st.members.size() != st.world)
+    return FailedPrecondition(what + " is stored without switches or members");
+  for (const PlanSwitch& ps : st.plan.switches)
+    if (!topo_.switches.count(ps.name) || !pool_.HasSwitch(ps.name))
+      return FailedPrecondition(what + " uses switch " + ps.name + " that the topology or the store lacks");
+  if (job_live_.count(st.job)) return AlreadyExists(what + ": the job has another tree");
+  INC_RETURN_IF_ERROR(tree_ids_.Claim(st.id).WithContext(what));
+  if (Status s = pool_.Claim(st.plan, st.alloc); !s.ok()) {
+    tree_ids_.Free(st.id);
+    return s.WithContext(what);
+  }
+  auto t = std::make_shared<TreeRec>();
+  t->id = st.id;
+  t->key = st.key;
+  t->job = st.job;
+  t->world = st.world;
+  t->state = static_cast<v1::TreeState>(st.state);
+  t->generation = st.generation;
+  t->reserved = st.reserved;
+  t->reserved_hosts = st.reserved_hosts;
+  t->req = st.req;
+  t->members.resize(st.world);
+  for (uint32_t r = 0; r < st.world; ++r) {
+    MemberRec& m = t->members[r];
+    m.spec = st.members[r].spec;
+    m.joined = st.members[r].joined;
+    m.last_heartbeat = now;
+    if (m.joined) {
+      m.join_seq = next_join_seq_++;
+      ++t->joined;
+      t->rank_of_host[m.spec.host] = r;
+    }
+  }
+  t->plan = st.plan;
+  t->alloc = st.alloc;
+  for (const auto& [sw, bytes] : st.configs) {
+    v1::TreeConfig cfg;
+    if (!cfg.ParseFromString(bytes)) {
+      pool_.Free(st.plan, st.alloc);
+      tree_ids_.Free(st.id);
+      return FailedPrecondition(what + ": the config stored for switch " + sw + " does not parse");
+    }
+    t->configs[sw] = std::move(cfg);
+  }
+  t->created_ms = st.created_ms;
+  t->activated_ms = st.activated_ms;
+  t->moves = st.moves;
+  t->last_move_ms = st.last_move_ms;
+  t->last_move_reason = st.last_move_reason;
+  t->persisted = true;
+  t->restored = true;
+  t->restored_at = now;
+  live_[t->id] = t;
+  job_live_[t->job] = t->id;
+  return Status::Ok();
+}
+
+Status Manager::Restore() {
+  if (!store_) return Status::Ok();
+  auto state = store_->Load();
+  if (!state) return state.status().WithContext("state store " + store_->path());
+  std::lock_guard<std::mutex> lk(mu_);
+  const auto now = Clock::now();
+  for (const StoredSwitch& sw : state->switches) {
+    if (!topo_.switches.count(sw.name)) {
+      LOG_WARN << "state store: switch " << sw.name << " is not in the topology any more; ignored";
+      continue;
+    }
+    SwitchRec& rec = switches_[sw.name];
+    rec.name = sw.name;
+    rec.agent_address = sw.agent_address;
+    rec.caps.slot_capacity = sw.slot_capacity;
+    rec.alive = true;
+    rec.restored = true;
+    rec.last_heartbeat = now;
+    pool_.SetSwitchCapacity(sw.name, sw.slot_capacity);
+  }
+  tree_ids_.set_next(state->next_tree_id);
+  std::string kept;
+  size_t dropped = 0;
+  for (const StoredTree& st : state->trees) {
+    Status s = RestoreTreeLocked(st, now);
+    if (s.ok()) {
+      kept += (kept.empty() ? "" : ", ") + std::to_string(st.id) + " (job " + st.job + ", generation " +
+              std::to_string(st.generation) + ")";
+      continue;
+    }
+    // Its switches remove it when they register and report it.
+    LOG_ERROR << "state store: dropping " << s.message();
+    TreeRec gone;
+    gone.id = st.id;
+    gone.job = st.job;
+    gone.persisted = true;
+    ForgetTreeLocked(gone);
+    ++dropped;
+  }
+  EventLocked("am_restored",
+              "state store " + (store_->path().empty() ? std::string("(in memory)") : store_->path()) + ": " +
+                  std::to_string(state->switches.size()) + " switches, " +
+                  std::to_string(state->trees.size() - dropped) + " trees restored" +
+                  (kept.empty() ? "" : ": " + kept) +
+                  (dropped ? "; " + std::to_string(dropped) + " dropped" : "") + "; members have " +
+                  std::to_string(opts_.member_heartbeat_timeout_ms) + " ms to heartbeat, switches " +
+                  std::to_string(opts_.switch_heartbeat_timeout_ms) + " ms to register again");
+  return Status::Ok();
 }
 
 std::map<std::string, SwitchView> Manager::ViewsLocked() const {
@@ -205,6 +372,7 @@ void Manager::DismantleLocked(TreePtr t, v1::TreeState state, const std::string&
   t->state = state;
   t->reason = reason;
   t->dismantled_ms = UnixMs();
+  ForgetTreeLocked(*t);
   if (t->failure.ok())
     t->failure =
         Aborted("tree " + std::to_string(t->id) + " of job " + t->job + " was dismantled: " + reason);
@@ -426,6 +594,11 @@ bool Manager::MoveTreeLocked(const TreePtr& t, const std::string& why, Ops* ops,
   t->last_move_attempt = Clock::now();
   const auto us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count();
   t->build_us += us;
+  if (Status saved = PersistTreeLocked(*t); !saved.ok()) {
+    // The switches run the new generation already; a restart would re-send
+    // the stored old one, which they take as a move back.
+    LOG_ERROR << "state store: " << saved.ToString();
+  }
   EventLocked("tree_moved",
               "tree " + std::to_string(t->id) + " (job " + t->job + ") moved from root " + old_root_name +
                   " to root " + new_root_name + " (generation " + std::to_string(t->generation) +
@@ -809,9 +982,11 @@ void Manager::BuildAndProgram(const TreePtr& t) {
       }
     } else if (Dismantled(t->state)) {
       ReleaseLocked(t, &ops);  // dismantled while the calls were in flight
+    } else if (Status saved = PersistActivationLocked(t); !saved.ok()) {
+      // Members must not run on a tree that a restarted AM would not know.
+      t->failure = saved;
+      DismantleLocked(t, v1::TREE_FAILED, saved.message(), &ops);
     } else {
-      t->state = v1::TREE_ACTIVE;
-      t->activated_ms = UnixMs();
       for (auto& m : t->members) m.last_heartbeat = Clock::now();
       std::string shape;
       for (const auto& ps : t->plan->switches)
@@ -914,14 +1089,25 @@ Expected<v1::RegisterSwitchResponse> Manager::RegisterSwitch(const v1::RegisterS
   Ops ops;
   {
     std::lock_guard<std::mutex> lk(mu_);
+    if (stopping_) return Unavailable("the aggregation manager is shutting down");
+    auto known = switches_.find(name);
+    if (store_ && (known == switches_.end() || known->second.agent_address != req.agent_address() ||
+                   known->second.caps.slot_capacity != caps->slot_capacity)) {
+      // Where the agent is must survive a restart: trees dismantled before
+      // the switch registers again are removed from it there.
+      INC_RETURN_IF_ERROR(store_->PutSwitch({name, req.agent_address(), caps->slot_capacity})
+                              .WithContext("state store: saving switch " + name));
+    }
     SwitchRec& rec = switches_[name];
     const bool again = rec.registered;
+    const bool after_restart = rec.restored;
     rec.name = name;
     rec.agent_address = req.agent_address();
     rec.caps = *caps;
     rec.ports = std::move(ports);
     rec.registered = true;
     rec.alive = true;
+    rec.restored = false;
     rec.last_heartbeat = Clock::now();
     if (!pool_.SetSwitchCapacity(name, caps->slot_capacity)) {
       LOG_WARN << "switch " << name << " reports slot_capacity " << caps->slot_capacity
@@ -934,12 +1120,19 @@ Expected<v1::RegisterSwitchResponse> Manager::RegisterSwitch(const v1::RegisterS
       }
     }
     CheckPortsLocked(name, &ops);
-    // Reconcile: trees the AM wants here are configured again (idempotent on
-    // the agent), trees it does not want are removed.
+    // Reconcile: trees the AM wants here are configured again (the agent
+    // takes an identical config as a no-op, so a running tree is untouched),
+    // trees it does not want are removed.
+    const std::set<uint32_t> reported(req.live_tree_ids().begin(), req.live_tree_ids().end());
     std::set<uint32_t> wanted;
+    std::string kept, resent, removed;
+    auto add = [](std::string* list, uint32_t id) {
+      *list += (list->empty() ? "" : ",") + std::to_string(id);
+    };
     for (const auto& [id, t] : live_) {
       if (!WantedOnLocked(*t, name)) continue;
       wanted.insert(id);
+      add(reported.count(id) ? &kept : &resent, id);
       if (t->programming) continue;  // the programming thread is sending it now
       SwitchOp op;
       op.configure = true;
@@ -948,25 +1141,42 @@ Expected<v1::RegisterSwitchResponse> Manager::RegisterSwitch(const v1::RegisterS
       op.tree_id = id;
       op.config = t->configs.at(name);
       ops.push_back(std::move(op));
+      if (reported.count(id)) {
+        LOG_INFO << "switch " << name << ": keeping tree " << id << " (job " << t->job << ", generation "
+                 << t->generation << ")"
+                 << (t->restored ? ", known from the state store; its members keep their assignments" : "");
+      }
     }
-    size_t removed = 0;
-    for (uint32_t id : req.live_tree_ids()) {
+    size_t n_removed = 0;
+    for (uint32_t id : reported) {
       if (wanted.count(id)) continue;
       SwitchOp op;
       op.switch_name = name;
       op.address = rec.agent_address;
       op.tree_id = id;
       ops.push_back(std::move(op));
-      ++removed;
+      add(&removed, id);
+      ++n_removed;
+      TreePtr old = FindTreeLocked(id, "");
+      LOG_INFO << "switch " << name << ": removing tree " << id << ": "
+               << (old ? std::string("it is ") + StateName(old->state) + " (" + old->reason + ")"
+                       : std::string("the AM does not know it") +
+                             (store_ ? " (not in the state store)" : " (the AM keeps no state)"));
     }
-    EventLocked(again ? "switch_reregistered" : "switch_registered",
-                "switch " + name + " at " + rec.agent_address + " (" + std::to_string(rec.ports.size()) +
-                    " ports, " + std::to_string(caps->slot_capacity) + " slots; " +
-                    std::to_string(req.live_tree_ids_size()) + " live trees: " +
-                    std::to_string(wanted.size()) + " kept, " + std::to_string(removed) + " removed)",
-                0, name);
+    EventLocked(
+        again ? "switch_reregistered" : "switch_registered",
+        "switch " + name + " at " + rec.agent_address + (after_restart ? " (after an AM restart)" : "") +
+            " (" + std::to_string(rec.ports.size()) + " ports, " + std::to_string(caps->slot_capacity) +
+            " slots; " + std::to_string(reported.size()) + " live trees: " +
+            std::to_string(reported.size() - n_removed) + " kept" + (kept.empty() ? "" : " [" + kept + "]") +
+            ", " + std::to_string(n_removed) + " removed" + (removed.empty() ? "" : " [" + removed + "]") +
+            (resent.empty() ? "" : "; re-sent trees the switch did not hold [" + resent + "]") + ")",
+        0, name);
   }
-  clients_.Connect(req.agent_address());
+  // A fresh channel: the old one may sit in gRPC's reconnect back-off after
+  // the agent restarted, failing calls with UNAVAILABLE for seconds although
+  // the agent is back.
+  clients_.Reconnect(req.agent_address());
   RunOpsAsync(std::move(ops));
   v1::RegisterSwitchResponse resp;
   resp.set_heartbeat_interval_ms(opts_.switch_heartbeat_interval_ms);
@@ -1048,7 +1258,11 @@ void Manager::CheckHeartbeats() {
       uint64_t silent = MsSince(rec.last_heartbeat);
       if (silent <= opts_.switch_heartbeat_timeout_ms) continue;
       rec.alive = false;
-      const std::string why = "switch " + name + " missed heartbeats for " + std::to_string(silent) + " ms";
+      const std::string why =
+          rec.restored ? "switch " + name + " did not register within " + std::to_string(silent) +
+                             " ms of the AM's restart"
+                       : "switch " + name + " missed heartbeats for " + std::to_string(silent) + " ms";
+      rec.restored = false;
       EventLocked("switch_lost", why, 0, name);
       std::vector<TreePtr> hit;
       for (const auto& [id, t] : live_)
@@ -1068,8 +1282,12 @@ void Manager::CheckHeartbeats() {
       for (uint32_t r = 0; r < t->world; ++r) {
         uint64_t silent = MsSince(t->members[r].last_heartbeat);
         if (silent > opts_.member_heartbeat_timeout_ms) {
-          doomed.emplace_back(t, "rank " + std::to_string(r) + " (host " + t->members[r].spec.host +
-                                     ") missed heartbeats for " + std::to_string(silent) + " ms");
+          const bool silent_since_restart = t->restored && t->members[r].last_heartbeat == t->restored_at;
+          doomed.emplace_back(
+              t, "rank " + std::to_string(r) + " (host " + t->members[r].spec.host + ") " +
+                     (silent_since_restart ? "sent no heartbeat within " + std::to_string(silent) +
+                                                 " ms of the AM's restart (its job is gone)"
+                                           : "missed heartbeats for " + std::to_string(silent) + " ms"));
           break;
         }
       }
@@ -1105,7 +1323,8 @@ v1::SwitchSummary Manager::SummaryLocked(const std::string& name) const {
   if (it == switches_.end()) return s;
   const SwitchRec& rec = it->second;
   s.set_agent_address(rec.agent_address);
-  s.set_alive(rec.alive);
+  // A switch known from the state store is not alive until it registers.
+  s.set_alive(rec.alive && !rec.restored);
   const SwitchResources* res = pool_.Get(name);
   *s.mutable_capabilities() = CapsToProto(rec.caps, res ? res->slots.free_total() : 0);
   for (const auto& [pname, p] : rec.ports) *s.add_ports() = PortToProto(p);
@@ -1222,6 +1441,13 @@ Expected<v1::CreateTreeResponse> Manager::CreateTree(const v1::CreateTreeRequest
   t->build_us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count();
   live_[t->id] = t;
   job_live_[t->job] = t->id;
+  if (Status saved = PersistTreeLocked(*t); !saved.ok()) {
+    live_.erase(t->id);
+    job_live_.erase(t->job);
+    tree_ids_.Free(t->id);
+    pool_.Free(*t->plan, *t->alloc);
+    return saved;
+  }
   EventLocked("tree_reserved",
               "tree " + std::to_string(t->id) + " reserved for job " + t->job + " on " +
                   std::to_string(world) + " hosts, root " + t->plan->switches[0].name,

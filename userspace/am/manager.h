@@ -20,6 +20,7 @@
 
 #include "am/model.h"
 #include "am/resources.h"
+#include "am/store.h"
 #include "am/switch_client.h"
 #include "common/metrics.h"
 #include "common/status.h"
@@ -57,11 +58,18 @@ class Manager {
   using Clock = std::chrono::steady_clock;
   using Cancelled = std::function<bool()>;
 
-  Manager(AmOptions options, Topology topology);
+  // With a store, every change to switches and to trees that hold
+  // resources is written to it before the call that made it returns.
+  Manager(AmOptions options, Topology topology, std::unique_ptr<Store> store = nullptr);
   ~Manager();
   Manager(const Manager&) = delete;
   Manager& operator=(const Manager&) = delete;
 
+  // Loads the store's switches and trees (before Start): the trees keep
+  // their resources; switches that register again keep them programmed,
+  // trees whose members do not heartbeat within the member heartbeat
+  // timeout are dismantled. Fails when the store cannot be read.
+  Status Restore();
   void Start();  // heartbeat monitor and background worker
   // Fails waiting members with UNAVAILABLE and ends WatchEvents streams.
   void Stop();
@@ -110,16 +118,6 @@ class Manager {
   void WriteTimingMetrics(PrometheusText* out);
 
  private:
-  struct MemberSpec {
-    std::string host;
-    Ipv4 ip;
-    Mac mac;
-    uint32_t qpn = 0;
-    uint32_t rkey = 0;
-    uint64_t va_base = 0;
-    uint32_t slot_stride = 0;
-    int transport = 0;
-  };
   struct MemberRec {
     bool joined = false;
     uint64_t join_seq = 0;
@@ -152,6 +150,11 @@ class Manager {
     uint64_t last_move_ms = 0;
     std::string last_move_reason;
     Clock::time_point last_move_attempt{};
+    bool persisted = false;  // the store holds it
+    // Loaded from the store at start: members that do not heartbeat since
+    // then are gone with their job.
+    bool restored = false;
+    Clock::time_point restored_at{};
   };
   struct SwitchRec {
     std::string name;
@@ -161,6 +164,10 @@ class Manager {
     std::map<std::string, uint32_t> congested_ports;  // port -> ARN severity, from heartbeats
     bool registered = false;
     bool alive = false;
+    // Known from the store, not registered since the AM started: counted
+    // alive so that it is declared lost (and its trees handled) when it does
+    // not register within the switch heartbeat timeout.
+    bool restored = false;
     Clock::time_point last_heartbeat;
   };
   struct SwitchOp {
@@ -181,6 +188,12 @@ class Manager {
   void ReleaseLocked(TreePtr t, Ops* ops);
   void FailPendingLocked(TreePtr t, const Status& why);
   void DropMemberLocked(TreePtr t, uint32_t rank);
+  // Write a tree holding resources to the store / remove it from there (a
+  // no-op without a store).
+  Status PersistTreeLocked(TreeRec& t);
+  Status PersistActivationLocked(const TreePtr& t);
+  void ForgetTreeLocked(TreeRec& t);
+  Status RestoreTreeLocked(const StoredTree& st, const Clock::time_point& now);
   void CheckPortsLocked(const std::string& switch_name, Ops* ops);
   // Moves a two-level tree to another root (or another link to its root)
   // that avoids down and congested ports; members keep their leaf, slot and
@@ -209,6 +222,7 @@ class Manager {
   const AmOptions opts_;
   const Topology topo_;
   SwitchClients clients_;
+  std::unique_ptr<Store> store_;
 
   std::mutex mu_;
   Histogram build_seconds_{kTimingBuckets};    // guarded by mu_

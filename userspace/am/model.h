@@ -143,6 +143,19 @@ struct TreePlan {
   const PlanSwitch* Find(const std::string& name) const;
 };
 
+// What a member told the AM when it joined (and what the switches need to
+// reach it).
+struct MemberSpec {
+  std::string host;  // topology host name
+  Ipv4 ip;
+  Mac mac;
+  uint32_t qpn = 0;
+  uint32_t rkey = 0;
+  uint64_t va_base = 0;
+  uint32_t slot_stride = 0;
+  int transport = 0;
+};
+
 // Per-switch resources of one tree.
 struct SwitchAlloc {
   uint32_t slot_base = 0;

@@ -24,6 +24,24 @@ Expected<uint32_t> RangeAllocator::Allocate(uint32_t count) {
                            ", largest block " + std::to_string(largest_free()) + ")");
 }
 
+Status RangeAllocator::Claim(uint32_t base, uint32_t count) {
+  if (count == 0) return InvalidArgument("cannot claim 0 slots");
+  auto it = free_.upper_bound(base);
+  if (it != free_.begin()) {
+    --it;
+    const uint32_t fbase = it->first, fcount = it->second;
+    if (fbase <= base && static_cast<uint64_t>(base) + count <= static_cast<uint64_t>(fbase) + fcount) {
+      free_.erase(it);
+      if (base > fbase) free_[fbase] = base - fbase;
+      if (base + count < fbase + fcount) free_[base + count] = fbase + fcount - (base + count);
+      free_total_ -= count;
+      return Status::Ok();
+    }
+  }
+  return FailedPrecondition("slots " + std::to_string(base) + ".." + std::to_string(base + count - 1) +
+                            " are not all free (capacity " + std::to_string(capacity_) + ")");
+}
+
 void RangeAllocator::Free(uint32_t base, uint32_t count) {
   if (count == 0) return;
   auto [it, inserted] = free_.emplace(base, count);
@@ -59,6 +77,19 @@ Expected<uint32_t> NumberAllocator::Allocate(const char* what) {
   return next_++;
 }
 
+Status NumberAllocator::Claim(uint32_t n, const char* what) {
+  if (n < first_ || n > last_)
+    return OutOfRange(std::string(what) + " " + std::to_string(n) + " is outside " + std::to_string(first_) +
+                      ".." + std::to_string(last_));
+  if (n >= next_) {
+    for (uint32_t k = next_; k < n; ++k) released_.insert(k);
+    next_ = n + 1;
+    return Status::Ok();
+  }
+  if (released_.erase(n)) return Status::Ok();
+  return FailedPrecondition(std::string(what) + " " + std::to_string(n) + " is already in use");
+}
+
 void NumberAllocator::Free(uint32_t n) {
   if (n < first_ || n >= next_) return;
   if (n + 1 == next_) {
@@ -77,6 +108,15 @@ Expected<uint32_t> TreeIdAllocator::Allocate() {
     if (used_.insert(id).second) return id;
   }
   return ResourceExhausted("all " + std::to_string(kLast - kFirst + 1) + " tree ids are in use");
+}
+
+Status TreeIdAllocator::Claim(uint32_t id) {
+  if (id < kFirst || id > kLast)
+    return OutOfRange("tree id " + std::to_string(id) + " is outside " + std::to_string(kFirst) + ".." +
+                      std::to_string(kLast));
+  if (!used_.insert(id).second)
+    return FailedPrecondition("tree id " + std::to_string(id) + " is already in use");
+  return Status::Ok();
 }
 
 void TreeIdAllocator::Free(uint32_t id) {
@@ -154,6 +194,37 @@ Expected<TreeAlloc> ResourcePool::Allocate(const TreePlan& plan) {
     return failure;
   }
   return alloc;
+}
+
+Status ResourcePool::Claim(const TreePlan& plan, const TreeAlloc& alloc) {
+  TreeAlloc taken;  // what to give back if a later claim fails
+  Status failure;
+  for (const auto& [name, sa] : alloc.per_switch) {
+    auto it = switches_.find(name);
+    if (it == switches_.end()) {
+      failure = FailedPrecondition("switch \"" + name + "\" has no resources (unknown)");
+      break;
+    }
+    SwitchResources& r = it->second;
+    failure = r.slots.Claim(sa.slot_base, plan.pool_size);
+    if (!failure.ok()) break;
+    SwitchAlloc& t = taken.per_switch[name];
+    t.slot_base = sa.slot_base;
+    ++r.trees;
+    std::vector<uint32_t> qpns = sa.child_qpns;
+    if (sa.parent_qpn) qpns.push_back(sa.parent_qpn);
+    for (uint32_t q : qpns) {
+      failure = r.qpns.Claim(q, "switch QPN");
+      if (!failure.ok()) break;
+      t.child_qpns.push_back(q);
+    }
+    if (!failure.ok()) break;
+  }
+  if (!failure.ok()) {
+    Free(plan, taken);
+    return failure;
+  }
+  return Status::Ok();
 }
 
 void ResourcePool::Free(const TreePlan& plan, const TreeAlloc& alloc) {

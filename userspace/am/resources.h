@@ -20,6 +20,8 @@ class RangeAllocator {
  public:
   explicit RangeAllocator(uint32_t capacity = 0);
   Expected<uint32_t> Allocate(uint32_t count);
+  // Takes exactly [base, base + count), e.g. a range a restored tree holds.
+  Status Claim(uint32_t base, uint32_t count);
   void Free(uint32_t base, uint32_t count);
   uint32_t capacity() const { return capacity_; }
   uint32_t free_total() const { return free_total_; }
@@ -38,6 +40,8 @@ class NumberAllocator {
  public:
   NumberAllocator(uint32_t first, uint32_t last) : first_(first), last_(last), next_(first) {}
   Expected<uint32_t> Allocate(const char* what);
+  // Takes exactly n (a number a restored tree holds).
+  Status Claim(uint32_t n, const char* what);
   void Free(uint32_t n);
   size_t in_use() const { return (next_ - first_) - released_.size(); }
   uint32_t high_water() const { return next_; }
@@ -53,8 +57,16 @@ class TreeIdAllocator {
  public:
   static constexpr uint32_t kFirst = 1, kLast = 1023;
   Expected<uint32_t> Allocate();
+  // Takes exactly id (a restored tree's).
+  Status Claim(uint32_t id);
   void Free(uint32_t id);
   size_t in_use() const { return used_.size(); }
+  // Where the round-robin continues; persisted so that a restarted AM does
+  // not hand out the ids of trees it just dismantled again at once.
+  uint32_t next() const { return next_; }
+  void set_next(uint32_t id) {
+    if (id >= kFirst && id <= kLast) next_ = id;
+  }
 
  private:
   std::set<uint32_t> used_;
@@ -83,6 +95,9 @@ class ResourcePool {
 
   // Slots and QPNs for every switch of the plan; all or nothing.
   Expected<TreeAlloc> Allocate(const TreePlan& plan);
+  // Takes exactly the resources `alloc` names (a tree restored from the
+  // store); all or nothing.
+  Status Claim(const TreePlan& plan, const TreeAlloc& alloc);
   void Free(const TreePlan& plan, const TreeAlloc& alloc);
 
  private:

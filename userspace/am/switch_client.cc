@@ -6,11 +6,33 @@
 
 namespace inc::am {
 
+namespace {
+
+// Agents are few and near: retry a lost connection within a second rather
+// than after gRPC's default back-off of up to two minutes.
+constexpr int kReconnectBackoffMs = 100;
+constexpr int kMaxReconnectBackoffMs = 1000;
+
+std::shared_ptr<grpc::Channel> NewChannel(const std::string& address,
+                                         const std::shared_ptr<grpc::ChannelCredentials>& credentials) {
+  grpc::ChannelArguments args;
+  // Not GRPC_ARG_MIN_RECONNECT_BACKOFF_MS: gRPC takes it as the least time a
+  // connection attempt may last, too short for a loaded host.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, kReconnectBackoffMs);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, kMaxReconnectBackoffMs);
+  // Without this, a new channel to the same address shares the old one's
+  // subchannel, back-off included, and Reconnect would gain nothing.
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  return grpc::CreateCustomChannel(address, credentials, args);
+}
+
+}  // namespace
+
 std::shared_ptr<v1::SwitchAgent::Stub> SwitchClients::StubFor(const std::string& address) {
   std::lock_guard<std::mutex> lk(mu_);
   auto& stub = stubs_[address];
   if (!stub) {
-    auto channel = grpc::CreateChannel(address, credentials_);
+    auto channel = NewChannel(address, credentials_);
     channels_[address] = channel;
     stub = v1::SwitchAgent::NewStub(channel);
   }
@@ -21,6 +43,14 @@ void SwitchClients::Connect(const std::string& address) {
   StubFor(address);
   std::lock_guard<std::mutex> lk(mu_);
   channels_.at(address)->GetState(/*try_to_connect=*/true);
+}
+
+void SwitchClients::Reconnect(const std::string& address) {
+  std::lock_guard<std::mutex> lk(mu_);
+  auto channel = NewChannel(address, credentials_);
+  channels_[address] = channel;
+  stubs_[address] = v1::SwitchAgent::NewStub(channel);
+  channel->GetState(/*try_to_connect=*/true);
 }
 
 void SwitchClients::SetDeadline(grpc::ClientContext* ctx) const {

@@ -26,6 +26,11 @@ class SwitchClients {
   Expected<v1::SwitchStats> Stats(const std::string& address, uint32_t tree_id);
   // Starts connecting to an agent so that the first tree does not pay for it.
   void Connect(const std::string& address);
+  // Replaces the channel to an agent by a new one and starts connecting it:
+  // an agent that registers may have just restarted, and the old channel may
+  // then be waiting out gRPC's reconnect back-off (calls fail UNAVAILABLE
+  // meanwhile). Calls in flight finish on the old channel.
+  void Reconnect(const std::string& address);
 
  private:
   std::shared_ptr<v1::SwitchAgent::Stub> StubFor(const std::string& address);

@@ -200,6 +200,7 @@ class Communicator::Impl {
   std::unique_ptr<PacketIo> io;
   std::unique_ptr<Engine> engine;
   std::unique_ptr<inc::v1::AggregationManager::Stub> am;
+  std::shared_ptr<grpc::ChannelCredentials> am_credentials;  // TLS or plaintext, as the options say
   std::shared_ptr<grpc::Channel> channel;
   uint64_t saturated = 0;
   bool joined = false;  // JoinGroup succeeded: leave on destruction
@@ -449,11 +450,25 @@ class Communicator::Impl {
     return Status::Ok();
   }
 
+  // Heartbeats go over their own channel, replaced after every failure: a
+  // restarted AM keeps this member's tree only if a heartbeat reaches it
+  // within its member heartbeat timeout, and a channel that saw the AM go
+  // away keeps failing calls with its last error ("Connection refused")
+  // while it waits out gRPC's reconnect back-off, for longer than that.
+  std::unique_ptr<inc::v1::AggregationManager::Stub> FreshAmStub(const std::string& address) const {
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // not the back-off of another channel's connection
+    return inc::v1::AggregationManager::NewStub(grpc::CreateCustomChannel(
+        address, am_credentials ? am_credentials : grpc::InsecureChannelCredentials(), args));
+  }
+
   void Heartbeats() {
     uint32_t interval = asg.heartbeat_interval_ms ? asg.heartbeat_interval_ms : 1000;
+    std::unique_ptr<inc::v1::AggregationManager::Stub> hb_am;
     std::unique_lock<std::mutex> lock(hb_mu);
     while (!hb_cv.wait_for(lock, std::chrono::milliseconds(interval), [this] { return hb_stop; })) {
       lock.unlock();
+      if (!hb_am) hb_am = FreshAmStub(opt.am_address);
       grpc::ClientContext ctx;
       ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(opt.rpc_timeout_ms));
       inc::v1::MemberHeartbeatRequest req;
@@ -461,11 +476,12 @@ class Communicator::Impl {
       req.set_rank(opt.rank);
       req.set_tree_id(asg.tree_id);
       inc::v1::MemberHeartbeatResponse resp;
-      grpc::Status s = am->MemberHeartbeat(&ctx, req, &resp);
+      grpc::Status s = hb_am->MemberHeartbeat(&ctx, req, &resp);
       if (!s.ok()) {
         if (hb_failed++ == 0) {
           LOG_WARN << "member heartbeat: " << FromGrpcStatus(s).ToString();
         }
+        hb_am.reset();
       } else {
         {
           std::lock_guard<std::mutex> l(state_mu);
@@ -656,7 +672,18 @@ Expected<std::unique_ptr<Communicator::Impl>> MakeImpl(const CommunicatorOptions
     INC_RETURN_IF_ERROR(impl->OpenRawTransport());
   }
   if (!options.am_address.empty()) {
-    impl->channel = grpc::CreateChannel(options.am_address, *credentials);
+    // A restarted AM keeps the member's tree only if the member heartbeats
+    // within the AM's member heartbeat timeout (5 s by default): reconnect
+    // within a second instead of gRPC's growing back-off (1 s, 1.6 s, 2.6 s,
+    // ... up to two minutes).
+    grpc::ChannelArguments args;
+    // (Not GRPC_ARG_MIN_RECONNECT_BACKOFF_MS: gRPC uses it as the least time
+    // a connection attempt may take, and a loaded host needs more than a
+    // few hundred milliseconds.)
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+    impl->am_credentials = *credentials;
+    impl->channel = grpc::CreateCustomChannel(options.am_address, impl->am_credentials, args);
     impl->am = inc::v1::AggregationManager::NewStub(impl->channel);
   }
   return impl;

@@ -994,7 +994,7 @@ TEST(IncamdBinaryTest, ServesAndExitsCleanlyOnSigterm) {
   ASSERT_GE(pid, 0);
   if (pid == 0) {
     execl(INC_INCAMD_PATH, "incamd", "--insecure", "--config", INC_AM_EXAMPLES "/am.json", "--listen",
-          listen.c_str(), "--log-level", "warn", static_cast<char*>(nullptr));
+          listen.c_str(), "--log-level", "warn", "--state-path", "", static_cast<char*>(nullptr));
     _exit(127);
   }
   auto stub =

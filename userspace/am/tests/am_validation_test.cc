@@ -189,6 +189,14 @@ TEST(AmConfigValidationTest, ValuesThatCannotWorkAreRejectedNamingTheFields) {
       {"log format", [](v1::AmConfig* c) { c->set_log_format("yaml"); },
        "log_format \"yaml\" is not text or json"},
       {"no topology", [](v1::AmConfig* c) { c->clear_topology_file(); }, "no topology"},
+      {"in-memory state", [](v1::AmConfig* c) { c->set_state_path(""); }, ""},
+      {"state file in an existing folder", [](v1::AmConfig* c) { c->set_state_path("/tmp/incamd-x.db"); },
+       ""},
+      {"state file in a missing folder", [](v1::AmConfig* c) { c->set_state_path("/nonexistent/am/x.db"); },
+       "state_path /nonexistent/am/x.db: folder /nonexistent/am does not exist (create it, or set state_path "
+       "\"\""},
+      {"state path that is a folder", [](v1::AmConfig* c) { c->set_state_path("/tmp"); },
+       "state_path /tmp is not a regular file (give the database file, not its folder)"},
   };
   for (const Case& c : cases) {
     v1::AmConfig config;
@@ -221,6 +229,12 @@ TEST(AmConfigValidationTest, FlagsOverrideTheFileAndRelativeTopologyIsBesideIt) 
   EXPECT_EQ(config->log_level(), "debug");
   EXPECT_EQ(config->log_format(), "json");
   EXPECT_EQ(config->topology_file(), "/elsewhere/topology.json");
+  EXPECT_FALSE(config->has_state_path());
+  EXPECT_EQ(StatePath(*config), "/var/lib/incin/incamd.db");
+  flags.state_path = "";
+  config = LoadAmConfig(INC_AM_EXAMPLES "/am.json", flags);
+  ASSERT_TRUE(config.ok());
+  EXPECT_EQ(StatePath(*config), "") << "--state-path '' keeps the state in memory";
   auto missing = LoadAmConfig("/nonexistent/am.json", AmFlags());
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("/nonexistent/am.json"), std::string::npos);

@@ -809,7 +809,8 @@ TEST_F(SwitchLab, RealAmProgramsReconcilesAfterAgentRestartAndDismantles) {
   std::ofstream(dir_ + "/am.json") << R"({"listen": ")" << AmSocket() << R"(", "topology_file": ")" << dir_
                                    << R"(/topology.json", "member_heartbeat_timeout_ms": 1500,
     "member_heartbeat_interval_ms": 200, "switch_heartbeat_interval_ms": 200,
-    "switch_heartbeat_timeout_ms": 5000, "join_timeout_ms": 60000, "log_level": "debug"})";
+    "switch_heartbeat_timeout_ms": 5000, "join_timeout_ms": 60000, "log_level": "debug",
+    "state_path": "incamd.db"})";
   agents_.push_back(std::make_unique<AgentProcess>(sw_ns_, dir_ + "/incamd.log"));
   AgentProcess* am = agents_.back().get();
   am->Start({"--config", dir_ + "/am.json", "--insecure"}, incamd);

@@ -1,0 +1,108 @@
+// incamd's durable state in SQLite: the switches it knows, the trees that
+// hold switch resources (plan, allocations, members, the configs sent to each
+// switch) and the next tree id, so that a restarted or crashed AM keeps the
+// running jobs instead of tearing their trees down. Every write is one
+// transaction (WAL journal, synchronous=FULL: docs/operations.md "AM state").
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "am/model.h"
+#include "common/status.h"
+
+namespace inc::am {
+
+struct StoredSwitch {
+  std::string name;
+  std::string agent_address;
+  uint32_t slot_capacity = 0;
+};
+
+struct StoredMember {
+  bool joined = false;
+  MemberSpec spec;
+};
+
+// A tree with its resources: reserved by an operator or active.
+struct StoredTree {
+  uint32_t id = 0;
+  uint32_t key = 0;
+  std::string job;
+  uint32_t world = 0;
+  int state = 0;  // v1::TreeState
+  uint32_t generation = 0;
+  bool reserved = false;
+  std::vector<std::string> reserved_hosts;  // by rank, when reserved
+  Requirements req;
+  std::vector<StoredMember> members;  // by rank
+  TreePlan plan;
+  TreeAlloc alloc;
+  // Per switch: the serialized v1::TreeConfig last sent to it, byte for byte,
+  // so that the restarted AM re-sends exactly what the switch holds (which
+  // the agent treats as a no-op).
+  std::map<std::string, std::string> configs;
+  uint64_t created_ms = 0, activated_ms = 0;
+  uint32_t moves = 0;
+  uint64_t last_move_ms = 0;
+  std::string last_move_reason;
+};
+
+struct StoredState {
+  std::vector<StoredSwitch> switches;
+  std::vector<StoredTree> trees;
+  uint32_t next_tree_id = 0;  // 0: none stored
+};
+
+class Store {
+ public:
+  // The schema this build writes; a file with another version is refused.
+  static constexpr int kSchemaVersion = 1;
+
+  // Opens (creating if needed) the database at path; an empty path keeps
+  // the state in memory only (lost when incamd exits).
+  static Expected<std::unique_ptr<Store>> Open(const std::string& path);
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  const std::string& path() const { return path_; }
+
+  Expected<StoredState> Load();
+
+  // Each call is one transaction: all of it is on disk when it returns OK,
+  // none of it after a crash before that.
+  Status PutSwitch(const StoredSwitch& sw);
+  Status PutTree(const StoredTree& tree, uint32_t next_tree_id);
+  Status DeleteTree(uint32_t tree_id, uint32_t next_tree_id);
+
+  // Tests: runs inside every transaction just before COMMIT (a test kills
+  // the process there to check that a crash leaves the previous state).
+  void SetBeforeCommitHookForTest(std::function<void()> hook) { before_commit_ = std::move(hook); }
+
+ private:
+  Store(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  Status Exec(const std::string& sql);
+  Status Error(const std::string& what) const;
+  Status Migrate();
+  // Runs body between BEGIN IMMEDIATE and COMMIT; rolls back when it fails.
+  Status Transaction(const std::function<Status()>& body);
+  Status WriteTreeRows(const StoredTree& tree);
+  Status DeleteTreeRows(uint32_t tree_id);
+  Status PutNextTreeId(uint32_t next_tree_id);
+
+  std::mutex mu_;
+  sqlite3* db_;
+  std::string path_;
+  std::function<void()> before_commit_;
+};
+
+}  // namespace inc::am
