@@ -1,11 +1,14 @@
 // The RoCEv2/INC frame parser libinc runs on every frame its AF_XDP and XDP
-// receive paths hand it (client/engine.cc: ParseFrame, then CheckResultFrame).
-// Invariants: a parsed frame's payload lies inside the input, and a frame
-// rebuilt from the parsed fields parses back to the same fields with a good
-// ICRC.
+// receive paths hand it (client/engine.cc: ParseFrame, CheckResultFrame, then
+// the operation's Accept, which copies or decodes the payload into the user's
+// buffer). Invariants: a parsed frame's payload lies inside the input; a
+// frame rebuilt from the parsed fields parses back to the same fields with a
+// good ICRC; a result the checks pass is written only inside a receive buffer
+// sized for the operation (ASan watches its edges).
 #include <cstring>
 #include <vector>
 
+#include "client/block_op.h"
 #include "client/protocol.h"
 #include "common/frame.h"
 #include "fuzz_check.h"
@@ -66,5 +69,42 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(q.imm == p.inc.msg_id);
   FUZZ_CHECK(q.payload_len == p.payload_len);
   FUZZ_CHECK(p.payload_len == 0 || std::memcmp(q.payload, p.payload, p.payload_len) == 0);
+
+  // The rebuilt frame has a good ICRC, so the result checks run to the end
+  // when the member expects exactly this message.
+  inc::client::ResultFilter expecting{q.dest_qpn, q.src_ip, q.inc.tree_id, q.inc.key, 1u << 16};
+  if (q.inc.slot != inc::client::SlotOf(q.inc.msg_id, expecting.pool_size)) return 0;
+  if (inc::client::CheckResultFrame(q, expecting) != inc::client::Reject::kNone) return 0;
+  FUZZ_CHECK(q.inc.flags & INC_FLAG_RESULT);
+  FUZZ_CHECK(q.payload_len == 0 || q.payload_len == size_t{q.inc.count} * inc_dtype_size(q.inc.dtype));
+
+  // An operation of the frame's shape, one packet of inc.count elements (the
+  // user's element type is what the codec decodes to).
+  inc::client::BlockSpec spec_op;
+  spec_op.collective = q.inc.collective;
+  spec_op.wire_dtype = q.inc.dtype == INC_DTYPE_INT64 ? INC_DTYPE_INT64 : INC_DTYPE_INT32;
+  spec_op.count = q.inc.count;
+  spec_op.elems4 = 0xFFFF;  // a packet as large as the count field allows
+  const int32_t exponents[2] = {q.inc.exponent, q.inc.exponent};
+  size_t user_size = inc_dtype_size(spec_op.wire_dtype);
+  switch (q.inc.op % 3) {
+    case 1:
+      spec_op.wire_dtype = INC_DTYPE_INT32;
+      spec_op.codec = inc::client::Codec::kFixedF32;
+      user_size = sizeof(float);
+      break;
+    case 2:
+      spec_op.wire_dtype = INC_DTYPE_INT64;
+      spec_op.codec = inc::client::Codec::kFixedF64;
+      user_size = sizeof(double);
+      break;
+    default: break;
+  }
+  spec_op.exponents = exponents;
+  spec_op.headroom = q.inc.root_rank % 8;
+  std::vector<uint8_t> recv(size_t{q.inc.count} * user_size);
+  spec_op.recv = recv.data();
+  inc::client::BlockOperation op(spec_op);
+  (void)op.Accept(0, q);
   return 0;
 }
