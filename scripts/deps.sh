@@ -4,7 +4,7 @@
 set -euo pipefail
 
 PACKAGES=(
-  build-essential cmake pkg-config clang llvm clang-format
+  build-essential cmake pkg-config clang llvm clang-format libclang-rt-dev
   libbpf-dev bpftool linux-libc-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libssl-dev openssl
   libcli11-dev libgtest-dev libgmock-dev libsystemd-dev libcpp-httplib-dev libsqlite3-dev

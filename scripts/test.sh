@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The one test command: installs missing packages, builds, and runs every
-# ctest group (unit, selftest, lab, rxe), then the unit tests of the input
+# ctest group (unit, selftest, lab, rxe, fuzz), then the unit tests of the input
 # parsers again under ASan/UBSan (scripts/sanitize.sh). Extra arguments go to
 # ctest and skip the sanitizer pass, e.g.
 #   scripts/test.sh -L unit        scripts/test.sh -R selftest.drop

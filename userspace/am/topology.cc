@@ -137,18 +137,22 @@ Expected<Topology> TopologyFromProto(const v1::TopologyFile& file) {
   return topo;
 }
 
+Status ParseJsonText(const std::string& text, const std::string& source, google::protobuf::Message* msg) {
+  google::protobuf::util::JsonParseOptions opts;
+  opts.ignore_unknown_fields = false;
+  auto st = google::protobuf::util::JsonStringToMessage(text, msg, opts);
+  if (!st.ok())
+    return InvalidArgument(source + ": not a valid " + msg->GetTypeName() +
+                           " JSON: " + std::string(st.message()));
+  return Status::Ok();
+}
+
 Status ReadJsonFile(const std::string& path, google::protobuf::Message* msg) {
   std::ifstream in(path);
   if (!in) return ErrnoStatus("open " + path, errno);
   std::stringstream buf;
   buf << in.rdbuf();
-  google::protobuf::util::JsonParseOptions opts;
-  opts.ignore_unknown_fields = false;
-  auto st = google::protobuf::util::JsonStringToMessage(buf.str(), msg, opts);
-  if (!st.ok())
-    return InvalidArgument(path + ": not a valid " + msg->GetTypeName() +
-                           " JSON: " + std::string(st.message()));
-  return Status::Ok();
+  return ParseJsonText(buf.str(), path, msg);
 }
 
 Expected<Topology> LoadTopologyFile(const std::string& path) {

@@ -21,4 +21,9 @@ Expected<Topology> LoadTopologyFile(const std::string& path);
 // Reads a JSON file into any message, with the file name in errors.
 Status ReadJsonFile(const std::string& path, google::protobuf::Message* msg);
 
+// ReadJsonFile's parser on text already in memory (unknown fields are an
+// error); `source` names where the text came from in errors. Kept apart from
+// the file so that the fuzzer (fuzz/fuzz_am_config.cc) can feed it directly.
+Status ParseJsonText(const std::string& text, const std::string& source, google::protobuf::Message* msg);
+
 }  // namespace inc::am

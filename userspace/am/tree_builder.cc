@@ -106,10 +106,11 @@ Expected<TreePlan> BuildTreePlan(const Topology& topo, const std::map<std::strin
   // Every attachment switch must serve its members.
   for (const auto& [sw, ranks] : by_switch) {
     const SwitchView* v = view_of(sw);
-    auto describe = [&](const std::string& why) {
+    // C++17 lambdas cannot capture a structured binding (GCC allows it, clang 14 does not).
+    auto describe = [&switch_ranks = ranks](const std::string& why) {
       std::string rs;
-      for (uint32_t r : ranks) rs += (rs.empty() ? "" : ",") + std::to_string(r);
-      return "rank" + std::string(ranks.size() > 1 ? "s " : " ") + rs + " unreachable: " + why;
+      for (uint32_t r : switch_ranks) rs += (rs.empty() ? "" : ",") + std::to_string(r);
+      return "rank" + std::string(switch_ranks.size() > 1 ? "s " : " ") + rs + " unreachable: " + why;
     };
     if (auto rej = CheckUsable(sw, v, req, static_cast<uint32_t>(ranks.size())))
       return Reject(*rej, describe(""));

@@ -171,7 +171,11 @@ std::vector<uint8_t> Encode(const Message& m, uint64_t key_id, const SipKey& key
   }
   Store16(b.data() + 6, static_cast<uint16_t>(b.size()));
   Store64(b.data() + integrity_off + kIntegrityMacOff, Mac(key, b.data(), b.size(), integrity_off));
-  Store16(b.data() + 2, InetChecksum(b.data(), b.size()));
+  // A sum that folds to zero goes out as 0xffff, the other ones'-complement
+  // zero (as UDP does, RFC 768): a 0 field means "no checksum" and Decode
+  // refuses it, which dropped one message in 65536.
+  uint16_t checksum = InetChecksum(b.data(), b.size());
+  Store16(b.data() + 2, checksum ? checksum : 0xffff);
   return b;
 }
 
@@ -271,6 +275,11 @@ Expected<Message> Decode(const uint8_t* data, size_t len, const KeyRing& keys, R
   bool tear = m.type == MsgType::kPathTear || m.type == MsgType::kResvTear;
   if (!tear && !have_time) return fail(Reject::kMissingObject, "TIME_VALUES");
   if (m.type == MsgType::kCreditResv && !m.credit) return fail(Reject::kMissingObject, "CREDIT");
+  // A TIME_VALUES in a tear or a CREDIT outside a RESV means nothing for that
+  // type (the MAC still covers it): drop it, so that the message is what its
+  // type says and encodes back to the same message.
+  if (tear) m.period_ms = 0;
+  if (m.type != MsgType::kCreditResv) m.credit.reset();
   if (!integrity_off) return fail(Reject::kMissingIntegrity, "");
   auto key = keys.find(m.key_id);
   if (key == keys.end()) return fail(Reject::kUnknownKey, std::to_string(m.key_id));

@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -41,6 +42,31 @@ std::string KnownFields(const pb::Descriptor* d) {
     out += d->field(i)->json_name();
   }
   return out;
+}
+
+// Deepest [ / { nesting, outside strings, of JSON text (malformed text gives
+// some number; the parser then rejects it).
+size_t JsonNestingDepth(const std::string& json) {
+  size_t depth = 0, deepest = 0;
+  bool in_string = false, escaped = false;
+  for (char c : json) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      depth--;
+    }
+  }
+  return deepest;
 }
 
 // Walks the JSON object against the message type so an unknown key is
@@ -102,6 +128,13 @@ v1::SwitchAgentConfig DefaultConfig() {
 }
 
 Expected<v1::SwitchAgentConfig> ParseConfigJson(const std::string& json) {
+  // protobuf 3.21 takes time quadratic in the nesting depth to read JSON into
+  // a Struct (a 100 KB file of nested [ took over a minute); a config is at
+  // most a few levels deep.
+  if (size_t depth = JsonNestingDepth(json); depth > kMaxConfigJsonNesting) {
+    return InvalidArgument("not a config: JSON nested " + std::to_string(depth) + " levels deep (at most " +
+                           std::to_string(kMaxConfigJsonNesting) + ")");
+  }
   pb::Struct object;
   pb::util::JsonParseOptions strict;
   strict.ignore_unknown_fields = false;

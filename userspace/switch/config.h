@@ -20,6 +20,8 @@ inline constexpr uint32_t kDefaultListenPort = 50061;
 inline constexpr char kDefaultPinRoot[] = "/sys/fs/bpf/incin";
 inline constexpr uint32_t kDefaultSlotCapacity = 4096;
 inline constexpr uint32_t kDefaultHeartbeatMs = 1000;
+// Deepest JSON nesting ParseConfigJson reads (a real config has about 5).
+inline constexpr size_t kMaxConfigJsonNesting = 64;
 
 // Parses a SwitchAgentConfig in protobuf JSON. Unknown fields are an error
 // naming the field and where it is ("ports[1].adress"). Fills defaults for

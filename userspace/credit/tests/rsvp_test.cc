@@ -139,6 +139,55 @@ TEST(RsvpCodec, EveryMessageRoundTrips) {
   EXPECT_EQ(Enc(resv_tear).size(), 68u);
 }
 
+// Found by fuzz/fuzz_rsvp.cc (corpus/rsvp/crash-tear-with-time-values): a
+// ResvTear that also carried TIME_VALUES and CREDIT decoded with a period and
+// a credit, which Encode never writes for a tear, so the decoded message did
+// not encode back to itself. Decode drops what the type does not carry.
+TEST(RsvpCodec, ObjectsTheTypeDoesNotCarryAreDropped) {
+  Message resv = Resv();
+  resv.key_id = kKeyId;
+  resv.seq = 9;
+  auto b = Enc(resv, resv.seq);
+  b[1] = static_cast<uint8_t>(MsgType::kResvTear);  // the RESV's objects under a ResvTear's type
+  Reseal(b);
+  auto d = Decode(b.data(), b.size(), Ring(), nullptr);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->period_ms, 0u);
+  EXPECT_FALSE(d->credit.has_value());
+  auto again = Enc(*d, d->seq);
+  auto back = Decode(again.data(), again.size(), Ring(), nullptr);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, *d);
+
+  b[1] = static_cast<uint8_t>(MsgType::kCreditPath);  // a PATH carries no CREDIT
+  Reseal(b);
+  d = Decode(b.data(), b.size(), Ring(), nullptr);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->period_ms, resv.period_ms);
+  EXPECT_FALSE(d->credit.has_value());
+}
+
+// Found by fuzz/fuzz_rsvp.cc (corpus/rsvp/crash-checksum-folds-to-zero): one
+// message in 65536 has a ones'-complement sum that folds to zero; its
+// checksum field was then 0, which RFC 2205 reads as "no checksum" and
+// Decode rejects, so the receiver dropped the sender's own valid message.
+// As in UDP (RFC 768), such a sum is sent as 0xffff, the other zero.
+TEST(RsvpCodec, ChecksumThatFoldsToZeroIsSentAsAllOnes) {
+  Message resv = Resv();
+  bool found = false;
+  for (uint64_t seq = 1; seq < (1u << 20) && !found; seq++) {
+    auto b = Enc(resv, seq);
+    uint16_t field = static_cast<uint16_t>(b[2] << 8 | b[3]);
+    if (field != 0 && field != 0xffff) continue;
+    found = true;
+    EXPECT_EQ(field, 0xffff) << "seq " << seq;
+    Reject why = Reject::kCount;
+    auto d = Decode(b.data(), b.size(), Ring(), &why);
+    EXPECT_TRUE(d.ok()) << "seq " << seq << ": " << d.status().ToString();
+  }
+  EXPECT_TRUE(found) << "no sequence number gave a zero sum; the test needs another message";
+}
+
 struct Malformed {
   const char* name;
   std::function<void(std::vector<uint8_t>&)> edit;

@@ -88,6 +88,24 @@ TEST(ConfigParse, UnknownNestedFieldIsNamedWithItsPath) {
   EXPECT_NE(c.status().message().find("'ports[1].adress'"), std::string::npos) << c.status().message();
 }
 
+// Found while fuzzing ParseConfigJson (fuzz/fuzz_switch_config.cc): protobuf
+// reads deeply nested JSON into a Struct in time quadratic in the depth, so
+// a 100 KB file of nested brackets held incswitchd's start or SIGHUP reload
+// for minutes. Anything deeper than a config can be is refused at once;
+// brackets inside strings do not count.
+TEST(ConfigParse, DeeplyNestedJsonIsRefusedAtOnce) {
+  const size_t depth = 50000;
+  auto c = ParseConfigJson(R"({"switchName": )" + std::string(depth, '[') + std::string(depth, ']') + "}");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(c.status().message().find("nested 50001 levels deep"), std::string::npos) << c.status().message();
+
+  const std::string brackets(200, '[');
+  auto in_string = ParseConfigJson(R"({"switchName": "s", "logLevel": ")" + brackets + R"(\"]"})");
+  ASSERT_TRUE(in_string.ok()) << in_string.status().message();
+  EXPECT_EQ(in_string->log_level(), brackets + "\"]");
+}
+
 TEST(ConfigParse, MalformedJsonAndWrongTypesAreInvalidArgument) {
   auto bad_json = ParseConfigJson(R"({"switchName": "s",)");
   ASSERT_FALSE(bad_json.ok());
