@@ -130,6 +130,9 @@ TEST(DaemonCallCounter, CallsInFlightAreWaitedForIdleConnectionsAreNot) {
     return stub->GetTopology(&ctx, v1::GetTopologyRequest(), &resp);
   };
   EXPECT_TRUE(call().ok());  // the connection stays open, idle
+  // The server ends its side of a call (and the counter's interceptor) a
+  // moment after the client has the answer.
+  EXPECT_TRUE(counter.WaitIdle(std::chrono::steady_clock::now() + std::chrono::seconds(5)));
   EXPECT_EQ(counter.InFlight(), 0);
 
   grpc::Status in_flight;
