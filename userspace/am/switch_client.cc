@@ -14,7 +14,7 @@ constexpr int kReconnectBackoffMs = 100;
 constexpr int kMaxReconnectBackoffMs = 1000;
 
 std::shared_ptr<grpc::Channel> NewChannel(const std::string& address,
-                                         const std::shared_ptr<grpc::ChannelCredentials>& credentials) {
+                                          const std::shared_ptr<grpc::ChannelCredentials>& credentials) {
   grpc::ChannelArguments args;
   // Not GRPC_ARG_MIN_RECONNECT_BACKOFF_MS: gRPC takes it as the least time a
   // connection attempt may last, too short for a loaded host.
