@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include "common/secret_file.h"
+
 namespace inc::sw {
 
 std::string RoutingSettings::NameOf(uint32_t id) const {
@@ -50,7 +52,15 @@ Expected<RoutingSettings> ParseRoutingSettings(const v1::SwitchAgentConfig& conf
     return it->second;
   };
 
-  if (!a.key_hex().empty()) {
+  if (!a.key_hex().empty() && !a.key_file().empty())
+    return InvalidArgument("arn.key_file: set both key_hex and key_file; keep one");
+  if (!a.key_file().empty()) {
+    auto hex = ReadSecretFile(a.key_file(), "arn.key_file");
+    if (!hex.ok()) return hex.status();
+    auto k = arn::ParseAuthKey(*hex);
+    if (!k.ok()) return InvalidArgument("arn.key_file: " + a.key_file() + " does not hold 32 hex digits");
+    s.key = *k;
+  } else if (!a.key_hex().empty()) {
     auto k = arn::ParseAuthKey(a.key_hex());
     if (!k.ok()) return InvalidArgument("arn.key_hex: " + k.status().message());
     s.key = *k;

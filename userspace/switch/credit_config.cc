@@ -4,6 +4,7 @@
 #include <set>
 #include <tuple>
 
+#include "common/secret_file.h"
 #include "common/siphash.h"
 
 namespace inc::sw {
@@ -59,14 +60,24 @@ Expected<CreditSettings> ParseCreditSettings(const v1::CreditConfig& c, const st
     return InvalidArgument("credit.heartbeat_ms: " + std::to_string(s.heartbeat_ms) +
                            " must exceed return_flush_ms (" + std::to_string(s.return_flush_ms) +
                            "), or healthy hops are declared failed");
-  if (!c.key_hex().empty()) {
+  if (!c.key_hex().empty() && !c.key_file().empty())
+    return InvalidArgument("credit.key_file: set both key_hex and key_file; keep one");
+  if (!c.key_file().empty()) {
+    auto hex = ReadSecretFile(c.key_file(), "credit.key_file");
+    if (!hex.ok()) return hex.status();
+    auto k = ParseSipKey(*hex);
+    if (!k.ok()) return InvalidArgument("credit.key_file: " + c.key_file() + " does not hold 32 hex digits");
+    s.key = *k;
+    s.authenticate = true;
+    s.key_id = c.key_id();
+  } else if (!c.key_hex().empty()) {
     auto k = ParseSipKey(c.key_hex());
     if (!k.ok()) return InvalidArgument("credit.key_hex: " + k.status().message());
     s.key = *k;
     s.authenticate = true;
     s.key_id = c.key_id();
   } else if (c.key_id()) {
-    return InvalidArgument("credit.key_id: set without credit.key_hex");
+    return InvalidArgument("credit.key_id: set without credit.key_hex or credit.key_file");
   }
 
   std::map<std::string, const PortInfo*> by_name;

@@ -4,7 +4,10 @@
 
 #include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -106,6 +109,69 @@ TEST(CreditConfig, EachMistakeNamesItsField) {
     ASSERT_FALSE(s.ok()) << c.field;
     EXPECT_EQ(s.status().code(), Code::kInvalidArgument) << c.field;
     EXPECT_EQ(s.status().message().rfind(c.field + ":", 0), 0u) << s.status().message();
+  }
+}
+
+// A key file written with a mode; removed with the object.
+class KeyFile {
+ public:
+  KeyFile(const std::string& content, mode_t mode) {
+    path_ = "/tmp/inc-credit-key-" + std::to_string(getpid()) + "-" + std::to_string(next_++);
+    std::ofstream(path_) << content;
+    chmod(path_.c_str(), mode);
+  }
+  ~KeyFile() { unlink(path_.c_str()); }
+  const std::string& path() const { return path_; }
+
+ private:
+  static inline int next_ = 0;
+  std::string path_;
+};
+
+TEST(CreditConfig, KeyFromAPrivateFileAndEachProblemWithIt) {
+  KeyFile good("000102030405060708090a0b0c0d0e0f\n", 0600);
+  auto s =
+      Parse(With("\"keyHex\": \"000102030405060708090a0b0c0d0e0f\"", "\"keyFile\": \"" + good.path() + "\""));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_TRUE(s->authenticate);
+  EXPECT_EQ(s->key[15], 0x0f);
+
+  KeyFile open_to_all("000102030405060708090a0b0c0d0e0f", 0644);
+  KeyFile not_hex("secret-not-hex-secret-not-hex-00", 0600);
+  struct Case {
+    const char* name;
+    std::string key_json;
+    Code code;
+    std::string message_part;
+  } cases[] = {
+      {.name = "readable by others",
+       .key_json = "\"keyFile\": \"" + open_to_all.path() + "\"",
+       .code = Code::kFailedPrecondition,
+       .message_part = "has mode 0644: group or others may access it; chmod 600"},
+      {.name = "missing",
+       .key_json = "\"keyFile\": \"/nonexistent/inc-key\"",
+       .code = Code::kInvalidArgument,
+       .message_part = "credit.key_file: /nonexistent/inc-key: cannot open"},
+      {.name = "relative path",
+       .key_json = "\"keyFile\": \"key.hex\"",
+       .code = Code::kInvalidArgument,
+       .message_part = "is not an absolute path"},
+      {.name = "not a key, and the content not echoed",
+       .key_json = "\"keyFile\": \"" + not_hex.path() + "\"",
+       .code = Code::kInvalidArgument,
+       .message_part = "does not hold 32 hex digits"},
+      {.name = "both key_hex and key_file",
+       .key_json = "\"keyHex\": \"000102030405060708090a0b0c0d0e0f\", \"keyFile\": \"" + good.path() + "\"",
+       .code = Code::kInvalidArgument,
+       .message_part = "set both key_hex and key_file"},
+  };
+  for (const Case& c : cases) {
+    auto r = Parse(With("\"keyHex\": \"000102030405060708090a0b0c0d0e0f\"", c.key_json));
+    ASSERT_FALSE(r.ok()) << c.name;
+    EXPECT_EQ(r.status().code(), c.code) << c.name << ": " << r.status().ToString();
+    EXPECT_NE(r.status().message().find(c.message_part), std::string::npos)
+        << c.name << ": " << r.status().message();
+    EXPECT_EQ(r.status().message().find("secret"), std::string::npos) << c.name << ": the key's text leaked";
   }
 }
 
