@@ -11,6 +11,7 @@ set -euo pipefail
 BUILD=$(readlink -f "${1:?usage: lab_systemd_units.sh BUILD_DIR}")
 HERE=$(cd "$(dirname "$0")" && pwd)
 command -v cpack >/dev/null || { echo "SKIP: cpack is not installed" >&2; exit 77; }
+[ -x /lib/systemd/systemd ] || { echo "SKIP: systemd is not installed (the guest boots this root's systemd)" >&2; exit 77; }
 PKGS=$(mktemp -d /tmp/incin-units.XXXXXX)
 trap 'rm -rf "$PKGS"' EXIT
 cpack -G DEB --config "$BUILD/CPackConfig.cmake" -B "$PKGS/out" >"$PKGS/cpack.log" 2>&1 ||

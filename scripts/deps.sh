@@ -9,7 +9,7 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libssl-dev openssl
   libcli11-dev libgtest-dev libgmock-dev libsystemd-dev libcpp-httplib-dev libsqlite3-dev
   libibverbs-dev rdma-core ibverbs-utils
-  iproute2 ethtool procps python3 tshark
+  iproute2 ethtool procps python3 tshark systemd
   openmpi-bin libopenmpi-dev libgloo-dev gnuplot-nox
   qemu-system-x86 busybox-static kmod xz-utils zstd perftest
 )
