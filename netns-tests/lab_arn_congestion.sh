@@ -88,4 +88,33 @@ sent, got, drop = map(int, sys.argv[1:4])
 print(f"  with ARN: {sent - got - drop} datagrams lost elsewhere (socket buffers, path changes)")
 assert got + drop >= 0.97 * sent
 PY
+
+# SIGHUP retunes a running detector: spine1 watches its port toward leaf1 at
+# 10 Gbit/s, so the baseline never looked congested to it. With
+# congested_above lowered (and clear_below under it) in its config file and
+# a SIGHUP, the same traffic is now detected, without a restart.
+python3 - "$T/sw-spine1.json" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+doc["arn"]["congested_above"] = 0.0001
+doc["arn"]["clear_below"] = 0.00005
+json.dump(doc, open(sys.argv[1], "w"), indent=2)
+PY
+kill -HUP "$(cat "$T/pids/incswitchd-spine1.pid")"
+for _ in $(seq 100); do
+  grep -q 'SIGHUP: arn.congested_above .* -> 0.000100: applied' "$T/logs/incswitchd-spine1.log" && break
+  sleep 0.1
+done
+grep -q 'SIGHUP: arn.clear_below .* -> 0.000050: applied' "$T/logs/incswitchd-spine1.log" ||
+  fail "spine1 did not apply the new ARN thresholds on SIGHUP (see $T/logs/incswitchd-spine1.log)"
+read -r rsent rrecv rdrop < <(run w0 w2 10.0.2.2 7302 l1s1 ba)
+note "baseline again after spine1's SIGHUP: sent $rsent, received $rrecv, bottleneck dropped $rdrop"
+"$INCLAB" ctl "$L" -o json arn status --switch spine1 >"$T/spine1.json"
+python3 - "$T/spine1.json" <<'PY' || fail "spine1 did not detect with the retuned thresholds"
+import json, sys
+spine1 = json.load(open(sys.argv[1]))[0]
+ev = [e for e in spine1.get("events", []) if "port l1 " in e and "-> congested" in e]
+print(f"  spine1 declared l1 congested {len(ev)} times after the SIGHUP")
+assert ev, "no congestion event on spine1's port toward leaf1"
+PY
 pass

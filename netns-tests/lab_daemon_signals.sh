@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # lab.daemon_signals: SIGHUP to incamd and incswitchd while a job runs. Both
-# reread their config files: the log level and format apply at once, a field
-# that needs a restart is refused with a log line, an invalid file changes
+# reread their config files: the log level and format and the AM's timeouts
+# apply at once, a field that needs a restart is refused with a log line, a
+# timeout the running heartbeat interval cannot meet and an invalid file change
 # nothing; both keep running (XDP stays attached, the switch stays
 # registered and reports it) and the job finishes with every element exact.
 # Then SIGTERM: incswitchd detaches XDP and removes its pins, incamd exits 0.
@@ -67,20 +68,33 @@ for _ in $(seq 120); do
   sleep 0.25
 done
 
-# 1. Log level applies, a field that needs a restart is refused.
+# 1. Log level and a timeout apply, a field that needs a restart is refused.
 set_json "$LAB_DIR/am.json" log_level '"debug"'
 set_json "$LAB_DIR/am.json" member_heartbeat_timeout_ms 9000
+set_json "$LAB_DIR/am.json" member_heartbeat_interval_ms 2000
 set_json "$LAB_DIR/sw-leaf0.json" log_level '"debug"'
 set_json "$LAB_DIR/sw-leaf0.json" slot_capacity 2048
 kill -HUP "$AM_PID" "$SW_PID"
 wait_log "$AM_LOG" 'I incamd: SIGHUP: log_level "info" -> "debug": applied'
-wait_log "$AM_LOG" 'W incamd: SIGHUP: member_heartbeat_timeout_ms'
-wait_log "$AM_LOG" '-> 9000: not applied, needs a restart of incamd'
+wait_log "$AM_LOG" 'I incamd: SIGHUP: member_heartbeat_timeout_ms'
+wait_log "$AM_LOG" '-> 9000: applied'
+wait_log "$AM_LOG" 'W incamd: SIGHUP: member_heartbeat_interval_ms'
+wait_log "$AM_LOG" '-> 2000: not applied, needs a restart of incamd'
 wait_log "$SW_LOG" 'I incswitchd: SIGHUP: log_level "info" -> "debug": applied'
 wait_log "$SW_LOG" 'W incswitchd: SIGHUP: slot_capacity 4096 -> 2048: not applied, needs a restart of incswitchd'
 kill -0 $JOB 2>/dev/null || fail "the job ended before the first SIGHUP was handled: make it longer"
 alive "the first SIGHUP"
-note "SIGHUP 1: log level applied, the rest refused, both daemons running, job running"
+note "SIGHUP 1: log level and timeout applied, the rest refused, both daemons running, job running"
+
+# 1b. A timeout the running heartbeat interval cannot meet changes nothing,
+# though the file alone is valid (its interval would need a restart).
+cp "$LAB_DIR/am.json" "$LAB_DIR/am.json.before"
+set_json "$LAB_DIR/am.json" member_heartbeat_timeout_ms 300
+set_json "$LAB_DIR/am.json" member_heartbeat_interval_ms 100
+kill -HUP "$AM_PID"
+wait_log "$AM_LOG" 'E incamd: SIGHUP: nothing applied, the running settings stay: member_heartbeat_timeout_ms 300 is shorter than two heartbeats'
+mv "$LAB_DIR/am.json.before" "$LAB_DIR/am.json"
+alive "the refused timeout"
 
 # 2. An invalid file changes nothing.
 cp "$LAB_DIR/am.json" "$LAB_DIR/am.json.valid"

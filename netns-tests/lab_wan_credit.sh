@@ -95,6 +95,23 @@ for f in json.load(sys.stdin)[0]["flows"]:
 fi
 
 
+# ---- SIGHUP retunes gwb's credit returns (smaller batches) without a
+# restart; the incast below then runs on the retuned node.
+python3 - "$T/sw-gwb.json" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+doc["credit"]["return_quantum_bytes"] = 2048
+json.dump(doc, open(sys.argv[1], "w"), indent=2)
+PY
+kill -HUP "$(cat "$T/pids/incswitchd-gwb.pid")"
+for _ in $(seq 100); do
+  grep -q 'SIGHUP: credit.return_quantum_bytes .* -> 2048: applied' "$T/logs/incswitchd-gwb.log" && break
+  sleep 0.1
+done
+grep -q 'SIGHUP: credit.return_quantum_bytes .* -> 2048: applied' "$T/logs/incswitchd-gwb.log" ||
+  fail "gwb did not apply credit.return_quantum_bytes on SIGHUP (see $T/logs/incswitchd-gwb.log)"
+note "gwb took credit.return_quantum_bytes 2048 on SIGHUP"
+
 # ---- incast with credit flow control
 wan_stats before
 credit_json gwa >"$T/gwa-before.json"

@@ -126,7 +126,17 @@ Expected<TransportSecurity> AmTransportSecurity(const v1::AmConfig& c) {
       "config \"tls\": {\"cert\", \"key\", \"ca\"}, or \"insecure\": true / --insecure");
 }
 
-void ReloadAmConfig(const std::string& path, const AmFlags& flags, RunningAm* running) {
+const std::set<std::string>& AmLiveFields() {
+  static const std::set<std::string> fields = {
+      "member_heartbeat_timeout_ms", "switch_heartbeat_timeout_ms", "join_timeout_ms",
+      "default_pool_size",           "default_elems_per_packet",    "dismantled_retention_ms",
+      "move_on_congestion_severity", "tree_move_holddown_ms",
+  };
+  return fields;
+}
+
+void ReloadAmConfig(const std::string& path, const AmFlags& flags, RunningAm* running,
+                    const std::function<void(const v1::AmConfig&)>& retune) {
   if (path.empty()) {
     LOG_INFO << "SIGHUP: no --config file, nothing to reload";
     return;
@@ -146,7 +156,16 @@ void ReloadAmConfig(const std::string& path, const AmFlags& flags, RunningAm* ru
     if (flags.state_path) overrides.push_back({"--state-path", "state_path", *flags.state_path});
     LogFlagOverrides(*file_only, overrides, path);
   }
-  size_t changes = ApplyReload(*reread, "incamd", &running->config);
+  LiveFields live;
+  live.fields = AmLiveFields();
+  live.check = [](const google::protobuf::Message& next) {
+    return ValidateAmConfig(static_cast<const v1::AmConfig&>(next));
+  };
+  live.apply = [&retune](const google::protobuf::Message& next) {
+    if (retune) retune(static_cast<const v1::AmConfig&>(next));
+    return Status::Ok();
+  };
+  size_t changes = ApplyReload(*reread, "incamd", &running->config, live);
   if (reread->topology_file() == running->config.topology_file()) {
     v1::TopologyFile topology;
     st = ReadJsonFile(reread->topology_file(), &topology);

@@ -3,7 +3,9 @@
 // naming the field (or flag) at fault.
 #pragma once
 
+#include <functional>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "common/status.h"
@@ -54,12 +56,20 @@ struct RunningAm {
   v1::TopologyFile topology;  // as read at start
 };
 
+// The AmConfig fields SIGHUP applies to a running AM (Manager::Retune's):
+// the timeouts it enforces, the defaults of trees built from now on and the
+// congestion-move policy.
+const std::set<std::string>& AmLiveFields();
+
 // SIGHUP: reads the config file again (flags keep their precedence) and the
 // topology file it names, applies what can change while running (log_level,
-// log_format) and logs one line per change: applied, or not applied because
-// it needs a restart (everything else, the topology file's contents
-// included). A file that cannot be read or is invalid changes nothing and
-// is logged as an error. Updates running->config to what is now in force.
-void ReloadAmConfig(const std::string& path, const AmFlags& flags, RunningAm* running);
+// log_format, AmLiveFields() through `retune`) and logs one line per change:
+// applied, or not applied because it needs a restart (everything else, the
+// topology file's contents included). A file that cannot be read or is
+// invalid, alone or with the running values of the fields that need a
+// restart, changes nothing and is logged as an error. Updates
+// running->config to what is now in force.
+void ReloadAmConfig(const std::string& path, const AmFlags& flags, RunningAm* running,
+                    const std::function<void(const v1::AmConfig&)>& retune);
 
 }  // namespace inc::am

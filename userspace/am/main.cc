@@ -174,7 +174,11 @@ int main(int argc, char** argv) {
   while ((sig = inc::WaitForDaemonSignal()) == SIGHUP) {
     LOG_INFO << "SIGHUP: reloading the configuration";
     inc::NotifyReloading();
-    inc::am::ReloadAmConfig(config_path, flags, &running);
+    inc::am::ReloadAmConfig(config_path, flags, &running, [&manager](const inc::v1::AmConfig& next) {
+      inc::am::AmOptions retuned;
+      inc::am::ApplyConfig(next, &retuned);
+      manager.Retune(retuned);
+    });
     inc::NotifyReady("listening on " + options.listen + " (configuration reloaded)");
   }
   inc::NotifyStopping("shutting down");

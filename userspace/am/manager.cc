@@ -77,6 +77,16 @@ Manager::Manager(AmOptions options, Topology topology, std::unique_ptr<Store> st
       store_(std::move(store)),
       rng_(std::random_device{}()) {}
 
+void Manager::Retune(const AmOptions& next) {
+  std::lock_guard<std::mutex> lock(tune_mu_);
+  for (uint32_t AmOptions::*field : kTunableFields) opts_.*field = next.*field;
+}
+
+uint32_t Manager::Tuned(uint32_t AmOptions::*field) const {
+  std::lock_guard<std::mutex> lock(tune_mu_);
+  return opts_.*field;
+}
+
 Manager::~Manager() {
   Stop();
 }
@@ -279,8 +289,9 @@ Status Manager::Restore() {
                   std::to_string(state->trees.size() - dropped) + " trees restored" +
                   (kept.empty() ? "" : ": " + kept) +
                   (dropped ? "; " + std::to_string(dropped) + " dropped" : "") + "; members have " +
-                  std::to_string(opts_.member_heartbeat_timeout_ms) + " ms to heartbeat, switches " +
-                  std::to_string(opts_.switch_heartbeat_timeout_ms) + " ms to register again");
+                  std::to_string(Tuned(&AmOptions::member_heartbeat_timeout_ms)) +
+                  " ms to heartbeat, switches " +
+                  std::to_string(Tuned(&AmOptions::switch_heartbeat_timeout_ms)) + " ms to register again");
   return Status::Ok();
 }
 
@@ -304,12 +315,12 @@ Expected<Requirements> Manager::RequirementsFrom(uint32_t pool_size, uint32_t el
                                                  const google::protobuf::RepeatedField<int>& ops,
                                                  const google::protobuf::RepeatedField<int>& colls) const {
   Requirements r;
-  r.pool_size = pool_size ? pool_size : opts_.default_pool_size;
+  r.pool_size = pool_size ? pool_size : Tuned(&AmOptions::default_pool_size);
   if (r.pool_size > 0xFFFF)
     return InvalidArgument("pool_size " + std::to_string(r.pool_size) +
                            (pool_size ? "" : " (the AM's default_pool_size)") + " is not in 1..65535");
   r.elems_per_packet = elems;
-  r.default_elems = opts_.default_elems_per_packet;
+  r.default_elems = Tuned(&AmOptions::default_elems_per_packet);
   auto dt = DtypeMask(dtypes, "dtypes");
   if (!dt) return dt.status();
   auto op = OpMask(ops, "ops");
@@ -408,11 +419,11 @@ void Manager::DropMemberLocked(TreePtr t, uint32_t rank) {
 }
 
 bool Manager::PortCongestedLocked(const std::string& switch_name, const std::string& port) const {
-  if (opts_.move_on_congestion_severity == 0) return false;
+  if (Tuned(&AmOptions::move_on_congestion_severity) == 0) return false;
   auto s = switches_.find(switch_name);
   if (s == switches_.end()) return false;
   auto c = s->second.congested_ports.find(port);
-  return c != s->second.congested_ports.end() && c->second >= opts_.move_on_congestion_severity;
+  return c != s->second.congested_ports.end() && c->second >= Tuned(&AmOptions::move_on_congestion_severity);
 }
 
 // Trees that use a port of this switch that is down move to another spine
@@ -460,7 +471,7 @@ void Manager::CheckPortsLocked(const std::string& switch_name, Ops* ops) {
     if (!pr.failed) {
       // Congestion: damped, and a tree that cannot move keeps running.
       if (t->state != v1::TREE_ACTIVE || t->programming ||
-          MsSince(t->last_move_attempt) < opts_.tree_move_holddown_ms)
+          MsSince(t->last_move_attempt) < Tuned(&AmOptions::tree_move_holddown_ms))
         continue;
       t->last_move_attempt = Clock::now();
       std::string why_not;
@@ -875,7 +886,7 @@ Expected<v1::MemberAssignment> Manager::JoinGroup(const v1::JoinGroupRequest& re
 
   if (complete) BuildAndProgram(t);
 
-  const uint32_t timeout_ms = req.timeout_ms() ? req.timeout_ms() : opts_.join_timeout_ms;
+  const uint32_t timeout_ms = req.timeout_ms() ? req.timeout_ms() : Tuned(&AmOptions::join_timeout_ms);
   const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
   std::unique_lock<std::mutex> lk(mu_);
   for (;;) {
@@ -1231,7 +1242,7 @@ Expected<v1::SwitchHeartbeatResponse> Manager::SwitchHeartbeat(const v1::SwitchH
       changed = true;
     }
     // Congestion that outlasts a hold-down is checked again.
-    if (changed || (opts_.move_on_congestion_severity && !rec.congested_ports.empty()))
+    if (changed || (Tuned(&AmOptions::move_on_congestion_severity) && !rec.congested_ports.empty()))
       CheckPortsLocked(rec.name, &ops);
     for (uint32_t id : req.live_tree_ids()) {
       auto t = live_.find(id);
@@ -1256,7 +1267,7 @@ void Manager::CheckHeartbeats() {
     for (auto& [name, rec] : switches_) {
       if (!rec.alive) continue;
       uint64_t silent = MsSince(rec.last_heartbeat);
-      if (silent <= opts_.switch_heartbeat_timeout_ms) continue;
+      if (silent <= Tuned(&AmOptions::switch_heartbeat_timeout_ms)) continue;
       rec.alive = false;
       const std::string why =
           rec.restored ? "switch " + name + " did not register within " + std::to_string(silent) +
@@ -1281,7 +1292,7 @@ void Manager::CheckHeartbeats() {
       if (t->state != v1::TREE_ACTIVE || t->programming) continue;
       for (uint32_t r = 0; r < t->world; ++r) {
         uint64_t silent = MsSince(t->members[r].last_heartbeat);
-        if (silent > opts_.member_heartbeat_timeout_ms) {
+        if (silent > Tuned(&AmOptions::member_heartbeat_timeout_ms)) {
           const bool silent_since_restart = t->restored && t->members[r].last_heartbeat == t->restored_at;
           doomed.emplace_back(
               t, "rank " + std::to_string(r) + " (host " + t->members[r].spec.host + ") " +
@@ -1295,17 +1306,20 @@ void Manager::CheckHeartbeats() {
     for (auto& [t, why] : doomed) DismantleLocked(t, v1::TREE_FAILED, why, &ops);
     const uint64_t now_ms = UnixMs();
     while (!dismantled_.empty() &&
-           now_ms - dismantled_.front()->dismantled_ms > opts_.dismantled_retention_ms)
+           now_ms - dismantled_.front()->dismantled_ms > Tuned(&AmOptions::dismantled_retention_ms))
       dismantled_.pop_front();
   }
   RunOps(std::move(ops));
 }
 
 void Manager::MonitorLoop() {
-  uint32_t tick = std::min(opts_.member_heartbeat_timeout_ms, opts_.switch_heartbeat_timeout_ms) / 4;
-  tick = std::clamp<uint32_t>(tick, 5, 500);
   std::unique_lock<std::mutex> lk(mu_);
   while (!stopping_) {
+    // A quarter of the shorter timeout, read each pass: SIGHUP may change it.
+    uint32_t tick = std::min(Tuned(&AmOptions::member_heartbeat_timeout_ms),
+                             Tuned(&AmOptions::switch_heartbeat_timeout_ms)) /
+                    4;
+    tick = std::clamp<uint32_t>(tick, 5, 500);
     cv_.wait_for(lk, std::chrono::milliseconds(tick));
     if (stopping_) break;
     lk.unlock();

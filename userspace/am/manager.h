@@ -100,7 +100,25 @@ class Manager {
   // One pass of the heartbeat monitor (the monitor thread calls it too).
   void CheckHeartbeats();
 
-  const AmOptions& options() const { return opts_; }
+  // SIGHUP: takes the fields of `next` that may change while the AM runs
+  // (kTunableFields); the others keep their start values. Calls in flight
+  // finish with the values they read; the heartbeat monitor takes new
+  // timeouts at its next pass.
+  void Retune(const AmOptions& next);
+  // The AmOptions fields Retune takes: the timeouts the AM enforces, the
+  // defaults of trees built from now on, the congestion-move policy. The
+  // heartbeat intervals are not among them: members and switches learned
+  // them when they joined.
+  static constexpr uint32_t AmOptions::*kTunableFields[] = {
+      &AmOptions::member_heartbeat_timeout_ms,
+      &AmOptions::switch_heartbeat_timeout_ms,
+      &AmOptions::join_timeout_ms,
+      &AmOptions::default_pool_size,
+      &AmOptions::default_elems_per_packet,
+      &AmOptions::dismantled_retention_ms,
+      &AmOptions::move_on_congestion_severity,
+      &AmOptions::tree_move_holddown_ms,
+  };
 
   // Resource accounting, for tests: trees holding resources and the number of
   // tree ids and switch QPNs in use.
@@ -219,7 +237,11 @@ class Manager {
   void MonitorLoop();
   void WorkerLoop();
 
-  const AmOptions opts_;
+  // A field Retune may change: read it through here, never as opts_.field.
+  uint32_t Tuned(uint32_t AmOptions::*field) const;
+
+  mutable std::mutex tune_mu_;  // opts_'s kTunableFields (a leaf lock)
+  AmOptions opts_;
   const Topology topo_;
   SwitchClients clients_;
   std::unique_ptr<Store> store_;

@@ -50,6 +50,9 @@ class PortDetector {
   explicit PortDetector(DetectorConfig c = {}) : cfg_(std::move(c)) {}
   // A change of condition or of congestion severity, if this sample makes one.
   std::optional<Change> Observe(const PortSample& s);
+  // New thresholds from the next sample on; the condition and the runs of
+  // samples counted so far stay.
+  void Reconfigure(DetectorConfig c) { cfg_ = std::move(c); }
   Condition condition() const { return cond_; }
   uint8_t severity() const { return severity_; }
 

@@ -151,7 +151,10 @@ std::vector<FieldChange> ChangedFields(const pb::Message& before, const pb::Mess
   for (const pb::FieldDescriptor* f : fields) {
     pb::util::MessageDifferencer diff;
     if (diff.CompareWithFields(before, after, {f}, {f})) continue;
-    const bool scalar = !f->is_repeated() && f->cpp_type() != pb::FieldDescriptor::CPPTYPE_MESSAGE;
+    // A key's value is never logged ("key_hex changed"); a key id may be.
+    const bool secret =
+        f->cpp_type() == pb::FieldDescriptor::CPPTYPE_STRING && f->name().find("key") != std::string::npos;
+    const bool scalar = !secret && !f->is_repeated() && f->cpp_type() != pb::FieldDescriptor::CPPTYPE_MESSAGE;
     out.push_back(
         {f->name(), scalar ? ScalarText(before, f) : "(...)", scalar ? ScalarText(after, f) : "(...)"});
   }
@@ -159,15 +162,54 @@ std::vector<FieldChange> ChangedFields(const pb::Message& before, const pb::Mess
 }
 
 ReloadPlan PlanReload(const pb::Message& running, const pb::Message& reread,
-                      const std::set<std::string>& live) {
+                      const std::set<std::string>& live, const std::set<std::string>& nested) {
   ReloadPlan plan;
-  for (FieldChange& c : ChangedFields(running, reread)) {
+  auto place = [&](FieldChange c) {
     if (live.count(c.field))
       plan.applied.push_back(std::move(c));
     else
       plan.refused.push_back(std::move(c));
+  };
+  for (FieldChange& c : ChangedFields(running, reread)) {
+    const pb::FieldDescriptor* f = running.GetDescriptor()->FindFieldByName(c.field);
+    if (!nested.count(c.field) || !f || f->is_repeated() ||
+        f->cpp_type() != pb::FieldDescriptor::CPPTYPE_MESSAGE) {
+      place(std::move(c));
+      continue;
+    }
+    const pb::Message& before = running.GetReflection()->GetMessage(running, f);
+    const pb::Message& after = reread.GetReflection()->GetMessage(reread, f);
+    for (FieldChange& inner : ChangedFields(before, after)) {
+      inner.field = c.field + "." + inner.field;
+      place(std::move(inner));
+    }
   }
   return plan;
+}
+
+bool CopyFieldPath(const pb::Message& from, const std::string& path, pb::Message* to) {
+  if (from.GetDescriptor() != to->GetDescriptor()) return false;
+  const pb::Message* src = &from;
+  pb::Message* dst = to;
+  size_t begin = 0;
+  for (;;) {
+    const size_t dot = path.find('.', begin);
+    const std::string name = path.substr(begin, dot == std::string::npos ? std::string::npos : dot - begin);
+    const pb::FieldDescriptor* f = dst->GetDescriptor()->FindFieldByName(name);
+    if (!f) return false;
+    if (dot == std::string::npos) {
+      // SwapFields moves every kind of field (scalar, repeated, message) as
+      // a whole; swapping with a throwaway copy of the source copies it.
+      std::unique_ptr<pb::Message> copy(src->New());
+      copy->CopyFrom(*src);
+      dst->GetReflection()->SwapFields(dst, copy.get(), {f});
+      return true;
+    }
+    if (f->is_repeated() || f->cpp_type() != pb::FieldDescriptor::CPPTYPE_MESSAGE) return false;
+    src = &src->GetReflection()->GetMessage(*src, f);
+    dst = dst->GetReflection()->MutableMessage(dst, f);
+    begin = dot + 1;
+  }
 }
 
 namespace {
@@ -179,28 +221,59 @@ std::string StringField(const pb::Message& m, const char* name, const char* when
   return v.empty() ? when_empty : v;
 }
 
+bool IsLogField(const std::string& field) {
+  return field == "log_level" || field == "log_format";
+}
+
 }  // namespace
 
-size_t ApplyReload(const pb::Message& reread, const std::string& daemon, pb::Message* running) {
-  ReloadPlan plan = PlanReload(*running, reread, {"log_level", "log_format"});
-  // Said before the settings change, so that a level raised past info still
-  // shows it.
-  for (const FieldChange& c : plan.applied) LOG_INFO << "SIGHUP: " << c.ToString() << ": applied";
-  if (!plan.applied.empty()) {
-    Status st =
-        ApplyLogSettings(StringField(reread, "log_level", "info"), StringField(reread, "log_format", "text"));
-    if (st.ok()) {
-      for (const FieldChange& c : plan.applied) {
-        const pb::FieldDescriptor* f = running->GetDescriptor()->FindFieldByName(c.field);
-        running->GetReflection()->SetString(running, f, reread.GetReflection()->GetString(reread, f));
-      }
-    } else {
-      LOG_ERROR << "SIGHUP: " << st.message() << "; the log settings stay";
+size_t ApplyReload(const pb::Message& reread, const std::string& daemon, pb::Message* running,
+                   const LiveFields& live) {
+  std::set<std::string> fields = live.fields;
+  fields.insert({"log_level", "log_format"});
+  ReloadPlan plan = PlanReload(*running, reread, fields, live.nested);
+  const size_t changes = plan.applied.size() + plan.refused.size();
+  auto refuse_rest = [&] {
+    for (const FieldChange& c : plan.refused)
+      LOG_WARN << "SIGHUP: " << c.ToString() << ": not applied, needs a restart of " << daemon;
+  };
+  if (plan.applied.empty()) {
+    refuse_rest();
+    return changes;
+  }
+  std::unique_ptr<pb::Message> next(running->New());
+  next->CopyFrom(*running);
+  bool settings_change = false;
+  for (const FieldChange& c : plan.applied) {
+    CopyFieldPath(reread, c.field, next.get());
+    settings_change |= !IsLogField(c.field);
+  }
+  if (settings_change && live.check) {
+    if (Status st = live.check(*next); !st.ok()) {
+      LOG_ERROR << "SIGHUP: nothing applied, the running settings stay: " << st.message();
+      refuse_rest();
+      return changes;
     }
   }
-  for (const FieldChange& c : plan.refused)
-    LOG_WARN << "SIGHUP: " << c.ToString() << ": not applied, needs a restart of " << daemon;
-  return plan.applied.size() + plan.refused.size();
+  if (settings_change && live.apply) {
+    if (Status st = live.apply(*next); !st.ok()) {
+      LOG_ERROR << "SIGHUP: nothing applied, the running settings stay: " << st.message();
+      refuse_rest();
+      return changes;
+    }
+  }
+  // Said before the log settings change, so that a level raised past info
+  // still shows it.
+  for (const FieldChange& c : plan.applied) LOG_INFO << "SIGHUP: " << c.ToString() << ": applied";
+  Status st =
+      ApplyLogSettings(StringField(*next, "log_level", "info"), StringField(*next, "log_format", "text"));
+  if (!st.ok()) {
+    LOG_ERROR << "SIGHUP: " << st.message() << "; the log settings stay";
+    for (const char* f : {"log_level", "log_format"}) CopyFieldPath(*running, f, next.get());
+  }
+  running->CopyFrom(*next);
+  refuse_rest();
+  return changes;
 }
 
 void LogFlagOverrides(const pb::Message& file_only, const std::vector<FlagOverride>& overrides,

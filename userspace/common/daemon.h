@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -72,22 +73,43 @@ std::vector<FieldChange> ChangedFields(const google::protobuf::Message& before,
                                        const google::protobuf::Message& after);
 
 // A re-read config split into what a running daemon takes (fields named in
-// `live`) and what only a restart would apply.
+// `live`) and what only a restart would apply. A changed message field named
+// in `nested` is compared field by field, its fields named "arn.hold_ms".
 struct ReloadPlan {
   std::vector<FieldChange> applied;
   std::vector<FieldChange> refused;
 };
 ReloadPlan PlanReload(const google::protobuf::Message& running, const google::protobuf::Message& reread,
-                      const std::set<std::string>& live);
+                      const std::set<std::string>& live, const std::set<std::string>& nested = {});
 
-// The SIGHUP step both daemons share once a re-read config is valid. The
-// fields a daemon takes at run time are log_level and log_format (both
-// config messages have them; empty means info and text): each changed one
-// is logged ("applied") and applied, and copied into *running. Every other
-// changed field is logged as not applied because it needs a restart of
-// `daemon`. Returns the number of changed fields.
+// Copies one field, top level ("join_timeout_ms") or inside a message field
+// ("arn.hold_ms"), from `from` into *to (same message type). False if the
+// path names no field.
+bool CopyFieldPath(const google::protobuf::Message& from, const std::string& path,
+                   google::protobuf::Message* to);
+
+// What a daemon takes at run time besides log_level and log_format (which
+// both take: both config messages have them).
+struct LiveFields {
+  std::set<std::string> fields;  // field paths as in PlanReload
+  std::set<std::string> nested;  // message fields compared field by field
+  // Checks the config that would be in force: the running one with every
+  // live change of the re-read file. Fields checked against each other may
+  // be split across the two (a live timeout against an interval that needs
+  // a restart), so the file's own checks are not enough.
+  std::function<Status(const google::protobuf::Message& next)> check;
+  // Puts the live fields of `next` into effect (not the log settings).
+  std::function<Status(const google::protobuf::Message& next)> apply;
+};
+
+// The SIGHUP step both daemons share once a re-read config is valid. Every
+// changed live field is logged ("applied"), the log settings are set and
+// `live.apply` is called; then *running becomes the config in force. A
+// failed `live.check` or `live.apply` is logged as an error and applies
+// nothing. Every other changed field is logged as not applied because it
+// needs a restart of `daemon`. Returns the number of changed fields.
 size_t ApplyReload(const google::protobuf::Message& reread, const std::string& daemon,
-                   google::protobuf::Message* running);
+                   google::protobuf::Message* running, const LiveFields& live = {});
 
 // A command-line flag that overrides a config field.
 struct FlagOverride {

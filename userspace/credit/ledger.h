@@ -55,6 +55,11 @@ class ReturnBatcher {
   ReturnBatcher(uint64_t quantum_bytes, uint64_t flush_ns, uint64_t keepalive_ns)
       : quantum_(quantum_bytes), flush_ns_(flush_ns), keepalive_ns_(keepalive_ns) {}
 
+  // A new batch size and flush interval from now on (what is pending stays).
+  void Rebatch(uint64_t quantum_bytes, uint64_t flush_ns) {
+    quantum_ = quantum_bytes;
+    flush_ns_ = flush_ns;
+  }
   // `bytes` of the flow left this hop's buffer (forwarded on).
   void Freed(uint64_t bytes, uint64_t now_ns);
   // A RESV is due when a quantum is pending; when a partial batch is pending

@@ -65,6 +65,18 @@ Expected<std::unique_ptr<Node>> Node::Create(NodeConfig config, Clock clock, Sen
       new Node(std::move(config), std::move(clock), std::move(send), std::move(on_event)));
 }
 
+Status Node::Retune(uint64_t quantum_bytes, uint32_t flush_ms, uint32_t refresh_ms) {
+  if (quantum_bytes == 0 || quantum_bytes > config_.reserve_bytes)
+    return InvalidArgument("credit node: quantum_bytes must be in 1..reserve_bytes (" +
+                           std::to_string(config_.reserve_bytes) + ")");
+  config_.quantum_bytes = quantum_bytes;
+  config_.flush_ms = flush_ms;
+  config_.refresh_ms = refresh_ms;
+  for (auto& [id, f] : flows_)
+    for (auto& [name, up] : f.upstreams) up.batcher.Rebatch(quantum_bytes, uint64_t{flush_ms} * kNsPerMs);
+  return Status::Ok();
+}
+
 Node::Node(NodeConfig config, Clock clock, SendFn send, EventFn on_event)
     : config_(std::move(config)),
       clock_(std::move(clock)),

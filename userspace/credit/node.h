@@ -123,6 +123,11 @@ class Node {
   Status SetQueuedBytes(const FlowId& flow, uint64_t bytes);
   // Liveness checks and credit return batches due now.
   void Tick();
+  // New credit return batching (quantum 1..reserve_bytes, flush interval)
+  // for every upstream, and a new PATH refresh interval (0 = never). What
+  // neighbours learned from us (heartbeat period, reserve) cannot change
+  // without signalling it, so it is not taken here.
+  Status Retune(uint64_t quantum_bytes, uint32_t flush_ms, uint32_t refresh_ms);
 
   std::vector<FlowStatus> Flows() const;
   Expected<FlowStatus> Flow(const FlowId& flow) const;

@@ -292,7 +292,19 @@ Status ValidateConfig(const v1::SwitchAgentConfig& c) {
   return Status::Ok();
 }
 
-void ReloadConfig(const std::string& path, const FlagOverrides& flags, v1::SwitchAgentConfig* running) {
+std::set<std::string> SwitchLiveFields(bool arn_running, bool credit_running) {
+  std::set<std::string> fields;
+  if (arn_running) {
+    fields.insert({"arn.sample_interval_ms", "arn.repeat_interval_ms", "arn.hold_ms", "arn.congested_above",
+                   "arn.clear_below", "arn.raise_samples", "arn.clear_samples"});
+  }
+  if (credit_running)
+    fields.insert({"credit.return_quantum_bytes", "credit.return_flush_ms", "credit.refresh_ms"});
+  return fields;
+}
+
+void ReloadConfig(const std::string& path, const FlagOverrides& flags, v1::SwitchAgentConfig* running,
+                  const LiveFields& live) {
   if (path.empty()) {
     LOG_INFO << "SIGHUP: no --config file, nothing to reload";
     return;
@@ -310,7 +322,7 @@ void ReloadConfig(const std::string& path, const FlagOverrides& flags, v1::Switc
     LOG_ERROR << "SIGHUP: config " << path << " not reloaded, the running one stays: " << st.message();
     return;
   }
-  if (ApplyReload(*reread, "incswitchd", running) == 0) {
+  if (ApplyReload(*reread, "incswitchd", running, live) == 0) {
     LOG_INFO << "SIGHUP: config " << path << " reread, nothing changed";
   }
 }

@@ -5,9 +5,11 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "common/daemon.h"
 #include "common/net.h"
 #include "common/status.h"
 #include "common/tls.h"
@@ -69,13 +71,20 @@ void ApplyFlags(const FlagOverrides& flags, v1::SwitchAgentConfig* config);
 // IPs, the listen and AM addresses (ports in range).
 Status ValidateConfig(const v1::SwitchAgentConfig& config);
 
+// The fields SIGHUP applies to a running switch besides the log settings:
+// ARN's sampling, repeat and hold intervals and detector thresholds when
+// ARN runs; credit return batching and the PATH refresh interval when
+// credit runs. Paths as in inc::PlanReload ("arn.hold_ms").
+std::set<std::string> SwitchLiveFields(bool arn_running, bool credit_running);
+
 // SIGHUP: reads the config file again with the flags over it and, if it is
-// valid, applies log_level and log_format and logs every other changed field
-// as needing a restart (ports, listen, credit, ...: the data path and the
-// services keep what they started with). An unreadable or invalid file
-// changes nothing and is logged as an error. *running becomes the config now
-// in force.
-void ReloadConfig(const std::string& path, const FlagOverrides& flags, v1::SwitchAgentConfig* running);
+// valid, applies log_level, log_format and the fields named in `live`
+// (through live.apply), and logs every other changed field as needing a
+// restart (ports, listen, keys, ...: the data path and the services keep
+// what they started with). An unreadable or invalid file changes nothing
+// and is logged as an error. *running becomes the config now in force.
+void ReloadConfig(const std::string& path, const FlagOverrides& flags, v1::SwitchAgentConfig* running,
+                  const LiveFields& live = {});
 
 // A configured port as the agent uses it: the interface's facts plus the
 // address the port answers RoCEv2 on.

@@ -185,6 +185,11 @@ void CreditAgent::OnEvent(const credit::Event& e) {
   EventLocked(what);
 }
 
+Status CreditAgent::Retune(const CreditSettings& next) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return node_->Retune(next.return_quantum_bytes, next.return_flush_ms, next.refresh_ms);
+}
+
 void CreditAgent::Loop() {
   std::vector<pollfd> fds;
   fds.push_back({wake_fd_, POLLIN, 0});

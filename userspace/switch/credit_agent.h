@@ -46,6 +46,11 @@ class CreditAgent {
   CreditAgent(const CreditAgent&) = delete;
   CreditAgent& operator=(const CreditAgent&) = delete;
 
+  // SIGHUP: takes next's credit return batching and PATH refresh interval
+  // (SwitchLiveFields' "credit." ones); flows, ports, reserve, heartbeat
+  // and keys stay as started.
+  Status Retune(const CreditSettings& next);
+
   v1::CreditStatus Report() const;
 
  private:

@@ -185,6 +185,7 @@ int main(int argc, char** argv) {
   auto agent = inc::sw::Agent::Start(config, *ports);
   if (!agent.ok()) return Fail(agent.status().message());
 
+  const bool arn_enabled = routing_settings->arn_enabled;
   std::unique_ptr<inc::sw::RoutingAgent> routing;
   if (!routing_settings->plan.empty() || routing_settings->arn_enabled) {
     auto r = inc::sw::RoutingAgent::Start(std::move(*routing_settings), (*agent)->datapath(),
@@ -286,11 +287,37 @@ int main(int argc, char** argv) {
 
   inc::NotifyReady("serving SwitchAgent on " + config.listen() + ", " + std::to_string(ports->size()) +
                    " ports with XDP attached");
+  // What SIGHUP retunes in the running agents: the config that would be in
+  // force must translate (cross-field checks such as clear_below <
+  // congested_above), then each agent takes its fields.
+  inc::LiveFields live;
+  live.fields = inc::sw::SwitchLiveFields(routing && arn_enabled, credit != nullptr);
+  live.nested = {"arn", "credit"};
+  live.check = [&](const google::protobuf::Message& m) {
+    const auto& next = static_cast<const inc::v1::SwitchAgentConfig&>(m);
+    if (routing) INC_RETURN_IF_ERROR(inc::sw::ParseRoutingSettings(next, *ports).status());
+    if (credit) INC_RETURN_IF_ERROR(inc::sw::ParseCreditSettings(next.credit(), *ports).status());
+    return inc::Status::Ok();
+  };
+  live.apply = [&](const google::protobuf::Message& m) {
+    const auto& next = static_cast<const inc::v1::SwitchAgentConfig&>(m);
+    if (routing) {
+      auto r = inc::sw::ParseRoutingSettings(next, *ports);
+      if (!r.ok()) return r.status();
+      routing->Retune(*r);
+    }
+    if (credit) {
+      auto c = inc::sw::ParseCreditSettings(next.credit(), *ports);
+      if (!c.ok()) return c.status();
+      INC_RETURN_IF_ERROR(credit->Retune(*c));
+    }
+    return inc::Status::Ok();
+  };
   int sig = 0;
   while ((sig = inc::WaitForDaemonSignal()) == SIGHUP) {
     LOG_INFO << "SIGHUP: reloading the configuration";
     inc::NotifyReloading();
-    inc::sw::ReloadConfig(config_path, flags, &config);
+    inc::sw::ReloadConfig(config_path, flags, &config, live);
     inc::NotifyReady("serving SwitchAgent on " + config.listen() + " (configuration reloaded)");
   }
   // SIGUSR2 is a restart (the unit's RestartKillSignal): the next agent

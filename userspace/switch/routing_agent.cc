@@ -162,16 +162,28 @@ Status RoutingAgent::OpenSocket() {
   return Status::Ok();
 }
 
+void RoutingAgent::Retune(const RoutingSettings& next) {
+  std::lock_guard<std::mutex> lock(mu_);
+  settings_.sample_interval_ms = next.sample_interval_ms;
+  settings_.repeat_interval_ms = next.repeat_interval_ms;
+  settings_.hold_ms = next.hold_ms;
+  settings_.detector = next.detector;
+  // The detectors keep their port's condition and runs of samples: only
+  // the thresholds and run lengths they compare against change.
+  for (auto& w : watched_) w.detector.Reconfigure(next.detector);
+}
+
 void RoutingAgent::Loop() {
-  const uint64_t tick = uint64_t{settings_.sample_interval_ms} * 1000000;
   uint64_t next = NowNs();
   while (!stop_) {
     uint64_t now = NowNs();
     if (now >= next) {
+      uint64_t tick = 0;
       Sample(now);
       RepeatActive(now);
       {
         std::lock_guard<std::mutex> lock(mu_);
+        tick = uint64_t{settings_.sample_interval_ms} * 1000000;
         auto gone = remote_.Expire(now, uint64_t{settings_.hold_ms} * 1000000);
         for (const auto& l : gone)
           EventLocked("notice about " + settings_.NameOf(l.from) + "->" + settings_.NameOf(l.to) +

@@ -43,6 +43,11 @@ class RoutingAgent {
   RoutingAgent(const RoutingAgent&) = delete;
   RoutingAgent& operator=(const RoutingAgent&) = delete;
 
+  // SIGHUP: takes next's sampling, repeat and hold intervals and detector
+  // thresholds (SwitchLiveFields' "arn." ones); routes, peers, ports and
+  // the key stay as started.
+  void Retune(const RoutingSettings& next);
+
   v1::ArnStatus Report() const;
   // Own links that are congested or failed (for the AM heartbeat).
   std::vector<v1::ArnLinkState> UnhealthyLocalLinks() const;
@@ -70,7 +75,9 @@ class RoutingAgent {
   void ReprogramLocked();
   void EventLocked(const std::string& what);
 
-  const RoutingSettings settings_;
+  // The interval and detector fields change under mu_ (Retune); the rest is
+  // fixed at start.
+  RoutingSettings settings_;
   dp::ForwardingTable table_;
   const std::string switch_name_;
   int sock_ = -1;

@@ -951,8 +951,18 @@ TEST(IncamdBinaryTest, SighupReloadsLogSettingsRefusesTheRestAndSigtermAnswersWa
   const Step steps[] = {
       {"nothing changed", head + "}", "I incamd: SIGHUP: config " + path + " reread, nothing changed"},
       {"log level", head + ", \"logLevel\": \"debug\"}", "SIGHUP: log_level \"\" -> \"debug\": applied"},
-      {"a timeout needs a restart", head + ", \"logLevel\": \"debug\", \"memberHeartbeatTimeoutMs\": 9000}",
-       "W incamd: SIGHUP: member_heartbeat_timeout_ms 0 -> 9000: not applied, needs a restart of incamd"},
+      {"a timeout applies", head + ", \"logLevel\": \"debug\", \"memberHeartbeatTimeoutMs\": 9000}",
+       "I incamd: SIGHUP: member_heartbeat_timeout_ms 0 -> 9000: applied"},
+      {"an interval needs a restart",
+       head + ", \"logLevel\": \"debug\", \"memberHeartbeatTimeoutMs\": 9000, \"memberHeartbeatIntervalMs\": "
+              "2000}",
+       "W incamd: SIGHUP: member_heartbeat_interval_ms 0 -> 2000: not applied, needs a restart of incamd"},
+      // Valid as a file (300 >= 2 x 100), but the interval stays 1000 until
+      // a restart, and a 300 ms timeout would fail every member.
+      {"a timeout too short for the running interval changes nothing",
+       head + ", \"logLevel\": \"debug\", \"memberHeartbeatTimeoutMs\": 300, \"memberHeartbeatIntervalMs\": "
+              "100}",
+       "E incamd: SIGHUP: nothing applied, the running settings stay: member_heartbeat_timeout_ms"},
       {"an invalid file changes nothing", head + ", \"logLevel\": \"loud\"}",
        "E incamd: SIGHUP: config " + path + " not reloaded, the running one stays: log_level \"loud\""},
       {"json lines", head + ", \"logLevel\": \"debug\", \"logFormat\": \"json\"}",

@@ -275,5 +275,132 @@ TEST(DaemonReload, OnlyLiveFieldsApplyTheRestIsRefused) {
   }
 }
 
+// A message field named nested is compared field by field, so that a
+// daemon can take some of its fields at run time and refuse the others.
+TEST(DaemonReload, NestedFieldsArePlannedOneByOne) {
+  v1::SwitchAgentConfig running;
+  running.mutable_arn()->set_enabled(true);
+  running.mutable_arn()->set_hold_ms(2000);
+  const std::set<std::string> live = {"arn.hold_ms", "arn.clear_below"};
+  struct Case {
+    const char* name;
+    std::set<std::string> nested;
+    void (*change)(v1::SwitchAgentConfig*);
+    std::vector<std::string> applied;
+    std::vector<std::string> refused;
+  };
+  const Case cases[] = {
+      {"a live inner field",
+       {"arn"},
+       [](v1::SwitchAgentConfig* c) { c->mutable_arn()->set_hold_ms(3000); },
+       {"arn.hold_ms 2000 -> 3000"},
+       {}},
+      {"a live and a restart inner field",
+       {"arn"},
+       [](v1::SwitchAgentConfig* c) {
+         c->mutable_arn()->set_hold_ms(3000);
+         c->mutable_arn()->set_listen_port(50000);
+       },
+       {"arn.hold_ms 2000 -> 3000"},
+       {"arn.listen_port 0 -> 50000"}},
+      {"not nested: the message as a whole needs a restart",
+       {},
+       [](v1::SwitchAgentConfig* c) { c->mutable_arn()->set_hold_ms(3000); },
+       {},
+       {"arn changed"}},
+      {"a key is named, never shown",
+       {"arn"},
+       [](v1::SwitchAgentConfig* c) { c->mutable_arn()->set_key_hex("00112233445566778899aabbccddeeff"); },
+       {},
+       {"arn.key_hex changed"}},
+      {"a list inside",
+       {"arn"},
+       [](v1::SwitchAgentConfig* c) { c->mutable_arn()->add_ports()->set_port("s0"); },
+       {},
+       {"arn.ports changed"}},
+  };
+  for (const Case& c : cases) {
+    v1::SwitchAgentConfig reread = running;
+    c.change(&reread);
+    ReloadPlan plan = PlanReload(running, reread, live, c.nested);
+    EXPECT_EQ(Texts(plan.applied), c.applied) << c.name;
+    EXPECT_EQ(Texts(plan.refused), c.refused) << c.name;
+  }
+}
+
+TEST(DaemonReload, CopyFieldPathCopiesOneFieldAtAnyDepth) {
+  v1::SwitchAgentConfig from;
+  from.set_slot_capacity(8192);
+  from.mutable_arn()->set_hold_ms(3000);
+  from.mutable_arn()->set_sample_interval_ms(50);
+  from.mutable_credit()->add_local_prefixes("10.0.0.0/24");
+  v1::SwitchAgentConfig to;
+  to.set_switch_name("leaf0");
+  to.mutable_arn()->set_hold_ms(2000);
+  to.mutable_credit()->add_local_prefixes("10.9.0.0/16");
+  EXPECT_TRUE(CopyFieldPath(from, "slot_capacity", &to));
+  EXPECT_TRUE(CopyFieldPath(from, "arn.hold_ms", &to));
+  EXPECT_TRUE(CopyFieldPath(from, "credit.local_prefixes", &to));
+  EXPECT_FALSE(CopyFieldPath(from, "arn.no_such_field", &to));
+  EXPECT_FALSE(CopyFieldPath(from, "slot_capacity.inner", &to));
+  EXPECT_EQ(to.switch_name(), "leaf0");             // untouched
+  EXPECT_EQ(to.slot_capacity(), 8192u);             // copied
+  EXPECT_EQ(to.arn().hold_ms(), 3000u);             // copied
+  EXPECT_EQ(to.arn().sample_interval_ms(), 0u);     // not asked for
+  ASSERT_EQ(to.credit().local_prefixes_size(), 1);  // replaced, not appended
+  EXPECT_EQ(to.credit().local_prefixes(0), "10.0.0.0/24");
+}
+
+// ApplyReload with live fields: the check sees the running config with the
+// live changes (not the re-read file), a failed check or apply changes
+// nothing, and fields that need a restart never reach apply.
+TEST(DaemonReload, LiveFieldsAreCheckedAsTheyWouldRunThenApplied) {
+  v1::AmConfig running;
+  running.set_member_heartbeat_interval_ms(1000);
+  running.set_member_heartbeat_timeout_ms(5000);
+  struct Case {
+    const char* name;
+    void (*change)(v1::AmConfig*);
+    bool check_passes;
+    bool apply_passes;
+    uint32_t timeout_after;   // member_heartbeat_timeout_ms in force afterwards
+    uint32_t interval_after;  // member_heartbeat_interval_ms in force afterwards
+    int applies;              // calls of apply
+  };
+  const Case cases[] = {
+      {"a live field", [](v1::AmConfig* c) { c->set_member_heartbeat_timeout_ms(9000); }, true, true, 9000,
+       1000, 1},
+      {"a restart field only", [](v1::AmConfig* c) { c->set_member_heartbeat_interval_ms(2000); }, true, true,
+       5000, 1000, 0},
+      {"the check fails", [](v1::AmConfig* c) { c->set_member_heartbeat_timeout_ms(300); }, false, true, 5000,
+       1000, 0},
+      {"apply fails", [](v1::AmConfig* c) { c->set_member_heartbeat_timeout_ms(9000); }, true, false, 5000,
+       1000, 1},
+  };
+  for (const Case& c : cases) {
+    v1::AmConfig in_force = running;
+    v1::AmConfig reread = running;
+    c.change(&reread);
+    int applies = 0;
+    std::vector<uint32_t> checked_intervals;
+    LiveFields live;
+    live.fields = {"member_heartbeat_timeout_ms"};
+    live.check = [&](const google::protobuf::Message& m) {
+      const auto& next = static_cast<const v1::AmConfig&>(m);
+      checked_intervals.push_back(next.member_heartbeat_interval_ms());
+      return c.check_passes ? Status::Ok() : InvalidArgument("too short");
+    };
+    live.apply = [&](const google::protobuf::Message&) {
+      ++applies;
+      return c.apply_passes ? Status::Ok() : Internal("cannot");
+    };
+    ApplyReload(reread, "incamd", &in_force, live);
+    EXPECT_EQ(in_force.member_heartbeat_timeout_ms(), c.timeout_after) << c.name;
+    EXPECT_EQ(in_force.member_heartbeat_interval_ms(), c.interval_after) << c.name;
+    EXPECT_EQ(applies, c.applies) << c.name;
+    for (uint32_t interval : checked_intervals) EXPECT_EQ(interval, 1000u) << c.name << ": checked the file";
+  }
+}
+
 }  // namespace
 }  // namespace inc

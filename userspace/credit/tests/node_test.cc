@@ -260,6 +260,27 @@ TEST(CreditNode, SenderStopsAtItsCreditAndReturnsRefillIt) {
   EXPECT_GT(up.overhead, 0.0);
 }
 
+// SIGHUP's retune: a running upstream (A toward S) returns credit in the
+// new quantum from then on; a quantum above the reserve is refused and
+// changes nothing.
+TEST(CreditNode, RetunedBatchingAppliesToRunningUpstreams) {
+  Net net;
+  ASSERT_TRUE(net["S"].StartFlow(Flow()).ok());
+  net.Pump();
+  auto returns = [&] { return net["A"].Flow(Flow())->upstreams.at(0).resv_messages; };
+  SendThrough(net, 64, 1024);  // one 64 KiB quantum
+  const uint64_t before = returns();
+  EXPECT_EQ(net["A"].Retune(256 * 1024 + 1, 10, 1000).code(), Code::kInvalidArgument);
+  SendThrough(net, 32, 1024);  // half the old quantum: nothing due yet
+  EXPECT_EQ(returns(), before);
+  ASSERT_TRUE(net["A"].Retune(16 * 1024, 10, 1000).ok());
+  SendThrough(net, 32, 1024);  // 48 KiB pending now crosses 16 KiB batches
+  EXPECT_GT(returns(), before);
+  const uint64_t after_retune = returns();
+  SendThrough(net, 16, 1024);  // exactly one new quantum
+  EXPECT_EQ(returns(), after_retune + 1);
+}
+
 TEST(CreditNode, ALostReturnIsRepairedByTheNext) {
   Net net;
   ASSERT_TRUE(net["S"].StartFlow(Flow()).ok());
