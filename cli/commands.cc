@@ -355,6 +355,20 @@ int TreeDelete(CommandContext& ctx, uint32_t tree_id, const std::string& reason)
   return kExitOk;
 }
 
+int JobCredential(CommandContext& ctx, const std::string& job_id, bool export_line) {
+  v1::IssueJobCredentialRequest request;
+  request.set_job_id(job_id);
+  v1::IssueJobCredentialResponse response;
+  if (int rc = Call(ctx, &AmStub::IssueJobCredential, request, &response)) return rc;
+  if (Json(ctx))
+    ctx.out << ToJson(response, true);
+  else if (export_line)
+    ctx.out << "export INC_JOB_CREDENTIAL='" << response.credential() << "'\n";
+  else
+    ctx.out << response.credential() << '\n';
+  return kExitOk;
+}
+
 int Stats(CommandContext& ctx, uint32_t tree_id, bool all) {
   v1::AmGetStatsRequest request;
   request.set_tree_id(tree_id);
@@ -590,6 +604,27 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   tree_delete->footer(WithGlobals("Example:\n  incinctl tree delete 3 --reason \"job cancelled\""));
   tree_delete->callback(
       [&] { action = [&](CommandContext& c) { return TreeDelete(c, delete_id, delete_reason); }; });
+
+  // ---- job
+  std::string credential_job;
+  bool credential_export = false;
+  CLI::App* job = app.add_subcommand("job", "Jobs: what their launcher needs");
+  job->require_subcommand(1);
+  job->footer(WithGlobals("Example:\n  incinctl job credential train-7"));
+  CLI::App* job_credential = job->add_subcommand(
+      "credential", "Get the credential a job's ranks present to join it (INC_JOB_CREDENTIAL)");
+  job_credential
+      ->add_option("job", credential_job, "Job id, as the ranks give it (inc-perf --job, INCMPI_JOB_ID)")
+      ->required();
+  job_credential->add_flag("--export", credential_export, "Print a shell export line");
+  job_credential->footer(
+      WithGlobals("The AM issues it to operators only; it is good for that job id only. Examples:\n"
+                  "  export INC_JOB_CREDENTIAL=$(incinctl job credential train-7)\n"
+                  "  eval \"$(incinctl job credential train-7 --export)\"\n"
+                  "  mpirun -x INC_JOB_CREDENTIAL ... (libincmpi then joins as job train-7)"));
+  job_credential->callback([&] {
+    action = [&](CommandContext& c) { return JobCredential(c, credential_job, credential_export); };
+  });
 
   // ---- stats
   uint32_t stats_tree = 0;

@@ -16,6 +16,7 @@
 #include "am/topology.h"
 #include "arn/message.h"
 #include "common/frame.h"
+#include "common/job_credential.h"
 #include "credit/rsvp.h"
 #include "mpi/config.h"
 #include "switch/config.h"
@@ -313,6 +314,17 @@ void MpiEnvironments() {
   }
 }
 
+// JoinGroup's job id and credential, "JOB\nCREDENTIAL", under the harness's
+// secret (64 'f' hex digits): the right one, another job's, none, a job id
+// with ':' and '/', a malformed one.
+void JobCredentialInputs() {
+  const auto c = *inc::JobCredentials::FromHex(std::string(64, 'f'), "fuzz");
+  const std::string inputs[] = {"train-7\n" + c.Issue("train-7"), "train-7\n" + c.Issue("other"), "j\n",
+                                "a:b/c\n" + c.Issue("a:b/c"), "x\nincjob1:zz:x"};
+  int n = 1;
+  for (const std::string& input : inputs) Write("job_credential", n++, input);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -329,6 +341,7 @@ int main(int argc, char** argv) {
   TreeConfigs();
   Registrations();
   MpiEnvironments();
+  JobCredentialInputs();
   if (failures) return 1;
   std::printf("fuzz_seeds: wrote the seed corpus under %s\n", corpus_dir.c_str());
   return 0;

@@ -3,7 +3,8 @@
 # authorized by the caller's certificate (docs/operations.md "Security
 # model"). While an exact 4-rank allreduce runs on the two-level lab, rogue
 # clients with the lab's own certificates (or none, or another CA's) try what
-# their role does not allow; each is refused with the expected code, logged
+# their role does not allow (joining the job without its credential or with
+# another job's among them); each is refused with the expected code, logged
 # and counted, and the job's results stay exact.
 # shellcheck disable=SC2046  # $(creds NAME) is meant to split into --cert F --key F --ca F
 . "$(dirname "$0")/lib.sh" "$1" sec
@@ -90,6 +91,19 @@ expect w0 PERMISSION_DENIED "JoinGroup as host w1 with w0's certificate" \
 expect w0 PERMISSION_DENIED "JoinGroup with w1's IP and w0's certificate" \
   --target $AM $(creds w0) join-group --job rogue --ip 10.0.1.2
 
+note "a member joins only a job it holds the credential of"
+expect w0 PERMISSION_DENIED "JoinGroup as w0 without the job's credential" \
+  --target $AM $(creds w0) join-group --job "$L-job" --rank 3 --world 4
+other=$("$INCLAB" ctl "$L" job credential "$L-other")
+expect w0 PERMISSION_DENIED "JoinGroup as w0 with another job's credential" \
+  --target $AM $(creds w0) join-group --job "$L-job" --rank 3 --world 4 --credential "$other"
+expect w0 PERMISSION_DENIED "JoinGroup as w0 with another job's credential relabelled" \
+  --target $AM $(creds w0) join-group --job "$L-job" --rank 3 --world 4 --credential "${other%:*}:$L-job"
+expect w0 PERMISSION_DENIED "IssueJobCredential with w0's certificate" \
+  --target $AM $(creds w0) issue-job-credential --job "$L-job"
+expect mgmt OK "IssueJobCredential with the operator's certificate" \
+  --target $AM $(creds operator) issue-job-credential --job "$L-job"
+
 note "no certificate of this CA, no connection"
 expect mgmt UNAVAILABLE "plaintext ListSwitches at the AM" --target $AM --insecure list-switches
 expect mgmt UNAVAILABLE "plaintext ConfigureTree at leaf0" --target "$leaf0_agent" --insecure configure-tree --tree 77
@@ -105,6 +119,8 @@ wait $JOB || true
 note "denials are logged and counted; leaf0 is still itself"
 grep -q "W incamd: denied RegisterSwitch to switch leaf1 from .*: PERMISSION_DENIED: RegisterSwitch for switch 'leaf0' with the certificate of switch 'leaf1'" "$AM_LOG" ||
   fail "no log line for the rogue registration in $AM_LOG"
+grep -q "W incamd: denied JoinGroup to member w0 from .*: PERMISSION_DENIED: JoinGroup for job '$L-job' needs the job's credential" "$AM_LOG" ||
+  fail "no log line for the JoinGroup without a credential in $AM_LOG"
 grep -q "W incswitchd: denied ConfigureTree to operator operator from 172.31.0.1: PERMISSION_DENIED" "$LEAF0_LOG" ||
   fail "no log line for the operator's ConfigureTree in $LEAF0_LOG"
 "$INCLAB" ctl "$L" -o json stats >"$LAB_DIR/stats.json"
@@ -114,8 +130,9 @@ d = json.load(open(sys.argv[1]))
 am = int(d.get("authorization_denials", 0))
 sw = {s["switch_name"]: int(s.get("authorization_denials", 0)) for s in d.get("switches", [])}
 print(f"  denials: AM {am}, switches {sw}")
-# AM: incinctl's and the probe's DestroyTree, 2 RegisterSwitch, 2 JoinGroup, 1 LeaveGroup.
-if am < 7 or sw.get("leaf0", 0) < 4:
+# AM: incinctl's and the probe's DestroyTree, 2 RegisterSwitch, 5 JoinGroup, 1 LeaveGroup,
+# 1 IssueJobCredential.
+if am < 11 or sw.get("leaf0", 0) < 4:
     sys.exit("too few denials counted")
 PY
 "$INCLAB" ctl "$L" -o json switch list | python3 -c '

@@ -74,6 +74,10 @@ int main(int argc, char** argv) {
   join->add_option("--world", world);
   join->add_option("--host", host, "claimed host name");
   join->add_option("--ip", ip, "claimed data-path IP");
+  std::string credential;
+  join->add_option("--credential", credential, "the job credential to present");
+  auto* issue = app.add_subcommand("issue-job-credential", "AggregationManager.IssueJobCredential");
+  issue->add_option("--job", job)->required();
   auto* leave = app.add_subcommand("leave-group", "AggregationManager.LeaveGroup");
   leave->add_option("--job", job)->required();
   leave->add_option("--rank", rank)->required();
@@ -126,8 +130,14 @@ int main(int argc, char** argv) {
     req.mutable_member()->set_host(host);
     req.mutable_member()->set_ip(ip);
     req.mutable_member()->set_qpn(4242);
+    req.set_job_credential(credential);
     inc::v1::JoinGroupResponse resp;
     status = am->JoinGroup(&ctx, req, &resp);
+  } else if (issue->parsed()) {
+    inc::v1::IssueJobCredentialRequest req;
+    req.set_job_id(job);
+    inc::v1::IssueJobCredentialResponse resp;
+    status = am->IssueJobCredential(&ctx, req, &resp);
   } else if (leave->parsed()) {
     inc::v1::LeaveGroupRequest req;
     req.set_job_id(job);

@@ -32,6 +32,7 @@
 #include "am/service.h"
 #include "am/tests/recording_agent.h"
 #include "am/topology.h"
+#include "common/job_credential.h"
 
 namespace inc::cli {
 namespace {
@@ -98,7 +99,7 @@ class CliAgainstAm : public ::testing::Test {
     options.switch_heartbeat_timeout_ms = 3'600'000;
     options.member_heartbeat_timeout_ms = 3'600'000;
     manager_ = std::make_unique<am::Manager>(options, std::move(*topo));
-    service_ = std::make_unique<am::AmService>(manager_.get());
+    service_ = std::make_unique<am::AmService>(manager_.get(), nullptr, &job_credentials_);
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
@@ -173,6 +174,7 @@ class CliAgainstAm : public ::testing::Test {
   std::string dir_, topology_path_, address_;
   v1::TopologyFile topology_;
   std::map<std::string, std::unique_ptr<am::testing::RecordingAgent>> agents_;
+  JobCredentials job_credentials_ = *JobCredentials::FromHex(std::string(64, '7'), "test secret");
   std::unique_ptr<am::Manager> manager_;
   std::unique_ptr<am::AmService> service_;
   std::unique_ptr<grpc::Server> server_;
@@ -253,6 +255,28 @@ TEST_F(CliAgainstAm, UnknownIdsExitFourWithTheAmsMessage) {
   Result sw = Cli({"switch", "show", "nosuch"});
   EXPECT_EQ(sw.code, kExitNotFound) << sw.err;
   EXPECT_TRUE(Contains(sw.err, "nosuch")) << sw.err;
+}
+
+// A launcher's call: the credential alone on a line (for $(...)), as an
+// export line, or as JSON; each one the AM's for that job.
+TEST_F(CliAgainstAm, JobCredentialPrintsOneTheAmIssuedForTheJob) {
+  Result plain = Cli({"job", "credential", "train-7"});
+  ASSERT_EQ(plain.code, kExitOk) << plain.err;
+  ASSERT_FALSE(plain.out.empty());
+  EXPECT_EQ(plain.out.back(), '\n');
+  const std::string credential = plain.out.substr(0, plain.out.size() - 1);
+  EXPECT_TRUE(job_credentials_.Verify("train-7", credential).ok()) << credential;
+
+  Result exported = Cli({"job", "credential", "train-7", "--export"});
+  EXPECT_EQ(exported.out, "export INC_JOB_CREDENTIAL='" + credential + "'\n");
+
+  Result json = Cli({"job", "credential", "train-7", "-o", "json"});
+  ASSERT_EQ(json.code, kExitOk) << json.err;
+  EXPECT_TRUE(Contains(json.out, "\"credential\": \"" + credential + "\"")) << json.out;
+  EXPECT_TRUE(Contains(json.out, "\"job_id\": \"train-7\"")) << json.out;
+
+  Result missing = Cli({"job", "credential"});
+  EXPECT_EQ(missing.code, kExitUsage) << missing.err;
 }
 
 TEST_F(CliAgainstAm, RejectedCreateExitsWithTheCodeOfTheAmsAnswer) {

@@ -167,7 +167,7 @@ TEST(CliRun, UnknownOrMissingCommandsAreNamedWithTheGroupsCommands) {
     std::string want;  // the whole first line of stderr
   };
   const std::string top =
-      "commands: switch, arn, credit, topology, tree, stats, events, version (see --help)";
+      "commands: switch, arn, credit, topology, tree, job, stats, events, version (see --help)";
   const Case cases[] = {
       {"unknown top-level command", {"bogus"}, "incinctl: unknown command 'bogus'; " + top},
       {"unknown command after a global option",

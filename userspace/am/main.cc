@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "am/config.h"
 #include "am/manager.h"
@@ -15,8 +16,10 @@
 #include "am/topology.h"
 #include "common/daemon.h"
 #include "common/grpc_log.h"
+#include "common/job_credential.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/secret_file.h"
 #include "common/service_manager.h"
 #include "common/tls.h"
 #include "common/version.h"
@@ -129,13 +132,39 @@ int main(int argc, char** argv) {
            << (state_file.empty() ? "in memory only (state_path \"\"): a restart forgets every tree"
                                   : state_file);
 
+  // Job credentials: from job_secret_file, else a secret kept in the state
+  // file (made at the first start). Needed only where members are
+  // authorized (mTLS); in plaintext nothing is checked.
+  std::optional<inc::JobCredentials> job_credentials;
+  if (!security->insecure) {
+    auto secret = !config->job_secret_file().empty()
+                      ? inc::ReadSecretFile(config->job_secret_file(), "job_secret_file")
+                      : (*store)->JobSecret([] { return inc::JobCredentials::NewSecretHex(); });
+    auto made =
+        secret ? inc::JobCredentials::FromHex(*secret, config->job_secret_file().empty()
+                                                           ? "the state file's job secret"
+                                                           : "job_secret_file " + config->job_secret_file())
+               : secret.status();
+    if (!made) {
+      LOG_ERROR << "job credentials: " << made.status().message();
+      return kExitBadConfig;
+    }
+    job_credentials = std::move(*made);
+    LOG_INFO << "job credentials: JoinGroup needs one issued for its job (secret from "
+             << (config->job_secret_file().empty()
+                     ? (state_file.empty() ? std::string("memory: a restart invalidates issued ones")
+                                           : "the state file")
+                     : config->job_secret_file())
+             << ")";
+  }
+
   inc::am::Manager manager(options, std::move(*topo), std::move(*store));
   if (inc::Status st = manager.Restore(); !st.ok()) {
     LOG_ERROR << "state: " << st.ToString();
     return kExitBadConfig;
   }
   inc::Authorizer authorizer(/*enforce=*/!security->insecure);
-  inc::am::AmService service(&manager, &authorizer);
+  inc::am::AmService service(&manager, &authorizer, job_credentials ? &*job_credentials : nullptr);
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(options.listen, *server_credentials, &port);

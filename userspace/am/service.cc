@@ -15,6 +15,9 @@ grpc::Status Answer(Expected<T> result, R* resp) {
 // Operators inspect and manage; the AM itself never calls its own service.
 constexpr std::initializer_list<Role> kOperators = {Role::kOperator};
 
+// Job ids of credentials: what fits a log line and an MPI launcher's variable.
+constexpr size_t kMaxJobIdLength = 200;
+
 #define INC_AUTHORIZE(expr)                                                                   \
   do {                                                                                        \
     if (::inc::Status inc_authz_ = (expr); !inc_authz_.ok()) return ToGrpcStatus(inc_authz_); \
@@ -51,6 +54,10 @@ grpc::Status AmService::JoinGroup(grpc::ServerContext* ctx, const v1::JoinGroupR
                                   v1::JoinGroupResponse* resp) {
   INC_AUTHORIZE(authz_->AllowMemberJoin(*ctx, "JoinGroup", {req->member().host(), req->member().ip()},
                                         [this](const std::string& h) { return HostIp(h); }));
+  if (job_credentials_) {
+    INC_AUTHORIZE(authz_->AllowJobCredential(*ctx, "JoinGroup", req->job_id(), req->job_credential(),
+                                             *job_credentials_));
+  }
   auto a = m_->JoinGroup(*req, [ctx] { return ctx->IsCancelled(); });
   if (!a) return ToGrpcStatus(a.status());
   if (authz_->enforcing()) {
@@ -156,6 +163,21 @@ grpc::Status AmService::WatchEvents(grpc::ServerContext* ctx, const v1::WatchEve
   INC_AUTHORIZE(authz_->AllowRoles(*ctx, "WatchEvents", kOperators));
   return ToGrpcStatus(m_->WatchEvents(
       *req, [ctx] { return ctx->IsCancelled(); }, [writer](const v1::Event& e) { return writer->Write(e); }));
+}
+
+grpc::Status AmService::IssueJobCredential(grpc::ServerContext* ctx, const v1::IssueJobCredentialRequest* req,
+                                           v1::IssueJobCredentialResponse* resp) {
+  INC_AUTHORIZE(authz_->AllowRoles(*ctx, "IssueJobCredential", kOperators));
+  if (!job_credentials_)
+    return ToGrpcStatus(
+        FailedPrecondition("this AM issues no job credentials (plaintext: JoinGroup needs none)"));
+  if (req->job_id().empty()) return ToGrpcStatus(InvalidArgument("job_id is empty"));
+  if (req->job_id().size() > kMaxJobIdLength)
+    return ToGrpcStatus(InvalidArgument("job_id has " + std::to_string(req->job_id().size()) +
+                                        " characters; at most " + std::to_string(kMaxJobIdLength)));
+  resp->set_job_id(req->job_id());
+  resp->set_credential(job_credentials_->Issue(req->job_id()));
+  return grpc::Status::OK;
 }
 
 }  // namespace inc::am

@@ -19,9 +19,12 @@ namespace inc::am {
 
 class AmService final : public v1::AggregationManager::Service {
  public:
-  // authz null: no authorization (plaintext, in-process tests).
-  explicit AmService(Manager* manager, Authorizer* authz = nullptr)
-      : m_(manager), authz_(authz ? authz : &allow_all_) {}
+  // authz null: no authorization (plaintext, in-process tests). With
+  // job_credentials, an enforcing authz also requires JoinGroup to carry a
+  // credential they issued for the job, and IssueJobCredential issues them.
+  explicit AmService(Manager* manager, Authorizer* authz = nullptr,
+                     const JobCredentials* job_credentials = nullptr)
+      : m_(manager), authz_(authz ? authz : &allow_all_), job_credentials_(job_credentials) {}
 
   grpc::Status JoinGroup(grpc::ServerContext* ctx, const v1::JoinGroupRequest* req,
                          v1::JoinGroupResponse* resp) override;
@@ -53,6 +56,8 @@ class AmService final : public v1::AggregationManager::Service {
                         v1::AmGetStatsResponse* resp) override;
   grpc::Status WatchEvents(grpc::ServerContext* ctx, const v1::WatchEventsRequest* req,
                            grpc::ServerWriter<v1::Event>* writer) override;
+  grpc::Status IssueJobCredential(grpc::ServerContext* ctx, const v1::IssueJobCredentialRequest* req,
+                                  v1::IssueJobCredentialResponse* resp) override;
 
  private:
   // A topology host's data-path IP by name, for JoinGroup's check.
@@ -65,6 +70,7 @@ class AmService final : public v1::AggregationManager::Service {
   Manager* m_;
   Authorizer allow_all_{false};
   Authorizer* authz_;
+  const JobCredentials* job_credentials_;
   std::mutex mu_;
   std::optional<std::map<std::string, std::string>> host_ips_;          // from the topology, once
   std::map<std::pair<std::string, uint32_t>, std::string> rank_hosts_;  // (job, rank) -> host that joined

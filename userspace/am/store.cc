@@ -194,6 +194,27 @@ Status Store::PutNextTreeId(uint32_t next_tree_id) {
   return Status::Ok();
 }
 
+Expected<std::string> Store::JobSecret(const std::function<Expected<std::string>()>& make_new) {
+  std::string secret;
+  Status st = Transaction([&] {
+    Stmt read(db_, "SELECT value FROM meta WHERE name = 'job_secret'");
+    int rc = read.Step();
+    if (rc == SQLITE_ROW) {
+      secret = read.Text(0);
+      return Status::Ok();
+    }
+    if (rc != SQLITE_DONE) return Error("reading job_secret");
+    auto made = make_new();
+    if (!made) return made.status();
+    secret = *made;
+    Stmt write(db_, "INSERT INTO meta(name, value) VALUES('job_secret', ?)");
+    if (!write.Bind(secret).Run()) return Error("writing job_secret");
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return secret;
+}
+
 Status Store::PutSwitch(const StoredSwitch& sw) {
   return Transaction([&] {
     Stmt st(db_, "INSERT OR REPLACE INTO switches(name, agent_address, slot_capacity) VALUES(?, ?, ?)");

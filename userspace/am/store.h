@@ -84,6 +84,11 @@ class Store {
   Status PutTree(const StoredTree& tree, uint32_t next_tree_id);
   Status DeleteTree(uint32_t tree_id, uint32_t next_tree_id);
 
+  // The secret job credentials derive from (64 hex digits): the stored
+  // one, else make_new()'s, stored first, so that credentials issued before
+  // a restart stay good after it.
+  Expected<std::string> JobSecret(const std::function<Expected<std::string>()>& make_new);
+
   // Tests: runs inside every transaction just before COMMIT (a test kills
   // the process there to check that a crash leaves the previous state).
   void SetBeforeCommitHookForTest(std::function<void()> hook) { before_commit_ = std::move(hook); }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <sstream>
@@ -20,6 +21,7 @@
 #include "client/xdp_io.h"
 #include "client/xsk_socket.h"
 #include "common/frame.h"
+#include "common/job_credential.h"
 #include "common/log.h"
 #include "common/net.h"
 #include "common/rpc_status.h"
@@ -697,11 +699,24 @@ Communicator::~Communicator() = default;
 Expected<std::unique_ptr<Communicator>> Communicator::Create(const CommunicatorOptions& options) {
   if (options.am_address.empty()) return InvalidArgument("am_address is required");
   if (options.job_id.empty()) return InvalidArgument("job_id is required");
+  std::string credential = options.job_credential.value_or("");
+  if (!options.job_credential) {
+    const char* env = std::getenv(kJobCredentialEnv);
+    credential = env ? env : "";
+  }
+  if (!credential.empty()) {
+    const std::string source = options.job_credential ? "the job credential" : kJobCredentialEnv;
+    auto job = JobOfCredential(credential);
+    if (!job) return InvalidArgument(source + ": " + job.status().message());
+    if (*job != options.job_id)
+      return InvalidArgument(source + " is for job '" + *job + "', not for job '" + options.job_id + "'");
+  }
   auto made = MakeImpl(options);
   if (!made.ok()) return made.status();
   std::unique_ptr<Impl> impl = std::move(*made);
   inc::v1::JoinGroupRequest req;
   req.set_job_id(options.job_id);
+  req.set_job_credential(credential);
   req.set_rank(options.rank);
   req.set_world_size(options.world_size);
   req.set_timeout_ms(options.join_timeout_ms);

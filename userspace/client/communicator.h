@@ -55,6 +55,11 @@ struct CommunicatorOptions {
   // an error.
   std::optional<TransportSecurity> security;
   std::string job_id;
+  // The job's credential from its launcher (`incinctl job credential JOB`),
+  // which an AM with mTLS requires at JoinGroup. Unset: INC_JOB_CREDENTIAL
+  // from the environment, if any. One for another job is an error here,
+  // before the AM is asked.
+  std::optional<std::string> job_credential;
   uint32_t rank = 0;
   uint32_t world_size = 1;
   std::string iface;  // the worker's interface toward its switch

@@ -184,7 +184,9 @@ int main(int argc, char** argv) {
   app.add_flag("--json", json, "print one JSON document (rank 0) instead of the table");
   std::string assignment_file;
   app.add_option("--am", o.am_address, "aggregation manager host:port (required unless --assignment)");
-  app.add_option("--job", o.job_id, "job id, the same on every rank (required with --am)");
+  app.add_option("--job", o.job_id,
+                 "job id, the same on every rank (required with --am); an AM with mTLS also wants the job's "
+                 "credential in INC_JOB_CREDENTIAL (incinctl job credential JOB)");
   app.add_option("--assignment", assignment_file,
                  "AM-less run: this rank's inc.v1.MemberAssignment in protobuf JSON (no heartbeats)");
   app.add_option("--rank", o.rank, "this rank")->required();

@@ -225,6 +225,16 @@ Status Authorizer::AllowSwitch(const grpc::ServerContext& ctx, const char* metho
   return CheckSwitch(Identify(ctx), method, claimed_name);
 }
 
+Status Authorizer::AllowJobCredential(const grpc::ServerContext& ctx, const char* method,
+                                      const std::string& job_id, const std::string& credential,
+                                      const JobCredentials& credentials) {
+  if (!enforce_) return Status::Ok();
+  Status st = credentials.Verify(job_id, credential);
+  if (st.ok()) return st;
+  auto peer = Identify(ctx);
+  return Deny(method, peer ? peer->ToString() : "an unidentified caller", std::move(st));
+}
+
 Status Authorizer::AllowMemberJoin(
     const grpc::ServerContext& ctx, const char* method, const MemberClaim& claim,
     const std::function<std::optional<std::string>(const std::string&)>& host_ip) {

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/job_credential.h"
 #include "common/status.h"
 
 namespace inc {
@@ -68,6 +69,10 @@ class Authorizer {
   // A member speaking for a rank that host `joined_host` joined as (empty:
   // nobody joined as it here, so only the role is checked).
   Status AllowMemberAs(const grpc::ServerContext& ctx, const char* method, const std::string& joined_host);
+  // A member joining job `job_id` with the credential the job's launcher
+  // got from the AM: it must be one `credentials` issued for that job.
+  Status AllowJobCredential(const grpc::ServerContext& ctx, const char* method, const std::string& job_id,
+                            const std::string& credential, const JobCredentials& credentials);
   // The caller's verified identity; UNAUTHENTICATED without a certificate.
   Expected<PeerIdentity> Identify(const grpc::ServerContext& ctx) const;
 

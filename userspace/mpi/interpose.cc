@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "client/communicator.h"
+#include "common/job_credential.h"
 #include "common/log.h"
 #include "mpi/config.h"
 #include "mpi/decision.h"
@@ -510,8 +511,13 @@ bool PackIsRaw() {
 
 void FormGroup() {
   const Config& c = g->cfg;
-  // Job id: the same on every rank (rank 0's, broadcast).
-  if (c.job_id.empty()) {
+  // Job id: INCMPI_JOB_ID, else the one the job credential names (the
+  // launcher got it for that id), else rank 0's, broadcast.
+  const char* credential = std::getenv(kJobCredentialEnv);
+  auto credential_job = credential && *credential ? JobOfCredential(credential) : Expected<std::string>("");
+  if (c.job_id.empty() && credential_job.ok() && !credential_job->empty()) {
+    g->job_id = *credential_job;
+  } else if (c.job_id.empty()) {
     char buf[128] = {0};
     if (g->rank == 0) std::snprintf(buf, sizeof(buf), "%s", MakeJobId().c_str());
     PMPI_Bcast(buf, sizeof(buf), MPI_CHAR, 0, MPI_COMM_WORLD);

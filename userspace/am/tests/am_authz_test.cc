@@ -1,6 +1,7 @@
 // The AggregationManager service over mTLS with authorization on: each role
 // may make only its own calls, switches only as themselves, members only as
-// their own host; denials are counted in GetStats. Certificates:
+// their own host and only jobs they hold the credential of; denials are
+// counted in GetStats. Certificates:
 // userspace/common/tests/testdata (scripts/inc-certs, bound to 127.0.0.1).
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
@@ -13,6 +14,7 @@
 #include "am/tests/recording_agent.h"
 #include "am/topology.h"
 #include "common/authz.h"
+#include "common/job_credential.h"
 #include "common/tls.h"
 
 namespace inc::am {
@@ -50,7 +52,7 @@ class AmAuthzTest : public ::testing::Test {
     AmOptions opts;
     opts.switch_heartbeat_timeout_ms = 600000;
     manager_ = std::make_unique<Manager>(opts, std::move(*topology));
-    service_ = std::make_unique<AmService>(manager_.get(), &authz_);
+    service_ = std::make_unique<AmService>(manager_.get(), &authz_, &job_credentials_);
     auto creds = MakeServerCredentials({false, Files("am")});
     ASSERT_TRUE(creds.ok()) << creds.status().ToString();
     grpc::ServerBuilder b;
@@ -85,6 +87,7 @@ class AmAuthzTest : public ::testing::Test {
 
   v1::TopologyFile topo_;
   Authorizer authz_{/*enforce=*/true};
+  JobCredentials job_credentials_ = *JobCredentials::FromHex(std::string(64, 'c'), "test secret");
   std::unique_ptr<Manager> manager_;
   std::unique_ptr<AmService> service_;
   std::unique_ptr<grpc::Server> server_;
@@ -130,6 +133,7 @@ TEST_F(AmAuthzTest, EachRoleMakesOnlyItsOwnCallsAsItself) {
             "member claims IP 10.0.1.2 but host 'w0' has IP 10.0.0.2 in the topology");
   EXPECT_EQ(Call("operator", &S::JoinGroup, join).error_code(), grpc::StatusCode::PERMISSION_DENIED);
   join.mutable_member()->set_ip("10.0.0.2");
+  join.set_job_credential(job_credentials_.Issue("j"));
   EXPECT_NE(Call("w0", &S::JoinGroup, join).error_code(), grpc::StatusCode::PERMISSION_DENIED)
       << "its own host: authorized (the group then times out waiting for rank 1)";
 
@@ -137,6 +141,52 @@ TEST_F(AmAuthzTest, EachRoleMakesOnlyItsOwnCallsAsItself) {
   EXPECT_TRUE(Call("operator", &S::GetStats, v1::AmGetStatsRequest(), &stats).ok());
   EXPECT_EQ(stats.authorization_denials(), 9u);
   EXPECT_EQ(authz_.denials(), 9u);
+}
+
+// Only operators get job credentials; a member joins only with the one
+// issued for its job, each refusal saying why and counted.
+TEST_F(AmAuthzTest, JoinGroupNeedsTheCredentialAnOperatorGotForTheJob) {
+  using S = v1::AggregationManager::Stub;
+  v1::IssueJobCredentialRequest issue;
+  issue.set_job_id("train-7");
+  v1::IssueJobCredentialResponse issued;
+  grpc::Status st = Call("w0", &S::IssueJobCredential, issue, &issued);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED) << st.error_message();
+  EXPECT_EQ(Call("leaf0", &S::IssueJobCredential, issue).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  ASSERT_TRUE(Call("operator", &S::IssueJobCredential, issue, &issued).ok());
+  EXPECT_EQ(issued.job_id(), "train-7");
+  EXPECT_TRUE(job_credentials_.Verify("train-7", issued.credential()).ok());
+  v1::IssueJobCredentialRequest empty;
+  EXPECT_EQ(Call("operator", &S::IssueJobCredential, empty).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+
+  v1::IssueJobCredentialRequest other;
+  other.set_job_id("other");
+  v1::IssueJobCredentialResponse other_issued;
+  ASSERT_TRUE(Call("operator", &S::IssueJobCredential, other, &other_issued).ok());
+
+  struct Case {
+    const char* name;
+    std::string credential;
+    grpc::StatusCode code;
+    std::string words;
+  };
+  const Case cases[] = {
+      {"none", "", grpc::StatusCode::PERMISSION_DENIED, "needs the job's credential"},
+      {"another job's", other_issued.credential(), grpc::StatusCode::PERMISSION_DENIED,
+       "is for job 'other', not 'train-7'"},
+      {"not one", "letmein", grpc::StatusCode::PERMISSION_DENIED, "does not start with incjob1:"},
+      // Authorized: the group then waits for rank 1 until the join timeout.
+      {"the job's", issued.credential(), grpc::StatusCode::DEADLINE_EXCEEDED, ""},
+  };
+  const uint64_t denials_before = authz_.denials();
+  for (const Case& c : cases) {
+    v1::JoinGroupRequest join = testing::MakeJoin("train-7", 0, 2, "w0", 100);
+    join.set_job_credential(c.credential);
+    st = Call("w0", &S::JoinGroup, join);
+    EXPECT_EQ(st.error_code(), c.code) << c.name << ": " << st.error_message();
+    EXPECT_NE(st.error_message().find(c.words), std::string::npos) << c.name << ": " << st.error_message();
+  }
+  EXPECT_EQ(authz_.denials() - denials_before, 3u);
 }
 
 }  // namespace
