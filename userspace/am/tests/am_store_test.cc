@@ -177,6 +177,36 @@ TEST(StoreTest, WhatIsWrittenComesBackAfterReopening) {
   EXPECT_EQ(state->next_tree_id, 10u);
 }
 
+// The job secret is made once and read back after a reopen, so that job
+// credentials issued before an AM restart stay good after it.
+TEST(StoreTest, JobSecretIsMadeOnceAndKeptAcrossReopening) {
+  TempDir dir;
+  const std::string path = dir.File("am.db");
+  int made = 0;
+  auto make = [&]() -> Expected<std::string> { return std::string(64, static_cast<char>('a' + made++)); };
+  std::string first;
+  {
+    auto store = Store::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    auto secret = (*store)->JobSecret(make);
+    ASSERT_TRUE(secret.ok()) << secret.status().ToString();
+    first = *secret;
+    auto again = (*store)->JobSecret(make);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(*again, first);
+  }
+  auto store = Store::Open(path);
+  ASSERT_TRUE(store.ok());
+  auto reopened = (*store)->JobSecret(make);
+  ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
+  EXPECT_EQ(*reopened, first);
+  EXPECT_EQ(made, 1);
+  auto fails = []() -> Expected<std::string> { return Internal("no randomness"); };
+  auto fresh = Store::Open("");
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_EQ((*fresh)->JobSecret(fails).status().code(), Code::kInternal);
+}
+
 TEST(StoreTest, InMemoryStoreStartsEmpty) {
   auto store = Store::Open("");
   ASSERT_TRUE(store.ok()) << store.status().ToString();
