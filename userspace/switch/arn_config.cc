@@ -6,6 +6,32 @@
 
 namespace inc::sw {
 
+namespace {
+
+// A key given as hex digits in the config (`hex_field`) or in a private
+// file (`file_field`); none if neither is set.
+Expected<std::optional<arn::AuthKey>> ParseArnKey(const std::string& hex, const std::string& file,
+                                                  const std::string& hex_field,
+                                                  const std::string& file_field) {
+  if (!hex.empty() && !file.empty())
+    return InvalidArgument(file_field + ": set both " + hex_field + " and " + file_field + "; keep one");
+  if (!file.empty()) {
+    auto text = ReadSecretFile(file, file_field);
+    if (!text.ok()) return text.status();
+    auto k = arn::ParseAuthKey(*text);
+    if (!k.ok()) return InvalidArgument(file_field + ": " + file + " does not hold 32 hex digits");
+    return std::optional<arn::AuthKey>(*k);
+  }
+  if (!hex.empty()) {
+    auto k = arn::ParseAuthKey(hex);
+    if (!k.ok()) return InvalidArgument(hex_field + ": " + k.status().message());
+    return std::optional<arn::AuthKey>(*k);
+  }
+  return std::optional<arn::AuthKey>();
+}
+
+}  // namespace
+
 std::string RoutingSettings::NameOf(uint32_t id) const {
   auto it = names.find(id);
   return it == names.end() ? (id ? "switch#" + std::to_string(id) : "") : it->second;
@@ -52,19 +78,18 @@ Expected<RoutingSettings> ParseRoutingSettings(const v1::SwitchAgentConfig& conf
     return it->second;
   };
 
-  if (!a.key_hex().empty() && !a.key_file().empty())
-    return InvalidArgument("arn.key_file: set both key_hex and key_file; keep one");
-  if (!a.key_file().empty()) {
-    auto hex = ReadSecretFile(a.key_file(), "arn.key_file");
-    if (!hex.ok()) return hex.status();
-    auto k = arn::ParseAuthKey(*hex);
-    if (!k.ok()) return InvalidArgument("arn.key_file: " + a.key_file() + " does not hold 32 hex digits");
-    s.key = *k;
-  } else if (!a.key_hex().empty()) {
-    auto k = arn::ParseAuthKey(a.key_hex());
-    if (!k.ok()) return InvalidArgument("arn.key_hex: " + k.status().message());
-    s.key = *k;
-  }
+  auto key = ParseArnKey(a.key_hex(), a.key_file(), "arn.key_hex", "arn.key_file");
+  if (!key.ok()) return key.status();
+  if (*key) s.key = **key;
+  auto accept =
+      ParseArnKey(a.accept_key_hex(), a.accept_key_file(), "arn.accept_key_hex", "arn.accept_key_file");
+  if (!accept.ok()) return accept.status();
+  if (*accept && !*key)
+    return InvalidArgument(
+        std::string(a.accept_key_hex().empty() ? "arn.accept_key_file" : "arn.accept_key_hex") +
+        ": set without arn.key_hex or arn.key_file (an accepted key is for a rotation "
+        "between two keys)");
+  s.accept_key = *accept;
   if (a.listen_port() > 65535) return InvalidArgument("arn.listen_port: above 65535");
   if (a.listen_port()) s.listen_port = static_cast<uint16_t>(a.listen_port());
   if (!a.listen_address().empty()) {
