@@ -6,32 +6,6 @@
 
 namespace inc::sw {
 
-namespace {
-
-// A key given as hex digits in the config (`hex_field`) or in a private
-// file (`file_field`); none if neither is set.
-Expected<std::optional<arn::AuthKey>> ParseArnKey(const std::string& hex, const std::string& file,
-                                                  const std::string& hex_field,
-                                                  const std::string& file_field) {
-  if (!hex.empty() && !file.empty())
-    return InvalidArgument(file_field + ": set both " + hex_field + " and " + file_field + "; keep one");
-  if (!file.empty()) {
-    auto text = ReadSecretFile(file, file_field);
-    if (!text.ok()) return text.status();
-    auto k = arn::ParseAuthKey(*text);
-    if (!k.ok()) return InvalidArgument(file_field + ": " + file + " does not hold 32 hex digits");
-    return std::optional<arn::AuthKey>(*k);
-  }
-  if (!hex.empty()) {
-    auto k = arn::ParseAuthKey(hex);
-    if (!k.ok()) return InvalidArgument(hex_field + ": " + k.status().message());
-    return std::optional<arn::AuthKey>(*k);
-  }
-  return std::optional<arn::AuthKey>();
-}
-
-}  // namespace
-
 std::string RoutingSettings::NameOf(uint32_t id) const {
   auto it = names.find(id);
   return it == names.end() ? (id ? "switch#" + std::to_string(id) : "") : it->second;
@@ -78,11 +52,11 @@ Expected<RoutingSettings> ParseRoutingSettings(const v1::SwitchAgentConfig& conf
     return it->second;
   };
 
-  auto key = ParseArnKey(a.key_hex(), a.key_file(), "arn.key_hex", "arn.key_file");
+  auto key = ReadKeySetting(a.key_hex(), a.key_file(), "arn.key_hex", "arn.key_file");
   if (!key.ok()) return key.status();
   if (*key) s.key = **key;
   auto accept =
-      ParseArnKey(a.accept_key_hex(), a.accept_key_file(), "arn.accept_key_hex", "arn.accept_key_file");
+      ReadKeySetting(a.accept_key_hex(), a.accept_key_file(), "arn.accept_key_hex", "arn.accept_key_file");
   if (!accept.ok()) return accept.status();
   if (*accept && !*key)
     return InvalidArgument(

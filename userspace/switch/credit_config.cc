@@ -1,7 +1,6 @@
 #include "switch/credit_config.h"
 
 #include <map>
-#include <optional>
 #include <set>
 #include <tuple>
 
@@ -37,31 +36,6 @@ Expected<CreditFlowId> ParseCreditFlowId(const v1::CreditFlowKey& key, const std
   return id;
 }
 
-namespace {
-
-// A key given as hex digits in the config (`hex_field`) or in a private
-// file (`file_field`); none if neither is set.
-Expected<std::optional<SipKey>> ParseCreditKey(const std::string& hex, const std::string& file,
-                                               const std::string& hex_field, const std::string& file_field) {
-  if (!hex.empty() && !file.empty())
-    return InvalidArgument(file_field + ": set both key_hex and key_file; keep one");
-  if (!file.empty()) {
-    auto text = ReadSecretFile(file, file_field);
-    if (!text.ok()) return text.status();
-    auto k = ParseSipKey(*text);
-    if (!k.ok()) return InvalidArgument(file_field + ": " + file + " does not hold 32 hex digits");
-    return std::optional<SipKey>(*k);
-  }
-  if (!hex.empty()) {
-    auto k = ParseSipKey(hex);
-    if (!k.ok()) return InvalidArgument(hex_field + ": " + k.status().message());
-    return std::optional<SipKey>(*k);
-  }
-  return std::optional<SipKey>();
-}
-
-}  // namespace
-
 Expected<CreditSettings> ParseCreditSettings(const v1::CreditConfig& c, const std::vector<PortInfo>& ports) {
   CreditSettings s;
   s.enabled = c.enabled();
@@ -86,7 +60,7 @@ Expected<CreditSettings> ParseCreditSettings(const v1::CreditConfig& c, const st
     return InvalidArgument("credit.heartbeat_ms: " + std::to_string(s.heartbeat_ms) +
                            " must exceed return_flush_ms (" + std::to_string(s.return_flush_ms) +
                            "), or healthy hops are declared failed");
-  auto key = ParseCreditKey(c.key_hex(), c.key_file(), "credit.key_hex", "credit.key_file");
+  auto key = ReadKeySetting(c.key_hex(), c.key_file(), "credit.key_hex", "credit.key_file");
   if (!key.ok()) return key.status();
   if (*key) {
     s.key = **key;
@@ -109,7 +83,7 @@ Expected<CreditSettings> ParseCreditSettings(const v1::CreditConfig& c, const st
                              " is the signing key's (credit.key_id); a new key needs a new id");
     if (s.accept_keys.count(a.key_id()))
       return InvalidArgument(f + ".key_id: " + std::to_string(a.key_id()) + " listed twice");
-    auto k = ParseCreditKey(a.key_hex(), a.key_file(), f + ".key_hex", f + ".key_file");
+    auto k = ReadKeySetting(a.key_hex(), a.key_file(), f + ".key_hex", f + ".key_file");
     if (!k.ok()) return k.status();
     if (!*k) return InvalidArgument(f + ".key_hex: required (or " + f + ".key_file)");
     s.accept_keys[a.key_id()] = **k;

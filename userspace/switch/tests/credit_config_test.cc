@@ -163,7 +163,7 @@ TEST(CreditConfig, KeyFromAPrivateFileAndEachProblemWithIt) {
       {.name = "both key_hex and key_file",
        .key_json = "\"keyHex\": \"000102030405060708090a0b0c0d0e0f\", \"keyFile\": \"" + good.path() + "\"",
        .code = Code::kInvalidArgument,
-       .message_part = "set both key_hex and key_file"},
+       .message_part = "credit.key_file: set both credit.key_hex and credit.key_file"},
   };
   for (const Case& c : cases) {
     auto r = Parse(With("\"keyHex\": \"000102030405060708090a0b0c0d0e0f\"", c.key_json));
