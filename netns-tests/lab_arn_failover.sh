@@ -6,7 +6,9 @@
 # leaf0/spine0, every flow keeps being delivered in both directions, and the
 # dead link carries nothing, (3) the link coming back clears every mark, and
 # (4) malformed, unknown-origin and stale ARN datagrams are dropped and
-# counted. Reroute times and losses are measured and printed, not asserted.
+# counted, and (5) the group's key rotates in three SIGHUP steps while
+# notices of a failed link are repeated, none refused. Reroute times and
+# losses are measured and printed, not asserted.
 . "$(dirname "$0")/lib.sh" "$1" arn
 require_bins incswitchd incamd incinctl
 FLOW="$LAB_TESTS_DIR/flow_probe.py"
@@ -145,4 +147,78 @@ for reason in ("truncated", "unknown_origin", "bad_version", "bad_severity"):
     assert int(rej.get(reason, 0)) >= 1, reason
 assert not r.get("remote_links"), "a forged notice changed leaf0's view"
 PY
+
+# 5. The group's ARN key rotates (docs/operations.md "Keys of the
+# switch-to-switch signalling") while leaf0 and spine0 repeat their notices
+# of a failed link: after a key K1 is put on every switch (nothing in flight:
+# every link healthy), the three steps K1 -> K2, a SIGHUP per switch each.
+# No notice may be refused, and leaf1 must keep the failure throughout (it
+# forgets a notice not repeated within hold_ms) and clear it on the restore
+# notice signed with K2.
+K1=000102030405060708090a0b0c0d0e0f
+K2=f0e0d0c0b0a090807060504030201000
+SWITCHES=$(cd "$T" && ls sw-*.json | sed 's/^sw-//; s/\.json$//')
+applied=0 # SIGHUP lines about ARN keys each switch's log should hold by now
+arn_key_step() {  # step: rewrites every switch's arn keys, SIGHUPs it, waits until applied
+  local step=$1 sw n
+  for sw in $SWITCHES; do
+    python3 - "$T/sw-$sw.json" "$step" "$K1" "$K2" <<'PY'
+import json, sys
+path, step, k1, k2 = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+doc = json.load(open(path))
+a = doc["arn"]
+a.pop("accept_key_hex", None)
+a["key_hex"] = {0: k1, 1: k1, 2: k2, 3: k2}[step]
+if step in (1, 2):
+    a["accept_key_hex"] = {1: k2, 2: k1}[step]
+json.dump(doc, open(path, "w"), indent=2)
+PY
+    kill -HUP "$(cat "$T/pids/incswitchd-$sw.pid")"
+  done
+  applied=$((applied + (step == 2 ? 2 : 1)))
+  for sw in $SWITCHES; do
+    for _ in $(seq 50); do
+      n=$(grep -c 'SIGHUP: arn\.\(accept_\)\?key_hex changed: applied' "$T/logs/incswitchd-$sw.log" || true)
+      [ "$n" -ge "$applied" ] && break
+      sleep 0.1
+    done
+    [ "$n" -ge "$applied" ] || fail "$sw did not apply step $step of the ARN key rotation (see $T/logs/incswitchd-$sw.log)"
+  done
+}
+arn_key_step 0
+ip -n "$L-leaf0" link set s0 down
+wait_for leaf1 10 \
+  'min([int(l["since_unix_ms"]) for l in r.get("remote_links", []) if l["condition"] == "failed" and {l["origin"], l.get("peer", "")} == {"leaf0", "spine0"}] or [None])' >/dev/null ||
+  fail "leaf1 did not learn that leaf0-spine0 failed under key K1"
+arn_json >"$T/rotation-before.json"
+for step in 1 2 3; do
+  arn_key_step $step
+  sleep 0.6 # a few repeats under the step's keys
+  arn_json --switch leaf1 | python3 -c '
+import json, sys
+r = json.load(sys.stdin)[0]
+assert any(l["condition"] == "failed" and {l["origin"], l.get("peer", "")} == {"leaf0", "spine0"}
+           for l in r.get("remote_links", [])), r.get("remote_links")
+' || fail "leaf1 lost the leaf0-spine0 failure at step $step of the key rotation: notices were refused"
+done
+arn_json >"$T/rotation-after.json"
+ip -n "$L-leaf0" link set s0 up
+wait_for leaf1 10 '0 if not any(l["condition"] == "failed" for l in r.get("remote_links", [])) else None' >/dev/null ||
+  fail "leaf1 did not clear the failure on the restore notice signed with the new key"
+python3 - "$T" <<'PY' || fail "ARN notices were refused across the key rotation"
+import json, sys
+t = sys.argv[1]
+before = {r["switch_name"]: r for r in json.load(open(f"{t}/rotation-before.json"))}
+after = {r["switch_name"]: r for r in json.load(open(f"{t}/rotation-after.json"))}
+got = int(after["leaf1"].get("notices_received", 0)) - int(before["leaf1"].get("notices_received", 0))
+bad = {n: int(after[n].get("rejects", {}).get("bad_auth", 0)) - int(before[n].get("rejects", {}).get("bad_auth", 0))
+       for n in after}
+print(f"  ARN key rotated K1 -> K2 on {len(after)} switches with a link down: leaf1 believed {got} notices "
+      f"meanwhile, refused for authentication {bad}")
+assert got >= 6, "leaf1 heard too few repeats during the rotation"
+assert not any(bad.values()), "notices failed authentication"
+PY
+if grep -h 'SIGHUP: arn' "$T"/logs/incswitchd-*.log | grep -qi -e "$K1" -e "$K2"; then
+  fail "an ARN key value was logged"
+fi
 pass

@@ -7,7 +7,9 @@
 # credit signalling overhead. Then the primary WAN path is cut at its far end
 # (carrier router wan0 <-> gwb, so gwa only notices by missing credit
 # returns): traffic moves to wan1, the failover time and what was lost in
-# flight on the dead hop are printed (bounded by the credit window). Last,
+# flight on the dead hop are printed (bounded by the credit window). The
+# first incast runs across a rotation of the credit key on every credit
+# switch (three SIGHUP steps): still lossless, no RSVP rejected. Last,
 # forged and malformed RSVP messages are dropped and counted by reason, and
 # stopping gwa's agent ends its flows (PathTear): gwb frees all their state.
 #
@@ -35,6 +37,7 @@ RESERVE_KB=${CREDIT_RESERVE_KB:-16}
 QUANTUM_KB=${CREDIT_QUANTUM_KB:-4}
 HEARTBEAT_MS=${CREDIT_HEARTBEAT_MS:-100}
 KEY=000102030405060708090a0b0c0d0e0f
+NEXT_KEY=f0e0d0c0b0a090807060504030201000 # the credit key rotates to it (key id 1 -> 2) during the incast
 TRANSIT=()
 [ "$MODE" = transit ] && TRANSIT=(--credit-transit)
 
@@ -112,6 +115,49 @@ grep -q 'SIGHUP: credit.return_quantum_bytes .* -> 2048: applied' "$T/logs/incsw
   fail "gwb did not apply credit.return_quantum_bytes on SIGHUP (see $T/logs/incswitchd-gwb.log)"
 note "gwb took credit.return_quantum_bytes 2048 on SIGHUP"
 
+# ---- the credit key rotates from id 1 to id 2 on every credit switch, in
+# the three steps of docs/operations.md, while the incast below runs: accept
+# the next key everywhere, sign with it everywhere (the old one still
+# accepted), drop the old one; each step a SIGHUP per switch, one switch at
+# a time. The incast must stay lossless and no RSVP message be rejected.
+CREDIT_SWITCHES="gwa gwb"
+[ "$MODE" = transit ] && CREDIT_SWITCHES="gwa tra gwb"
+rotate_credit_key() {
+  local step sw n
+  for step in 1 2 3; do
+    for sw in $CREDIT_SWITCHES; do
+      python3 - "$T/sw-$sw.json" "$step" "$KEY" "$NEXT_KEY" <<'PY'
+import json, sys
+path, step, old, new = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+doc = json.load(open(path))
+c = doc["credit"]
+if step == 1:
+    c["accept_keys"] = [{"key_id": 2, "key_hex": new}]
+elif step == 2:
+    c["key_hex"], c["key_id"] = new, 2
+    c["accept_keys"] = [{"key_id": 1, "key_hex": old}]
+else:
+    c.pop("accept_keys", None)
+json.dump(doc, open(path, "w"), indent=2)
+PY
+      kill -HUP "$(cat "$T/pids/incswitchd-$sw.pid")"
+      # Each step changes accept_keys: the step-th such line says it is in force.
+      for _ in $(seq 50); do
+        n=$(grep -c 'SIGHUP: credit.accept_keys changed: applied' "$T/logs/incswitchd-$sw.log" || true)
+        [ "$n" -ge "$step" ] && break
+        sleep 0.1
+      done
+      [ "$n" -ge "$step" ] || fail "$sw did not apply step $step of the key rotation (see $T/logs/incswitchd-$sw.log)"
+    done
+    echo "$step $(date +%s.%N)" >>"$T/rotation-steps"
+  done
+  grep -q 'SIGHUP: credit.key_id 1 -> 2: applied' "$T/logs/incswitchd-gwa.log" ||
+    fail "gwa did not log the new key id"
+  if grep -h 'SIGHUP: credit' "$T"/logs/incswitchd-*.log | grep -qi -e "$KEY" -e "$NEXT_KEY"; then
+    fail "a key value was logged"
+  fi
+}
+
 # ---- incast with credit flow control
 wan_stats before
 credit_json gwa >"$T/gwa-before.json"
@@ -127,7 +173,7 @@ sleep 2
 cpu0=$(cpu_ticks)
 echo "$cpu0 $idle0 2" >"$T/gwa-idle-cpu"
 t0=$(date +%s.%N)
-wan_incast credit 1 "$SECS" $((2 * SECS + 5))
+wan_incast credit 1 "$SECS" $((2 * SECS + 5)) rotate_credit_key
 echo "$(cpu_ticks) $cpu0 $(date +%s.%N) $t0 $(getconf CLK_TCK)" >"$T/gwa-cpu"
 wan_stats after
 credit_json gwa >"$T/gwa-after.json"
@@ -187,6 +233,23 @@ if mode == "transit":
     assert tgate["queued_no_credit"] + tgate["queued_behind"] > 0, "tra never waited for gwb's credit"
     assert tgate["drop_no_queue"] == 0 and thold["dropped_overflow"] == 0 and thold["kernel_drops"] == 0
     assert freed >= sent * 1000, "tra returned less credit to gwa than it forwarded"
+PY
+[ "$(wc -l <"$T/rotation-steps")" = 3 ] || fail "the key rotation did not finish its three steps"
+python3 - "$T" "$CREDIT_SWITCHES" "$t0" <<'PY' || fail "RSVP messages were rejected across the key rotation"
+import json, sys
+t, switches, t0 = sys.argv[1], sys.argv[2].split(), float(sys.argv[3])
+done = [float(line.split()[1]) - t0 for line in open(f"{t}/rotation-steps")]
+r = json.load(open(f"{t}/credit-recv.json"))
+busy = sum(1 for x in r["per_second"] if x)  # seconds in which datagrams arrived
+for sw in switches:
+    a, b = json.load(open(f"{t}/{sw}-after.json"))[0], json.load(open(f"{t}/{sw}-before.json"))[0]
+    d = {k: int(v) - int(b["rejects"].get(k, 0)) for k, v in a["rejects"].items()}
+    d = {k: v for k, v in d.items() if v}
+    assert not d, f"{sw} rejected RSVP during the rotation: {d}"
+print(f"  credit key rotated 1 -> 2 on {', '.join(switches)} during the incast (steps done "
+      f"{', '.join(f'{x:.1f}' for x in done)} s after its start, data arriving for {busy} s): no RSVP rejected")
+assert done[-1] < busy, "the rotation ended after the traffic: it was not tested under load"
+
 PY
 
 # ---- primary WAN path cut at its far end
@@ -275,8 +338,9 @@ def tear(key_id, mac=b"\0" * 8, good_sum=True):
     c = csum(m) if good_sum else 0x1234
     return m[:2] + struct.pack("!H", c) + m[4:]
 s = socket.socket(socket.AF_INET, socket.SOCK_RAW, 46)
-# truncated; bad checksum; unknown key id; the configured key id with a wrong MAC
-for m in (b"\x10\x05\x00", tear(1, good_sum=False), tear(99), tear(1, mac=b"\x01" * 8)):
+# truncated; bad checksum; unknown key id (1 retired by the rotation, 99 never
+# known); the configured key id (2 since the rotation) with a wrong MAC
+for m in (b"\x10\x05\x00", tear(2, good_sum=False), tear(1), tear(99), tear(2, mac=b"\x01" * 8)):
     s.sendto(m, ("10.3.1.2", 0))
 PY
 sleep 0.3
@@ -288,7 +352,7 @@ a, b = json.load(open(f"{t}/gwb-rej-after.json"))[0], json.load(open(f"{t}/gwb-r
 d = {k: int(v) - int(b["rejects"].get(k, 0)) for k, v in a["rejects"].items()}
 d = {k: v for k, v in d.items() if v}
 print(f"  rejected by gwb: {d}")
-assert d == {"truncated": 1, "bad_checksum": 1, "unknown_key": 1, "bad_integrity": 1}, d
+assert d == {"truncated": 1, "bad_checksum": 1, "unknown_key": 2, "bad_integrity": 1}, d
 assert len(a["flows"]) == 3, "a forged PathTear freed flow state"
 PY
 

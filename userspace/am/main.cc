@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
   // identifies the AM to the switch agents it programs.
   auto security = inc::am::AmTransportSecurity(*config);
   auto server_credentials = security ? inc::MakeServerCredentials(*security) : security.status();
-  auto switch_credentials = security ? inc::MakeChannelCredentials(*security) : security.status();
+  auto switch_credentials = security ? inc::MakeWatchedChannelCredentials(*security) : security.status();
   if (!server_credentials || !switch_credentials) {
     LOG_ERROR << (config_path.empty() ? "" : "config " + config_path + ": ")
               << (server_credentials ? switch_credentials.status() : server_credentials.status()).message();

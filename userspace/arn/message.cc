@@ -135,6 +135,7 @@ Expected<Message> Decode(const uint8_t* data, size_t len, const AuthKey& key, Re
 Expected<Message> Receiver::Accept(const uint8_t* data, size_t len) {
   Reject why = Reject::kTruncated;
   auto m = Decode(data, len, key_, &why);
+  if (!m.ok() && why == Reject::kBadAuth && accept_) m = Decode(data, len, *accept_, &why);
   auto count = [&](Reject r, Status s) -> Status {
     rejects_[static_cast<size_t>(r)]++;
     return s;

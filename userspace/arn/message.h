@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -79,12 +80,23 @@ Expected<Message> Decode(const uint8_t* data, size_t len, const AuthKey& key, Re
 // The receiving side of a group: who may speak, and the newest sequence
 // number seen per origin (serial-number arithmetic, so the 32-bit counter
 // may wrap). Counts every reject by reason.
+//
+// Messages carry no key id, so during a key rotation a message is believed
+// under the group key or under one more accepted key (the next key or the
+// previous one). The sequence numbers are per origin whatever the key, so a
+// rotation neither resets nor confuses the replay check.
 class Receiver {
  public:
-  Receiver(uint32_t self, std::set<uint32_t> group, AuthKey key)
-      : self_(self), group_(std::move(group)), key_(key) {}
+  Receiver(uint32_t self, std::set<uint32_t> group, AuthKey key, std::optional<AuthKey> accept = std::nullopt)
+      : self_(self), group_(std::move(group)), key_(key), accept_(accept) {}
   // The message if it is new and believable; otherwise counts why.
   Expected<Message> Accept(const uint8_t* data, size_t len);
+  // New keys for the messages that arrive from now on (SIGHUP); the
+  // sequence history and the counters stay.
+  void SetKeys(AuthKey key, std::optional<AuthKey> accept) {
+    key_ = key;
+    accept_ = accept;
+  }
   uint64_t rejects(Reject r) const { return rejects_[static_cast<size_t>(r)]; }
   std::map<std::string, uint64_t> RejectCounts() const;
   uint64_t accepted() const { return accepted_; }
@@ -93,6 +105,7 @@ class Receiver {
   uint32_t self_;
   std::set<uint32_t> group_;
   AuthKey key_;
+  std::optional<AuthKey> accept_;
   std::map<uint32_t, uint32_t> last_seq_;
   uint64_t rejects_[static_cast<size_t>(Reject::kCount)] = {};
   uint64_t accepted_ = 0;

@@ -61,4 +61,23 @@ Expected<std::string> ReadSecretFile(const std::string& path, const std::string&
   return content.substr(begin, end - begin + 1);
 }
 
+Expected<std::optional<SipKey>> ReadKeySetting(const std::string& hex, const std::string& file,
+                                               const std::string& hex_field, const std::string& file_field) {
+  if (!hex.empty() && !file.empty())
+    return InvalidArgument(file_field + ": set both " + hex_field + " and " + file_field + "; keep one");
+  if (!file.empty()) {
+    auto text = ReadSecretFile(file, file_field);
+    if (!text.ok()) return text.status();
+    auto k = ParseSipKey(*text);
+    if (!k.ok()) return InvalidArgument(file_field + ": " + file + " does not hold 32 hex digits");
+    return std::optional<SipKey>(*k);
+  }
+  if (!hex.empty()) {
+    auto k = ParseSipKey(hex);
+    if (!k.ok()) return InvalidArgument(hex_field + ": " + k.status().message());
+    return std::optional<SipKey>(*k);
+  }
+  return std::optional<SipKey>();
+}
+
 }  // namespace inc

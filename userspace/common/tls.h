@@ -51,11 +51,27 @@ struct TlsMaterial {
 };
 Expected<TlsMaterial> LoadTlsMaterial(const TlsFiles& files);
 
-// Server side: requires and verifies a client certificate of the CA.
-Expected<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(const TransportSecurity& security);
+// How often a daemon's credentials look at the certificate, key and CA
+// files again: a certificate replaced on disk is used by the handshakes
+// that start after the next look, with no restart (connections already up
+// keep what they were made with).
+constexpr unsigned kTlsRefreshSeconds = 5;
+
+// Server side: requires and verifies a client certificate of the CA. The
+// files are checked now (LoadTlsMaterial's errors) and then read again every
+// `refresh_seconds` by gRPC's file watcher, for the handshakes to come.
+Expected<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
+    const TransportSecurity& security, unsigned refresh_seconds = kTlsRefreshSeconds);
 // Client side: presents our certificate, verifies the server's against the
-// CA and the address dialled (IP or DNS subject alternative names).
+// CA and the address dialled (IP or DNS subject alternative names). The
+// files are read once, now: for processes that live as long as a job or make
+// their channels per use (libinc, incinctl).
 Expected<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(const TransportSecurity& security);
+// The same checks for a daemon's long-lived channels, with the files read
+// again every `refresh_seconds` as for the server: a reconnect after a
+// certificate change presents the new certificate and trusts the new CA.
+Expected<std::shared_ptr<grpc::ChannelCredentials>> MakeWatchedChannelCredentials(
+    const TransportSecurity& security, unsigned refresh_seconds = kTlsRefreshSeconds);
 
 // "mTLS (cert FILE)" or "plaintext (insecure)", for start-up log lines.
 std::string Describe(const TransportSecurity& security);

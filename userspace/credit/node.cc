@@ -77,6 +77,19 @@ Status Node::Retune(uint64_t quantum_bytes, uint32_t flush_ms, uint32_t refresh_
   return Status::Ok();
 }
 
+Status Node::Rekey(uint64_t key_id, const SipKey& key, const KeyRing& accepted) {
+  auto same_id = accepted.find(key_id & kKeyIdMask);
+  if (same_id != accepted.end() && same_id->second != key)
+    return InvalidArgument("credit node: key id " + std::to_string(key_id) +
+                           " is both the signing key's and an accepted key's, with another key");
+  config_.key_id = key_id & kKeyIdMask;
+  config_.key = key;
+  config_.peer_keys = accepted;
+  receiver_.SetKeys(AcceptedKeys(config_));
+  signer_ = Signer(config_.key_id, config_.key, signer_.next_seq());
+  return Status::Ok();
+}
+
 Node::Node(NodeConfig config, Clock clock, SendFn send, EventFn on_event)
     : config_(std::move(config)),
       clock_(std::move(clock)),

@@ -128,6 +128,10 @@ class Node {
   // neighbours learned from us (heartbeat period, reserve) cannot change
   // without signalling it, so it is not taken here.
   Status Retune(uint64_t quantum_bytes, uint32_t flush_ms, uint32_t refresh_ms);
+  // Key rotation: sign from now on with `key` under `key_id` and believe it
+  // and the `accepted` ones. Our sequence numbers go on growing, so peers
+  // that remember our last number under a key id take the next as fresh.
+  Status Rekey(uint64_t key_id, const SipKey& key, const KeyRing& accepted);
 
   std::vector<FlowStatus> Flows() const;
   Expected<FlowStatus> Flow(const FlowId& flow) const;

@@ -147,6 +147,10 @@ class Receiver {
  public:
   explicit Receiver(KeyRing keys) : keys_(std::move(keys)) {}
   Expected<Message> Accept(const uint8_t* data, size_t len);
+  // The keys believed from now on (a rotation). The sequence history stays:
+  // it is per key id, so a sender's first message under a new id starts
+  // that id's history and a replay under the old id is still stale.
+  void SetKeys(KeyRing keys) { keys_ = std::move(keys); }
   const RejectCounts& rejects() const { return rejects_; }
   uint64_t accepted() const { return accepted_; }
 

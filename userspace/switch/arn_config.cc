@@ -52,19 +52,18 @@ Expected<RoutingSettings> ParseRoutingSettings(const v1::SwitchAgentConfig& conf
     return it->second;
   };
 
-  if (!a.key_hex().empty() && !a.key_file().empty())
-    return InvalidArgument("arn.key_file: set both key_hex and key_file; keep one");
-  if (!a.key_file().empty()) {
-    auto hex = ReadSecretFile(a.key_file(), "arn.key_file");
-    if (!hex.ok()) return hex.status();
-    auto k = arn::ParseAuthKey(*hex);
-    if (!k.ok()) return InvalidArgument("arn.key_file: " + a.key_file() + " does not hold 32 hex digits");
-    s.key = *k;
-  } else if (!a.key_hex().empty()) {
-    auto k = arn::ParseAuthKey(a.key_hex());
-    if (!k.ok()) return InvalidArgument("arn.key_hex: " + k.status().message());
-    s.key = *k;
-  }
+  auto key = ReadKeySetting(a.key_hex(), a.key_file(), "arn.key_hex", "arn.key_file");
+  if (!key.ok()) return key.status();
+  if (*key) s.key = **key;
+  auto accept =
+      ReadKeySetting(a.accept_key_hex(), a.accept_key_file(), "arn.accept_key_hex", "arn.accept_key_file");
+  if (!accept.ok()) return accept.status();
+  if (*accept && !*key)
+    return InvalidArgument(
+        std::string(a.accept_key_hex().empty() ? "arn.accept_key_file" : "arn.accept_key_hex") +
+        ": set without arn.key_hex or arn.key_file (an accepted key is for a rotation "
+        "between two keys)");
+  s.accept_key = *accept;
   if (a.listen_port() > 65535) return InvalidArgument("arn.listen_port: above 65535");
   if (a.listen_port()) s.listen_port = static_cast<uint16_t>(a.listen_port());
   if (!a.listen_address().empty()) {

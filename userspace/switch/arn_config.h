@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,7 @@ struct RoutingSettings {
   std::map<uint32_t, std::string> names;  // switch id -> name (group and self)
   std::map<uint32_t, Ipv4> peers;         // switch id -> ARN address (others)
   arn::AuthKey key{};
+  std::optional<arn::AuthKey> accept_key;  // believed besides `key` (rotation)
   Ipv4 listen_address;
   uint16_t listen_port = INC_ARN_PORT;
   uint32_t sample_interval_ms = 100;

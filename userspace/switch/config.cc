@@ -296,10 +296,13 @@ std::set<std::string> SwitchLiveFields(bool arn_running, bool credit_running) {
   std::set<std::string> fields;
   if (arn_running) {
     fields.insert({"arn.sample_interval_ms", "arn.repeat_interval_ms", "arn.hold_ms", "arn.congested_above",
-                   "arn.clear_below", "arn.raise_samples", "arn.clear_samples"});
+                   "arn.clear_below", "arn.raise_samples", "arn.clear_samples", "arn.key_hex", "arn.key_file",
+                   "arn.accept_key_hex", "arn.accept_key_file"});
   }
-  if (credit_running)
-    fields.insert({"credit.return_quantum_bytes", "credit.return_flush_ms", "credit.refresh_ms"});
+  if (credit_running) {
+    fields.insert({"credit.return_quantum_bytes", "credit.return_flush_ms", "credit.refresh_ms",
+                   "credit.key_hex", "credit.key_file", "credit.key_id", "credit.accept_keys"});
+  }
   return fields;
 }
 

@@ -72,15 +72,16 @@ void ApplyFlags(const FlagOverrides& flags, v1::SwitchAgentConfig* config);
 Status ValidateConfig(const v1::SwitchAgentConfig& config);
 
 // The fields SIGHUP applies to a running switch besides the log settings:
-// ARN's sampling, repeat and hold intervals and detector thresholds when
-// ARN runs; credit return batching and the PATH refresh interval when
-// credit runs. Paths as in inc::PlanReload ("arn.hold_ms").
+// ARN's sampling, repeat and hold intervals, detector thresholds and keys
+// when ARN runs; credit return batching, the PATH refresh interval and the
+// keys with their ids when credit runs (a key rotation without a restart).
+// Paths as in inc::PlanReload ("arn.hold_ms").
 std::set<std::string> SwitchLiveFields(bool arn_running, bool credit_running);
 
 // SIGHUP: reads the config file again with the flags over it and, if it is
 // valid, applies log_level, log_format and the fields named in `live`
 // (through live.apply), and logs every other changed field as needing a
-// restart (ports, listen, keys, ...: the data path and the services keep
+// restart (ports, listen, routes, ...: the data path and the services keep
 // what they started with). An unreadable or invalid file changes nothing
 // and is logged as an error. *running becomes the config now in force.
 void ReloadConfig(const std::string& path, const FlagOverrides& flags, v1::SwitchAgentConfig* running,

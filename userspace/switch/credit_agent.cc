@@ -65,6 +65,13 @@ const credit::NextHopStatus* PrimaryOf(const credit::FlowStatus& st) {
   return nullptr;
 }
 
+// The keys the node believes besides its signing key.
+credit::KeyRing PeerKeys(const CreditSettings& s) {
+  credit::KeyRing keys;
+  for (const auto& [id, key] : s.accept_keys) keys[id] = key;
+  return keys;
+}
+
 }  // namespace
 
 Expected<std::unique_ptr<CreditAgent>> CreditAgent::Start(CreditSettings settings,
@@ -97,6 +104,7 @@ Expected<std::unique_ptr<CreditAgent>> CreditAgent::Start(CreditSettings setting
   // format is the same, corruption is caught, forgery is not.
   nc.key_id = s.authenticate ? s.key_id : 0;
   nc.key = s.key;
+  nc.peer_keys = PeerKeys(s);
   nc.heartbeat_ms = s.heartbeat_ms;
   nc.reserve_bytes = s.reserve_bytes;
   nc.unit = s.megabyte_unit ? credit::CreditUnit::kMegabytes : credit::CreditUnit::kBytes;
@@ -187,7 +195,8 @@ void CreditAgent::OnEvent(const credit::Event& e) {
 
 Status CreditAgent::Retune(const CreditSettings& next) {
   std::lock_guard<std::mutex> lock(mu_);
-  return node_->Retune(next.return_quantum_bytes, next.return_flush_ms, next.refresh_ms);
+  INC_RETURN_IF_ERROR(node_->Retune(next.return_quantum_bytes, next.return_flush_ms, next.refresh_ms));
+  return node_->Rekey(next.authenticate ? next.key_id : 0, next.key, PeerKeys(next));
 }
 
 void CreditAgent::Loop() {

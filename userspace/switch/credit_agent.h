@@ -46,9 +46,9 @@ class CreditAgent {
   CreditAgent(const CreditAgent&) = delete;
   CreditAgent& operator=(const CreditAgent&) = delete;
 
-  // SIGHUP: takes next's credit return batching and PATH refresh interval
-  // (SwitchLiveFields' "credit." ones); flows, ports, reserve, heartbeat
-  // and keys stay as started.
+  // SIGHUP: takes next's credit return batching, PATH refresh interval,
+  // signing key, key id and accepted keys (SwitchLiveFields' "credit."
+  // ones); flows, ports, reserve and heartbeat stay as started.
   Status Retune(const CreditSettings& next);
 
   v1::CreditStatus Report() const;

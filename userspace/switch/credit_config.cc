@@ -60,24 +60,33 @@ Expected<CreditSettings> ParseCreditSettings(const v1::CreditConfig& c, const st
     return InvalidArgument("credit.heartbeat_ms: " + std::to_string(s.heartbeat_ms) +
                            " must exceed return_flush_ms (" + std::to_string(s.return_flush_ms) +
                            "), or healthy hops are declared failed");
-  if (!c.key_hex().empty() && !c.key_file().empty())
-    return InvalidArgument("credit.key_file: set both key_hex and key_file; keep one");
-  if (!c.key_file().empty()) {
-    auto hex = ReadSecretFile(c.key_file(), "credit.key_file");
-    if (!hex.ok()) return hex.status();
-    auto k = ParseSipKey(*hex);
-    if (!k.ok()) return InvalidArgument("credit.key_file: " + c.key_file() + " does not hold 32 hex digits");
-    s.key = *k;
-    s.authenticate = true;
-    s.key_id = c.key_id();
-  } else if (!c.key_hex().empty()) {
-    auto k = ParseSipKey(c.key_hex());
-    if (!k.ok()) return InvalidArgument("credit.key_hex: " + k.status().message());
-    s.key = *k;
+  auto key = ReadKeySetting(c.key_hex(), c.key_file(), "credit.key_hex", "credit.key_file");
+  if (!key.ok()) return key.status();
+  if (*key) {
+    s.key = **key;
     s.authenticate = true;
     s.key_id = c.key_id();
   } else if (c.key_id()) {
     return InvalidArgument("credit.key_id: set without credit.key_hex or credit.key_file");
+  }
+  for (int i = 0; i < c.accept_keys_size(); i++) {
+    const auto& a = c.accept_keys(i);
+    const std::string f = "credit.accept_keys[" + std::to_string(i) + "]";
+    if (!s.authenticate)
+      return InvalidArgument(f +
+                             ": set without credit.key_hex or credit.key_file (accepted keys are for a "
+                             "rotation between keys)");
+    // One id names one key: a second key under the signing key's id, or
+    // twice the same id, would make a receiver's choice ambiguous.
+    if (a.key_id() == s.key_id)
+      return InvalidArgument(f + ".key_id: " + std::to_string(a.key_id()) +
+                             " is the signing key's (credit.key_id); a new key needs a new id");
+    if (s.accept_keys.count(a.key_id()))
+      return InvalidArgument(f + ".key_id: " + std::to_string(a.key_id()) + " listed twice");
+    auto k = ReadKeySetting(a.key_hex(), a.key_file(), f + ".key_hex", f + ".key_file");
+    if (!k.ok()) return k.status();
+    if (!*k) return InvalidArgument(f + ".key_hex: required (or " + f + ".key_file)");
+    s.accept_keys[a.key_id()] = **k;
   }
 
   std::map<std::string, const PortInfo*> by_name;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,8 @@ struct CreditSettings {
   bool authenticate = false;
   SipKey key{};
   uint32_t key_id = 0;
+  // Keys believed besides the signing key, by key id (rotation).
+  std::map<uint32_t, SipKey> accept_keys;
   std::vector<CreditPort> ports;
   std::vector<CreditOriginFlow> flows;
   std::vector<dp::Prefix> local_prefixes;

@@ -171,7 +171,7 @@ int main(int argc, char** argv) {
   // a bad file leaves nothing attached or pinned.
   auto security = inc::sw::SwitchTransportSecurity(config);
   auto server_credentials = security ? inc::MakeServerCredentials(*security) : security.status();
-  auto am_credentials = security ? inc::MakeChannelCredentials(*security) : security.status();
+  auto am_credentials = security ? inc::MakeWatchedChannelCredentials(*security) : security.status();
   if (!server_credentials || !am_credentials) {
     return Fail((config_path.empty() ? "" : "config " + config_path + ": ") +
                     (server_credentials ? am_credentials.status() : server_credentials.status()).message(),

@@ -93,7 +93,7 @@ RoutingAgent::RoutingAgent(RoutingSettings settings, dp::ForwardingTable table, 
             for (const auto& [id, ip] : settings_.peers) g.insert(id);
             return g;
           }(),
-          settings_.key) {
+          settings_.key, settings_.accept_key) {
   // Sequence numbers continue from wall-clock milliseconds, so a restarted
   // agent's notices are newer than its previous ones (serial arithmetic holds
   // for restarts within ~24 days of each other).
@@ -168,6 +168,11 @@ void RoutingAgent::Retune(const RoutingSettings& next) {
   settings_.repeat_interval_ms = next.repeat_interval_ms;
   settings_.hold_ms = next.hold_ms;
   settings_.detector = next.detector;
+  // Notices sent from now on are signed with the new key; the receiver
+  // keeps each origin's sequence history, which no key change resets.
+  settings_.key = next.key;
+  settings_.accept_key = next.accept_key;
+  receiver_.SetKeys(next.key, next.accept_key);
   // The detectors keep their port's condition and runs of samples: only
   // the thresholds and run lengths they compare against change.
   for (auto& w : watched_) w.detector.Reconfigure(next.detector);

@@ -43,9 +43,9 @@ class RoutingAgent {
   RoutingAgent(const RoutingAgent&) = delete;
   RoutingAgent& operator=(const RoutingAgent&) = delete;
 
-  // SIGHUP: takes next's sampling, repeat and hold intervals and detector
-  // thresholds (SwitchLiveFields' "arn." ones); routes, peers, ports and
-  // the key stay as started.
+  // SIGHUP: takes next's sampling, repeat and hold intervals, detector
+  // thresholds, signing key and accepted key (SwitchLiveFields' "arn."
+  // ones); routes, peers and ports stay as started.
   void Retune(const RoutingSettings& next);
 
   v1::ArnStatus Report() const;
@@ -75,8 +75,8 @@ class RoutingAgent {
   void ReprogramLocked();
   void EventLocked(const std::string& what);
 
-  // The interval and detector fields change under mu_ (Retune); the rest is
-  // fixed at start.
+  // The interval, detector and key fields change under mu_ (Retune); the
+  // rest is fixed at start.
   RoutingSettings settings_;
   dp::ForwardingTable table_;
   const std::string switch_name_;

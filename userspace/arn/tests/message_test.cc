@@ -141,5 +141,57 @@ TEST(ArnReceiver, AcceptsOnlyNewerSequencesFromKnownOthersAndCountsTheRest) {
   EXPECT_EQ(rx.RejectCounts().at("stale_sequence"), 3u);
 }
 
+TEST(ArnReceiver, BelievesTheGroupKeyOrTheAcceptedKeyAndNoOther) {
+  const AuthKey old_key = Key(3), new_key = Key(4), stranger = Key(5);
+  struct Case {
+    const char* what;
+    AuthKey signed_with;
+    bool believed;
+  };
+  const Case cases[] = {
+      {"the group key", old_key, true},
+      {"the accepted key", new_key, true},
+      {"a third key", stranger, false},
+      {"no key (auth field 0)", AuthKey{}, false},
+  };
+  uint32_t seq = 1;
+  for (const Case& c : cases) {
+    Receiver rx(/*self=*/5, {1}, old_key, new_key);
+    Message m = Sample();
+    m.origin = 1;
+    m.seq = seq++;
+    auto b = Encode(m, c.signed_with);
+    auto got = rx.Accept(b.data(), b.size());
+    EXPECT_EQ(got.ok(), c.believed) << c.what;
+    EXPECT_EQ(rx.rejects(Reject::kBadAuth), c.believed ? 0u : 1u) << c.what;
+  }
+}
+
+TEST(ArnReceiver, KeyChangeKeepsTheSequenceHistoryAndDropsTheRetiredKey) {
+  const AuthKey old_key = Key(3), new_key = Key(4);
+  Receiver rx(/*self=*/5, {1}, old_key);
+  auto send = [&](const AuthKey& key, uint32_t seq) {
+    Message m = Sample();
+    m.origin = 1;
+    m.seq = seq;
+    auto b = Encode(m, key);
+    return rx.Accept(b.data(), b.size());
+  };
+  EXPECT_TRUE(send(old_key, 10).ok());
+  EXPECT_FALSE(send(new_key, 11).ok()) << "not accepted before step 1";
+  rx.SetKeys(old_key, new_key);  // step 1: the next key is accepted
+  EXPECT_TRUE(send(new_key, 12).ok());
+  rx.SetKeys(new_key, old_key);  // step 2: signing with the next key
+  EXPECT_TRUE(send(old_key, 13).ok()) << "a sender not yet switched is still believed";
+  EXPECT_EQ(send(new_key, 12).status().code(), Code::kFailedPrecondition)
+      << "a replay stays stale across the key change";
+  rx.SetKeys(new_key, std::nullopt);  // step 3: the old key retired
+  EXPECT_EQ(send(old_key, 20).status().code(), Code::kInvalidArgument);
+  EXPECT_TRUE(send(new_key, 21).ok());
+  EXPECT_EQ(rx.rejects(Reject::kBadAuth), 2u);
+  EXPECT_EQ(rx.rejects(Reject::kStale), 1u);
+  EXPECT_EQ(rx.accepted(), 4u);
+}
+
 }  // namespace
 }  // namespace inc::arn

@@ -5,10 +5,14 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <fstream>
 #include <string>
+#include <thread>
+#include <utility>
 
 #include "common/authz.h"
 #include "common/rpc_status.h"
@@ -233,6 +237,148 @@ TEST(MutualTls, OnlyTheAmConfiguresAndStrangersAndPlaintextDoNotConnect) {
   EXPECT_EQ(Configure(target, {true, {}}), grpc::StatusCode::UNAVAILABLE);
   EXPECT_EQ(agent.authz.denials(), 3u);
   server->Shutdown();
+}
+
+// Serves GuardedAgent on 127.0.0.1 with `creds`; stops with the object.
+class TestServer {
+ public:
+  explicit TestServer(const std::shared_ptr<grpc::ServerCredentials>& creds) {
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:0", creds, &port_);
+    builder.RegisterService(&agent_);
+    server_ = builder.BuildAndStart();
+  }
+  ~TestServer() {
+    if (server_) server_->Shutdown();
+  }
+  bool running() const { return server_ && port_; }
+  std::string target() const { return "127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  GuardedAgent agent_;
+  int port_ = 0;
+  std::unique_ptr<grpc::Server> server_;
+};
+
+// A channel of its own connection: gRPC otherwise shares one connection
+// among channels to the same target, and a test of what a new handshake
+// sees needs a new handshake.
+std::shared_ptr<grpc::Channel> OwnChannel(const std::string& target,
+                                          const std::shared_ptr<grpc::ChannelCredentials>& creds) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  return grpc::CreateCustomChannel(target, creds, args);
+}
+
+// The status of a Health call on `channel` and the CN of the certificate the
+// server presented ("" when no handshake completed).
+std::pair<grpc::StatusCode, std::string> CallHealth(const std::shared_ptr<grpc::Channel>& channel) {
+  auto stub = v1::SwitchAgent::NewStub(channel);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  v1::HealthRequest req;
+  v1::HealthResponse resp;
+  grpc::Status st = stub->Health(&ctx, req, &resp);
+  std::string cn;
+  if (auto auth = ctx.auth_context())
+    for (const auto& v : auth->FindPropertyValues(GRPC_X509_CN_PROPERTY_NAME)) cn.assign(v.data(), v.size());
+  return {st.error_code(), cn};
+}
+
+TEST(MutualTls, WatchedCredentialsKeepEveryCheckOfTheStaticOnes) {
+  auto server_creds = MakeServerCredentials({false, FilesOf("leaf0")}, 1);
+  ASSERT_TRUE(server_creds.ok()) << server_creds.status().ToString();
+  TestServer server(*server_creds);
+  ASSERT_TRUE(server.running());
+  // remote-w1's SANs are 10.9.9.9 only: dialled at 127.0.0.1 it is refused.
+  auto wrong_san_creds = MakeServerCredentials({false, FilesOf("remote-w1")}, 1);
+  ASSERT_TRUE(wrong_san_creds.ok()) << wrong_san_creds.status().ToString();
+  TestServer wrong_san(*wrong_san_creds);
+  ASSERT_TRUE(wrong_san.running());
+
+  grpc::SslCredentialsOptions no_cert;  // trusts the CA, presents nothing
+  no_cert.pem_root_certs = ReadFile(Data("ca.pem"));
+  TlsFiles stranger{Data("stranger.pem"), Data("stranger.key"), Data("ca.pem")};
+  struct Case {
+    const char* what;
+    const TestServer& server;
+    std::shared_ptr<grpc::ChannelCredentials> creds;
+    grpc::StatusCode want;
+  };
+  const Case cases[] = {
+      {"the AM, watched files", server, *MakeWatchedChannelCredentials({false, FilesOf("am")}, 1),
+       grpc::StatusCode::OK},
+      {"the AM, files read once", server, *MakeChannelCredentials({false, FilesOf("am")}),
+       grpc::StatusCode::OK},
+      {"no client certificate", server, grpc::SslCredentials(no_cert), grpc::StatusCode::UNAVAILABLE},
+      {"a client of another CA", server, *MakeWatchedChannelCredentials({false, stranger}, 1),
+       grpc::StatusCode::UNAVAILABLE},
+      {"server certificate without the dialled address, watched", wrong_san,
+       *MakeWatchedChannelCredentials({false, FilesOf("am")}, 1), grpc::StatusCode::UNAVAILABLE},
+      {"server certificate without the dialled address, read once", wrong_san,
+       *MakeChannelCredentials({false, FilesOf("am")}), grpc::StatusCode::UNAVAILABLE},
+  };
+  for (const Case& c : cases)
+    EXPECT_EQ(CallHealth(OwnChannel(c.server.target(), c.creds)).first, c.want) << c.what;
+
+  TlsFiles wrong_key = FilesOf("leaf0");
+  wrong_key.key = Data("leaf1.key");
+  EXPECT_NE(
+      MakeServerCredentials({false, wrong_key}).status().message().find("does not belong to the certificate"),
+      std::string::npos)
+      << "the start-time checks stay";
+  EXPECT_EQ(MakeWatchedChannelCredentials({false, {"/nonexistent/c.pem", Data("am.key"), Data("ca.pem")}})
+                .status()
+                .code(),
+            Code::kNotFound);
+}
+
+// The certificate files are reached through a directory symlink, and a
+// renewal swaps the link (one rename: key and certificate change together),
+// as docs/operations.md tells operators to do.
+TEST(MutualTls, ACertificateReplacedOnDiskServesNewConnectionsWithoutARestart) {
+  char dir[] = "/tmp/tlsrotXXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string base = dir;
+  auto install = [&](const std::string& version, const std::string& name) {
+    const std::string d = base + "/" + version;
+    mkdir(d.c_str(), 0700);
+    std::ofstream(d + "/cert.pem") << ReadFile(Data(name + ".pem"));
+    std::ofstream(d + "/key.pem") << ReadFile(Data(name + ".key"));
+    std::ofstream(d + "/ca.pem") << ReadFile(Data("ca.pem"));
+    const std::string link = base + "/current.new";
+    ASSERT_EQ(symlink(d.c_str(), link.c_str()), 0);
+    ASSERT_EQ(rename(link.c_str(), (base + "/current").c_str()), 0);
+  };
+  install("v1", "leaf0");
+  const TlsFiles files{base + "/current/cert.pem", base + "/current/key.pem", base + "/current/ca.pem"};
+  auto server_creds = MakeServerCredentials({false, files}, 1);
+  ASSERT_TRUE(server_creds.ok()) << server_creds.status().ToString();
+  TestServer server(*server_creds);
+  ASSERT_TRUE(server.running());
+  auto client = MakeWatchedChannelCredentials({false, FilesOf("am")}, 1);
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+
+  auto first = OwnChannel(server.target(), *client);
+  EXPECT_EQ(CallHealth(first), std::make_pair(grpc::StatusCode::OK, std::string("leaf0")));
+
+  install("v2", "leaf1");
+  // New handshakes see leaf1 once the watcher has looked (every second).
+  std::pair<grpc::StatusCode, std::string> fresh;
+  for (int i = 0; i < 50; i++) {
+    fresh = CallHealth(OwnChannel(server.target(), *client));
+    if (fresh.second == "leaf1") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_EQ(fresh, std::make_pair(grpc::StatusCode::OK, std::string("leaf1")));
+  // The connection made before the renewal goes on working.
+  EXPECT_EQ(CallHealth(first).first, grpc::StatusCode::OK);
+
+  for (const char* f : {"v1/cert.pem", "v1/key.pem", "v1/ca.pem", "v2/cert.pem", "v2/key.pem", "v2/ca.pem"})
+    unlink((base + "/" + f).c_str());
+  for (const char* d : {"v1", "v2"}) rmdir((base + "/" + d).c_str());
+  unlink((base + "/current").c_str());
+  rmdir(dir);
 }
 
 }  // namespace

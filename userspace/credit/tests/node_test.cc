@@ -589,5 +589,71 @@ TEST(CreditNode, TamperedReplayedAndForeignMessagesAreRejectedAndCounted) {
   EXPECT_EQ(net.HopOf("S", "s-a").available, available);
 }
 
+SipKey NextKey() {
+  SipKey k{};
+  for (size_t i = 0; i < k.size(); i++) k[i] = static_cast<uint8_t>(0x90 + i);
+  return k;
+}
+
+uint64_t Rejected(Net& net) {
+  uint64_t n = 0;
+  for (const auto& [name, node] : net.nodes)
+    for (uint64_t r : node->counters().rejects) n += r;
+  return n;
+}
+
+// The three steps of a rotation from key id 7 to 8, one node at a time
+// with credit flowing between any two of them (as SIGHUPs reach switches
+// one by one): accept the next key, sign with it, drop the old one.
+TEST(CreditNode, KeyRotationInThreeStepsKeepsCreditFlowingWithoutRejects) {
+  Net net;
+  ASSERT_TRUE(net["S"].StartFlow(Flow()).ok());
+  net.Pump();
+  net.log.clear();
+  ASSERT_EQ(SendThrough(net, 64, 1024), 64u * 1024);
+  Delivery old_resv;  // a return signed under id 7, for a replay at the end
+  for (const auto& d : net.log)
+    if (d.node == "S" && d.from == "A") old_resv = d;
+  ASSERT_FALSE(old_resv.bytes.empty());
+
+  struct Step {
+    const char* what;
+    uint64_t key_id;
+    SipKey key;
+    KeyRing accepted;
+  };
+  const Step steps[] = {
+      {"1: accept the next key", 7, Key(), {{8, NextKey()}}},
+      {"2: sign with the next key", 8, NextKey(), {{7, Key()}}},
+      {"3: drop the old key", 8, NextKey(), {}},
+  };
+  for (const Step& step : steps) {
+    for (const char* node : {"R", "A", "S", "B"}) {
+      SCOPED_TRACE(std::string("step ") + step.what + " at " + node);
+      ASSERT_TRUE(net[node].Rekey(step.key_id, step.key, step.accepted).ok());
+      EXPECT_EQ(SendThrough(net, 64, 1024), 64u * 1024) << "credit stalled";
+      net.TickEvery100Ms(2);  // keepalives, returns and PATH refreshes in between
+      EXPECT_EQ(Rejected(net), 0u);
+      EXPECT_EQ(net.HopOf("S", "s-a").state, HopState::kPrimary);
+      EXPECT_EQ(net.HopOf("S", "s-b").state, HopState::kBackup);
+    }
+  }
+  // Signed with the retired key: no longer believed.
+  net.Deliver(old_resv);
+  EXPECT_EQ(net["S"].counters().rejects[static_cast<size_t>(Reject::kUnknownKey)], 1u);
+}
+
+TEST(CreditNode, SigningWithAKeyPeersDoNotAcceptIsRejected) {
+  Net net;
+  ASSERT_TRUE(net["S"].StartFlow(Flow()).ok());
+  net.Pump();
+  // Step 2 at A without step 1 at S: S cannot believe A's returns.
+  ASSERT_TRUE(net["A"].Rekey(8, NextKey(), {{7, Key()}}).ok());
+  SendThrough(net, 64, 1024);
+  EXPECT_GT(net["S"].counters().rejects[static_cast<size_t>(Reject::kUnknownKey)], 0u);
+  EXPECT_EQ(net["A"].Rekey(8, NextKey(), {{8, Key()}}).code(), Code::kInvalidArgument)
+      << "one key id, two keys";
+}
+
 }  // namespace
 }  // namespace inc::credit

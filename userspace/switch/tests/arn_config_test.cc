@@ -70,6 +70,19 @@ TEST(RoutingConfig, GoodConfigBecomesThePlanWithOwnAddressesLocal) {
   EXPECT_EQ(s->listen_port, INC_ARN_PORT);
 }
 
+TEST(RoutingConfig, AnAcceptedKeyIsParsedBesidesTheSigningKey) {
+  std::string json = kGood;
+  const std::string at = R"("switchId": 1,)";
+  json.replace(json.find(at), at.size(),
+               R"("switchId": 1, "acceptKeyHex": "101112131415161718191a1b1c1d1e1f",)");
+  auto s = ParseRoutingSettings(Parse(json), Ports());
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->key[0], 0x00);
+  ASSERT_TRUE(s->accept_key.has_value());
+  EXPECT_EQ((*s->accept_key)[0], 0x10);
+  EXPECT_FALSE(ParseRoutingSettings(Parse(kGood), Ports())->accept_key.has_value());
+}
+
 TEST(RoutingConfig, NoRoutesAndNoArnMeansNothingToDo) {
   auto s = ParseRoutingSettings(Parse(R"({"switchName": "leaf0"})"), Ports());
   ASSERT_TRUE(s.ok());
@@ -103,6 +116,16 @@ TEST(RoutingConfig, EachMistakeIsRejectedNamingItsField) {
       {"duplicate switch id", R"("switchId": 4,)", R"("switchId": 2,)", "arn.group[2].switch_id"},
       {"bad peer address", "172.31.0.13", "172.31.0", "arn.group[1].address"},
       {"bad key", "0a0b0c0d0e0f", "0a0b0c0d0e0g", "arn.key_hex"},
+      {"bad accepted key", R"("switchId": 1,)", R"("switchId": 1, "acceptKeyHex": "0a0b",)",
+       "arn.accept_key_hex"},
+      {"accepted key inline and from a file", R"("switchId": 1,)",
+       R"("switchId": 1, "acceptKeyHex": "101112131415161718191a1b1c1d1e1f", "acceptKeyFile": "/k",)",
+       "arn.accept_key_file: set both"},
+      {"accepted key file missing", R"("switchId": 1,)",
+       R"("switchId": 1, "acceptKeyFile": "/nonexistent/k",)", "arn.accept_key_file: /nonexistent/k"},
+      {"accepted key without a key", R"("keyHex": "000102030405060708090a0b0c0d0e0f")",
+       R"("acceptKeyHex": "101112131415161718191a1b1c1d1e1f")",
+       "arn.accept_key_hex: set without arn.key_hex"},
       {"watched port unknown", R"({"port": "w0", "capacityBps")", R"({"port": "w5", "capacityBps")",
        "arn.ports[1].port"},
       {"no capacity", R"("capacityBps": "1000000000"})", R"("capacityBps": "0"})",

@@ -332,6 +332,41 @@ TEST(ConfigReload, LogSettingsApplyOtherChangesAndBadFilesChangeNothing) {
   SetLogFormat(format_before);
 }
 
+// A key rotation's step 2 as SIGHUP plans it: the keys and ids are live
+// when their agent runs (values never shown), refused when it does not.
+TEST(ConfigReload, SignallingKeysAreLiveWhileTheirAgentRunsAndNeverShown) {
+  const std::string base = R"({"switchName": "s1", "ports": [{"name": "p0"}], )";
+  auto running = ParseConfigJson(base + R"("arn": {"keyHex": "000102030405060708090a0b0c0d0e0f"},
+                "credit": {"keyHex": "000102030405060708090a0b0c0d0e0f", "keyId": 1}})");
+  auto reread = ParseConfigJson(base + R"("arn": {"keyHex": "101112131415161718191a1b1c1d1e1f",
+                        "acceptKeyHex": "000102030405060708090a0b0c0d0e0f"},
+                "credit": {"keyHex": "101112131415161718191a1b1c1d1e1f", "keyId": 2,
+                           "acceptKeys": [{"keyId": 1, "keyHex": "000102030405060708090a0b0c0d0e0f"}]}})");
+  ASSERT_TRUE(running.ok() && reread.ok());
+  const std::vector<std::string> changes = {"arn.key_hex changed", "arn.accept_key_hex changed",
+                                            "credit.key_hex changed", "credit.key_id 1 -> 2",
+                                            "credit.accept_keys changed"};
+  auto texts = [](const std::vector<FieldChange>& v) {
+    std::vector<std::string> out;
+    for (const auto& c : v) out.push_back(c.ToString());
+    return out;
+  };
+  struct Case {
+    const char* name;
+    bool arn_running, credit_running;
+    size_t applied;  // the first `applied` of `changes`, the rest refused
+  };
+  const Case cases[] = {{"both running", true, true, 5}, {"only ARN running", true, false, 2}};
+  for (const Case& c : cases) {
+    ReloadPlan plan =
+        PlanReload(*running, *reread, SwitchLiveFields(c.arn_running, c.credit_running), {"arn", "credit"});
+    EXPECT_EQ(texts(plan.applied), std::vector<std::string>(changes.begin(), changes.begin() + c.applied))
+        << c.name;
+    EXPECT_EQ(texts(plan.refused), std::vector<std::string>(changes.begin() + c.applied, changes.end()))
+        << c.name;
+  }
+}
+
 TEST(ConfigFlags, FlagsOverrideTheFileAndUnsetFlagsKeepIt) {
   auto c = ParseConfigJson(kFull);
   ASSERT_TRUE(c.ok());

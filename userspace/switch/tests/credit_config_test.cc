@@ -163,7 +163,7 @@ TEST(CreditConfig, KeyFromAPrivateFileAndEachProblemWithIt) {
       {.name = "both key_hex and key_file",
        .key_json = "\"keyHex\": \"000102030405060708090a0b0c0d0e0f\", \"keyFile\": \"" + good.path() + "\"",
        .code = Code::kInvalidArgument,
-       .message_part = "set both key_hex and key_file"},
+       .message_part = "credit.key_file: set both credit.key_hex and credit.key_file"},
   };
   for (const Case& c : cases) {
     auto r = Parse(With("\"keyHex\": \"000102030405060708090a0b0c0d0e0f\"", c.key_json));
@@ -172,6 +172,55 @@ TEST(CreditConfig, KeyFromAPrivateFileAndEachProblemWithIt) {
     EXPECT_NE(r.status().message().find(c.message_part), std::string::npos)
         << c.name << ": " << r.status().message();
     EXPECT_EQ(r.status().message().find("secret"), std::string::npos) << c.name << ": the key's text leaked";
+  }
+}
+
+TEST(CreditConfig, AcceptedKeysByIdFromHexOrFile) {
+  KeyFile file_key("202122232425262728292a2b2c2d2e2f\n", 0600);
+  auto s = Parse(With("\"keyId\": 7",
+                      "\"keyId\": 7, \"acceptKeys\": [{\"keyId\": 8, \"keyHex\": "
+                      "\"101112131415161718191a1b1c1d1e1f\"}, {\"keyId\": 6, \"keyFile\": \"" +
+                          file_key.path() + "\"}]"));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->key_id, 7u);
+  ASSERT_EQ(s->accept_keys.size(), 2u);
+  EXPECT_EQ(s->accept_keys.at(8)[0], 0x10);
+  EXPECT_EQ(s->accept_keys.at(6)[15], 0x2f);
+}
+
+TEST(CreditConfig, EachAcceptedKeyMistakeIsRejectedNamingItsField) {
+  KeyFile good("202122232425262728292a2b2c2d2e2f", 0600);
+  KeyFile open_to_all("202122232425262728292a2b2c2d2e2f", 0644);
+  const std::string hex8 = "{\"keyId\": 8, \"keyHex\": \"101112131415161718191a1b1c1d1e1f\"}";
+  struct Case {
+    const char* name;
+    std::string accept_json;  // the acceptKeys list
+    bool drop_signing_key;
+    std::string message_start;
+  } cases[] = {
+      {"no signing key", "[" + hex8 + "]", true, "credit.accept_keys[0]: set without credit.key_hex"},
+      {"the signing key's id", "[{\"keyId\": 7, \"keyHex\": \"101112131415161718191a1b1c1d1e1f\"}]", false,
+       "credit.accept_keys[0].key_id: 7 is the signing key's"},
+      {"an id twice", "[" + hex8 + ", " + hex8 + "]", false, "credit.accept_keys[1].key_id: 8 listed twice"},
+      {"no key", "[{\"keyId\": 8}]", false, "credit.accept_keys[0].key_hex: required"},
+      {"not hex", "[{\"keyId\": 8, \"keyHex\": \"10111213\"}]", false, "credit.accept_keys[0].key_hex:"},
+      {"hex and file",
+       "[{\"keyId\": 8, \"keyHex\": \"101112131415161718191a1b1c1d1e1f\", \"keyFile\": \"" + good.path() +
+           "\"}]",
+       false, "credit.accept_keys[0].key_file: set both"},
+      {"file readable by others",
+       "[" + hex8 + ", {\"keyId\": 9, \"keyFile\": \"" + open_to_all.path() + "\"}]", false,
+       "credit.accept_keys[1].key_file:"},
+  };
+  for (const Case& c : cases) {
+    std::string json = With("\"keyId\": 7", "\"keyId\": 7, \"acceptKeys\": " + c.accept_json);
+    if (c.drop_signing_key) {
+      json.replace(json.find("\"keyHex\": \"000102030405060708090a0b0c0d0e0f\", \"keyId\": 7,"),
+                   std::string("\"keyHex\": \"000102030405060708090a0b0c0d0e0f\", \"keyId\": 7,").size(), "");
+    }
+    auto r = Parse(json);
+    ASSERT_FALSE(r.ok()) << c.name;
+    EXPECT_EQ(r.status().message().rfind(c.message_start, 0), 0u) << c.name << ": " << r.status().message();
   }
 }
 
