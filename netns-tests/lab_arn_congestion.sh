@@ -93,20 +93,12 @@ PY
 # 10 Gbit/s, so the baseline never looked congested to it. With
 # congested_above lowered (and clear_below under it) in its config file and
 # a SIGHUP, the same traffic is now detected, without a restart.
-python3 - "$T/sw-spine1.json" <<'PY'
-import json, sys
-doc = json.load(open(sys.argv[1]))
-doc["arn"]["congested_above"] = 0.0001
-doc["arn"]["clear_below"] = 0.00005
-json.dump(doc, open(sys.argv[1], "w"), indent=2)
-PY
+edit_json "$T/sw-spine1.json" 'doc["arn"]["congested_above"] = 0.0001; doc["arn"]["clear_below"] = 0.00005'
 kill -HUP "$(cat "$T/pids/incswitchd-spine1.pid")"
-for _ in $(seq 100); do
-  grep -q 'SIGHUP: arn.congested_above .* -> 0.000100: applied' "$T/logs/incswitchd-spine1.log" && break
-  sleep 0.1
+for field in 'arn.congested_above .* -> 0.000100' 'arn.clear_below .* -> 0.000050'; do
+  wait_log_count "$T/logs/incswitchd-spine1.log" "SIGHUP: $field: applied" 1 ||
+    fail "spine1 did not apply the new ARN thresholds on SIGHUP (see $T/logs/incswitchd-spine1.log)"
 done
-grep -q 'SIGHUP: arn.clear_below .* -> 0.000050: applied' "$T/logs/incswitchd-spine1.log" ||
-  fail "spine1 did not apply the new ARN thresholds on SIGHUP (see $T/logs/incswitchd-spine1.log)"
 read -r rsent rrecv rdrop < <(run w0 w2 10.0.2.2 7302 l1s1 ba)
 note "baseline again after spine1's SIGHUP: sent $rsent, received $rrecv, bottleneck dropped $rdrop"
 "$INCLAB" ctl "$L" -o json arn status --switch spine1 >"$T/spine1.json"

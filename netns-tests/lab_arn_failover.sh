@@ -160,7 +160,7 @@ K2=f0e0d0c0b0a090807060504030201000
 SWITCHES=$(cd "$T" && ls sw-*.json | sed 's/^sw-//; s/\.json$//')
 applied=0 # SIGHUP lines about ARN keys each switch's log should hold by now
 arn_key_step() {  # step: rewrites every switch's arn keys, SIGHUPs it, waits until applied
-  local step=$1 sw n
+  local step=$1 sw
   for sw in $SWITCHES; do
     python3 - "$T/sw-$sw.json" "$step" "$K1" "$K2" <<'PY'
 import json, sys
@@ -177,12 +177,8 @@ PY
   done
   applied=$((applied + (step == 2 ? 2 : 1)))
   for sw in $SWITCHES; do
-    for _ in $(seq 50); do
-      n=$(grep -c 'SIGHUP: arn\.\(accept_\)\?key_hex changed: applied' "$T/logs/incswitchd-$sw.log" || true)
-      [ "$n" -ge "$applied" ] && break
-      sleep 0.1
-    done
-    [ "$n" -ge "$applied" ] || fail "$sw did not apply step $step of the ARN key rotation (see $T/logs/incswitchd-$sw.log)"
+    wait_log_count "$T/logs/incswitchd-$sw.log" 'SIGHUP: arn\.\(accept_\)\?key_hex changed: applied' "$applied" ||
+      fail "$sw did not apply step $step of the ARN key rotation (see $T/logs/incswitchd-$sw.log)"
   done
 }
 arn_key_step 0

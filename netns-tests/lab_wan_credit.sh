@@ -100,18 +100,9 @@ fi
 
 # ---- SIGHUP retunes gwb's credit returns (smaller batches) without a
 # restart; the incast below then runs on the retuned node.
-python3 - "$T/sw-gwb.json" <<'PY'
-import json, sys
-doc = json.load(open(sys.argv[1]))
-doc["credit"]["return_quantum_bytes"] = 2048
-json.dump(doc, open(sys.argv[1], "w"), indent=2)
-PY
+edit_json "$T/sw-gwb.json" 'doc["credit"]["return_quantum_bytes"] = 2048'
 kill -HUP "$(cat "$T/pids/incswitchd-gwb.pid")"
-for _ in $(seq 100); do
-  grep -q 'SIGHUP: credit.return_quantum_bytes .* -> 2048: applied' "$T/logs/incswitchd-gwb.log" && break
-  sleep 0.1
-done
-grep -q 'SIGHUP: credit.return_quantum_bytes .* -> 2048: applied' "$T/logs/incswitchd-gwb.log" ||
+wait_log_count "$T/logs/incswitchd-gwb.log" 'SIGHUP: credit.return_quantum_bytes .* -> 2048: applied' 1 ||
   fail "gwb did not apply credit.return_quantum_bytes on SIGHUP (see $T/logs/incswitchd-gwb.log)"
 note "gwb took credit.return_quantum_bytes 2048 on SIGHUP"
 
@@ -123,7 +114,7 @@ note "gwb took credit.return_quantum_bytes 2048 on SIGHUP"
 CREDIT_SWITCHES="gwa gwb"
 [ "$MODE" = transit ] && CREDIT_SWITCHES="gwa tra gwb"
 rotate_credit_key() {
-  local step sw n
+  local step sw
   for step in 1 2 3; do
     for sw in $CREDIT_SWITCHES; do
       python3 - "$T/sw-$sw.json" "$step" "$KEY" "$NEXT_KEY" <<'PY'
@@ -142,12 +133,8 @@ json.dump(doc, open(path, "w"), indent=2)
 PY
       kill -HUP "$(cat "$T/pids/incswitchd-$sw.pid")"
       # Each step changes accept_keys: the step-th such line says it is in force.
-      for _ in $(seq 50); do
-        n=$(grep -c 'SIGHUP: credit.accept_keys changed: applied' "$T/logs/incswitchd-$sw.log" || true)
-        [ "$n" -ge "$step" ] && break
-        sleep 0.1
-      done
-      [ "$n" -ge "$step" ] || fail "$sw did not apply step $step of the key rotation (see $T/logs/incswitchd-$sw.log)"
+      wait_log_count "$T/logs/incswitchd-$sw.log" 'SIGHUP: credit.accept_keys changed: applied' "$step" ||
+        fail "$sw did not apply step $step of the key rotation (see $T/logs/incswitchd-$sw.log)"
     done
     echo "$step $(date +%s.%N)" >>"$T/rotation-steps"
   done

@@ -41,6 +41,29 @@ trap 'exit 130' INT TERM
 fail() { echo "FAIL: $*" >&2; exit 1; }
 note() { echo "[$(date -u +%H:%M:%S)] $*"; }
 
+# edit_json FILE PYTHON: runs PYTHON on the file's JSON document `doc` and
+# writes it back (a daemon's config before a SIGHUP).
+edit_json() {
+  python3 - "$1" "$2" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+exec(sys.argv[2])
+json.dump(doc, open(sys.argv[1], "w"), indent=2)
+PY
+}
+
+# wait_log_count FILE REGEX N: up to 10 s for N lines of FILE matching REGEX
+# (grep's basic regular expressions); false if they do not come.
+wait_log_count() {
+  local i n
+  for i in $(seq 100); do
+    n=$(grep -c -- "$2" "$1" 2>/dev/null || true)
+    [ "${n:-0}" -ge "$3" ] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
 # lab_up NAME_SUFFIX KIND [inclab options]: brings up lab "$P$NAME_SUFFIX".
 lab_up() {
   local p="$P$1"
