@@ -25,6 +25,7 @@ def first_error(texts):
         re.compile(r"inc-perf rank \d+: .*"),
         re.compile(r".*first wrong element.*"),
         re.compile(r".*AM reports tree.*"),
+        re.compile(r"inclab: w\d+ exited with \d+"),
         re.compile(r"inclab: .*"),
     ]
     for pat in pats:

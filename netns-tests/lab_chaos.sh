@@ -143,6 +143,9 @@ job_loop() {
 }
 job_loop &
 JOB_LOOP_PID=$!
+# The job loop ends with the test, whichever way it ends (lib.sh's cleanup
+# gets the test's exit status).
+trap 'rc=$?; kill "$JOB_LOOP_PID" 2>/dev/null || true; (exit $rc); cleanup' EXIT
 
 PROBLEMS=()
 progress() {  # one line: elapsed, jobs by status, daemons' RSS and fds
@@ -208,13 +211,29 @@ kill_daemon() {  # NAME: SIGKILL, 0.5 s away, inclab restart, until every switch
   note "kill -9 $d (pid $pid); restarted after $((tr - t)) ms; every switch registered $(($(now_ms) - tr)) ms later"
 }
 
-kill_member() {  # SIGKILL one running inc-perf rank (waits up to 10 s for one)
-  local cands=() w pid i tag t
+active_jobs() {  # job ids of ACTIVE trees
+  ctl -o json tree list 2>/dev/null | python3 -c '
+import json, sys
+print(" ".join(t["job_id"] for t in json.load(sys.stdin).get("trees", []) if t.get("state") == "TREE_ACTIVE"))' || true
+}
+# SIGKILL one running inc-perf rank (waits up to 10 s for one). Every other
+# member fault hits a job whose tree is ACTIVE (mid-collective: the others
+# learn it from the AM at the member heartbeat timeout), the rest whatever
+# rank runs (joining, computing or lingering before LeaveGroup).
+MEMBER_KILLS=0
+kill_member() {
+  local cands=() w pid i tag t want_active=$((MEMBER_KILLS % 2 == 0)) active=""
+  MEMBER_KILLS=$((MEMBER_KILLS + 1))
   for i in $(seq 50); do
     cands=()
+    [ "$want_active" = 0 ] || active=" $(active_jobs) "
     for w in $WORKERS; do
       for pid in $(ip netns pids "$L-$w" 2>/dev/null); do
-        [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = inc-perf ] && cands+=("$pid:$w")
+        [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = inc-perf ] || continue
+        tag=$(cat "/proc/$pid/cmdline" 2>/dev/null | tr '\0' '\n' | sed -n '/^--job$/{n;p}') || true
+        [ -n "$tag" ] || continue
+        [ "$want_active" = 0 ] || [[ "$active" == *" $tag "* ]] || continue
+        cands+=("$pid:$w:${tag#"$L-"}")
       done
     done
     [ ${#cands[@]} -gt 0 ] && break
@@ -226,14 +245,14 @@ kill_member() {  # SIGKILL one running inc-perf rank (waits up to 10 s for one)
   fi
   i=${cands[$((RANDOM % ${#cands[@]}))]}
   pid=${i%%:*}
-  w=${i#*:}
-  tag=$(tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | sed -n '/^--job$/{n;p}' | sed "s/^$L-//")
-  [ -n "$tag" ] || return 0 # it just exited
+  i=${i#*:}
+  w=${i%%:*}
+  tag=${i#*:}
   echo "$tag" >>"$C/killed_tags"
   t=$(now_ms)
   kill -KILL "$pid" 2>/dev/null || return 0
   printf '%s\t%s\t%s\n' "$t" member "$w job $tag" >>"$C/faults.tsv"
-  note "kill -9 inc-perf on $w (pid $pid, job $tag)"
+  note "kill -9 inc-perf on $w (pid $pid, job $tag$([ "$want_active" = 0 ] || echo ", tree ACTIVE"))"
 }
 
 TARGETS=($DAEMONS member)
