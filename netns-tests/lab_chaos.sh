@@ -26,7 +26,8 @@
 #
 # Environment: CHAOS_SECONDS (fault phase, default 75), CHAOS_PAUSE_MIN/_MAX
 # (s, default 2/5), CHAOS_REPORT_S (progress line every N s, 0 = none),
-# CHAOS_LOSS (default 0.01), CHAOS_KEEP_LOGS=1 keeps exact jobs' rank logs.
+# CHAOS_LOSS (default 0.01), CHAOS_KEEP_LOGS=1 keeps exact jobs' rank logs,
+# CHAOS_OUT: where the records and logs are copied (default /tmp/chaos-<lab>).
 # scripts/soak.sh runs this for an hour.
 . "$(dirname "$0")/lib.sh" "$1" chaos
 KIND=${2:?single or two}
@@ -341,6 +342,13 @@ echo "$rss" | grep -v '^VIOLATION: '
 echo "leaks: live trees '${left}', switches '${switch_leaks}', data-path trees '${dp_trees}', pins $pincount (start $PINCOUNT0)"
 while IFS= read -r v; do PROBLEMS+=("${v#VIOLATION: }"); done < <(printf '%s\n%s\n' "$summary" "$rss" | grep '^VIOLATION: ' || true)
 [ "$DROPPED" -gt 0 ] || PROBLEMS+=("the wires dropped no frame: the loss was not applied")
+# The records and the logs outlive the lab (inclab down removes its files
+# when the test passes): every job, fault and sample, the failed jobs' rank
+# logs and the daemon logs.
+OUT=${CHAOS_OUT:-/tmp/chaos-$L}
+mkdir -p "$OUT"
+cp -r "$C/." "$OUT/" && cp "$T"/logs/*.log "$OUT/" 2>/dev/null || true
+echo "records and logs: $OUT"
 if [ ${#PROBLEMS[@]} -gt 0 ]; then
   printf 'PROBLEM: %s\n' "${PROBLEMS[@]}" >&2
   fail "${#PROBLEMS[@]} problems (records in $C)"
