@@ -256,7 +256,7 @@ kill_member() {
   note "kill -9 inc-perf on $w (pid $pid, job $tag$([ "$want_active" = 0 ] || echo ", tree ACTIVE"))"
 }
 
-TARGETS=($DAEMONS member)
+read -ra TARGETS <<<"$DAEMONS member"
 k=0
 while [ "$(now_ms)" -lt "$FAULT_END_MS" ]; do
   pause $((PAUSE_MIN + RANDOM % (PAUSE_MAX - PAUSE_MIN + 1))) || break
