@@ -2,17 +2,17 @@
 # Soak (not in CI): the lab.chaos scenario (netns-tests/lab_chaos.sh) for an
 # hour by default: exact int32 allreduce jobs back to back on a lab with 1 %
 # loss, while incamd, each incswitchd and a member rank are SIGKILLed and
-# restarted in turn, one every --pause seconds (a daemon restart every few
+# restarted in turn, one every ~--pause seconds (a daemon restart every few
 # minutes). Every --report seconds, and at the end, it prints the jobs (exact,
 # wrong, failed, hung) and each daemon's RSS and open fds. Exits non-zero on
 # any wrong result, hang, unbounded failure, crash or leak (lab_chaos.sh's
-# assertions); the records stay in /tmp/inclab-<lab>/chaos when it fails.
+# assertions); the records and logs are kept in /tmp/chaos-<lab>.
 #
 #   scripts/soak.sh [--minutes 60] [--topology single|two] [--pause 120] [--report 300] [--build DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 minutes=60 topology=two pause=120 report=300 build=${BUILD_DIR:-build}
-usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 while [ $# -gt 0 ]; do
   case "$1" in
   --minutes) minutes=$2; shift 2 ;;
