@@ -18,17 +18,23 @@ std::chrono::system_clock::time_point Deadline(uint32_t ms) {
 }  // namespace
 
 AmClient::AmClient(Agent* agent, AmClientOptions options) : agent_(agent), options_(std::move(options)) {
+  NewChannel();
+  heartbeat_ms_ = options_.default_heartbeat_ms;
+}
+
+void AmClient::NewChannel() {
   grpc::ChannelArguments args;
   // Reconnect quickly once the AM is back instead of gRPC's default backoff
   // of up to two minutes: our own loop paces the retries.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, static_cast<int>(options_.min_backoff_ms));
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, static_cast<int>(options_.min_backoff_ms));
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, static_cast<int>(options_.max_backoff_ms));
+  // Not the connection (and back-off) of an earlier channel to the same AM.
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   channel_ = grpc::CreateCustomChannel(
       options_.am_address, options_.credentials ? options_.credentials : grpc::InsecureChannelCredentials(),
       args);
   stub_ = v1::AggregationManager::NewStub(channel_);
-  heartbeat_ms_ = options_.default_heartbeat_ms;
 }
 
 AmClient::~AmClient() {
@@ -105,6 +111,12 @@ bool AmClient::Heartbeat() {
       LOG_WARN << "SwitchHeartbeat to AM " << options_.am_address << " failed (" << heartbeat_failures_
                << " in a row): " << FromGrpcStatus(st).ToString();
     }
+    // The next heartbeat goes over a new channel, which connects at once: a
+    // channel that saw the AM go away fails every call until its reconnect
+    // back-off (growing to max_backoff_ms while the AM is away) runs out, and
+    // a restarted AM declares a restored switch lost, failing its trees, if
+    // it does not register within the AM's switch heartbeat timeout.
+    NewChannel();
     return true;
   }
   if (heartbeat_failures_) {

@@ -49,6 +49,8 @@ class AmClient {
   bool Heartbeat();
   // Waits up to ms or until Stop/Nudge; true if stopping.
   bool Wait(uint32_t ms);
+  // A new channel and stub to the AM (after a failed heartbeat).
+  void NewChannel();
 
   Agent* agent_;
   AmClientOptions options_;
