@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # AddressSanitizer + UBSan pass over the unit tests of the code that parses
 # untrusted input or does wrap-around arithmetic: the RoCEv2 frame and ICRC
-# code (common), the RSVP codec, credit ledger and node (credit), the ARN codec
+# code, log lines, the config reload plan, metrics text, certificates and job
+# credentials (common), the RSVP codec, credit ledger and node (credit), the ARN codec
 # and detectors (arn), config validation and translation (switch), the
 # libinc engine (client), and the BPF selftests' userspace side: map
 # programming, the credit table and the AF_XDP hold queue (datapath). A separate build tree (${ASAN_BUILD_DIR:-build-asan});
@@ -11,7 +12,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ASAN_BUILD_DIR=${ASAN_BUILD_DIR:-build-asan}
-TARGETS=(common_test credit_unit_test arn_unit_test switch_unit_test client_unit_test
+TARGETS=(common_test common_log_test common_daemon_test common_metrics_test common_tls_test
+         credit_unit_test arn_unit_test switch_unit_test client_unit_test
          credit_test forward_test datapath_test)
 # The daemons, MPI and benchmarks are not needed for these tests.
 cmake -S . -B "$ASAN_BUILD_DIR" -DCMAKE_BUILD_TYPE=Debug -DINC_SANITIZE=ON \

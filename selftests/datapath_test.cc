@@ -874,10 +874,10 @@ struct DropCase {
 // The switch port a frame from one of `peers` arrives on: that of the peer
 // whose address is the frame's source (else the first peer's).
 uint32_t SenderPort(const std::vector<Peer>& peers, const std::vector<uint8_t>& f) {
+  uint32_t saddr = 0;  // copied: the address sits at an odd offset of the frame
+  if (f.size() >= INC_OFF_IP + 16) std::memcpy(&saddr, &f[INC_OFF_IP + 12], sizeof(saddr));
   for (const auto& p : peers) {
-    if (f.size() >= INC_OFF_IP + 16 &&
-        p.peer_ip.be() == *reinterpret_cast<const uint32_t*>(&f[INC_OFF_IP + 12]))
-      return p.ifindex;
+    if (f.size() >= INC_OFF_IP + 16 && p.peer_ip.be() == saddr) return p.ifindex;
   }
   return peers.empty() ? 0 : peers[0].ifindex;
 }
