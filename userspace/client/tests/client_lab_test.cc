@@ -333,8 +333,12 @@ TEST_F(AfXdpLab, CommunicatorCollectivesOverAfXdpWithRetransmissions) {
   CommunicatorStatus st = comm->GetStatus();
   reflector.Stop();
   EXPECT_GT(reflector.dropped(), 0u);
-  EXPECT_EQ(st.retransmissions, reflector.dropped()) << st.ToJson();
-  EXPECT_EQ(reflector.retransmits_seen(), reflector.dropped());
+  // Every drop is retransmitted once. A loaded CI machine can also delay a
+  // reply past the RTO: that retransmission is spurious, and its second
+  // reply must be rejected as a duplicate, so the two counts balance.
+  const uint64_t spurious = st.rejects.count("duplicate") ? st.rejects.at("duplicate") : 0;
+  EXPECT_EQ(st.retransmissions, reflector.dropped() + spurious) << st.ToJson();
+  EXPECT_EQ(reflector.retransmits_seen(), st.retransmissions);
   EXPECT_EQ(reflector.bad(), 0u);
   EXPECT_EQ(st.failed_operations, 0u);
   EXPECT_EQ(st.assignment.tree_id, 9u);
