@@ -13,7 +13,7 @@
 
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
-#include "inc_abi.h"
+#include "inc_tree.h"
 #include "maps.h"
 
 #define INC_CRC_POLY  0xEDB88320u

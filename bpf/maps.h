@@ -7,7 +7,9 @@
 
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
-#include "inc_abi.h"
+#include "inc_tree.h"
+#include "inc_forward.h"
+#include "inc_credit.h"
 
 /* Pinned. Tree configuration by tree id (role, key, pool, masks, parent). */
 struct {

@@ -23,7 +23,7 @@
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
-#include "inc_abi.h"
+#include "inc_wire.h"
 #include "inc_member_io.h"
 
 /* Load-time filter: network-order IPv4 of the member (0 = any), QPN (0 = any). */

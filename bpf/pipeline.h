@@ -1,22 +1,15 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* The two XDP programs' flows: ingress (parse, validate, aggregate, emit)
- * and the devmap egress rewrite of each broadcast copy. */
+/* The INC stage of the two XDP programs: ingress (parse, validate,
+ * aggregate, emit) and the devmap egress rewrite of each broadcast copy. The
+ * entry program (inc_switch.bpf.c) chains the stages. */
 #ifndef INC_PIPELINE_H
 #define INC_PIPELINE_H
 
 #include "aggregate.h"
-#include "credit.h"
-#include "forward.h"
 
-enum inc_emit_mode {
-	INC_EMIT_BROADCAST = 0, /* result to every child (devmap broadcast) */
-	INC_EMIT_RESEND_RESULT, /* result to one child */
-	INC_EMIT_PARTIAL,	/* partial aggregate to the parent */
-	INC_EMIT_RESEND_PARTIAL,
-	INC_EMIT_PULL,		 /* root: ask every child switch for the message */
-	INC_EMIT_RESULT_UP,	 /* leaf: the held result to the parent, on a pull */
-	INC_EMIT_FORWARD_RESULT, /* leaf: the parent's RESULT, as it is, to every child */
-};
+/* inc_ingress's answer for a frame that is not INC traffic: the entry
+ * program hands it to the next stage (credit gate, forwarder, kernel). */
+#define INC_NOT_INC (-1)
 
 /* Global (verified once) so the CRC and copy loops are not re-verified at
  * every call site. Checks the ICRC of the received frame whose payload is
@@ -44,109 +37,6 @@ __attribute__((noinline)) int inc_verify_icrc_of(struct xdp_md *ctx,
 	return ~crc == wire;
 }
 
-/* Turns the received frame into the slot's result or partial and sends it
- * (enum inc_emit_mode). Global for the same reason as above. */
-__attribute__((noinline)) int inc_emit(struct xdp_md *ctx, __u32 slot_idx, __u32 tree_id,
-				       __u32 rank, __u32 mode)
-{
-	const struct inc_endpoint *ep;
-	struct inc_tree_cfg *tree;
-	struct inc_slot *s;
-	struct inc_pkt p;
-	__u32 crc_r, udp_len, count, idx, psn_key;
-	__u16 out_rank;
-	__u8 flags;
-	int err;
-
-	s = bpf_map_lookup_elem(&slots, &slot_idx);
-	tree = bpf_map_lookup_elem(&trees, &tree_id);
-	if (!s || !tree || tree_id >= INC_MAX_TREES || inc_pkt_load(ctx, &p))
-		return inc_drop(INC_DROP_INTERNAL, tree_id, rank);
-	udp_len = bpf_ntohs(p.udp->len);
-	if (udp_len < 8 + INC_UDP_FIXED)
-		return inc_drop(INC_DROP_INTERNAL, tree_id, rank);
-	p.payload_len = udp_len - 8 - INC_UDP_FIXED;
-	count = s->count;
-
-	if (mode == INC_EMIT_FORWARD_RESULT) {
-		/* The parent's RESULT already carries the payload and INC header
-		 * the children get, and crc32_le(0, R) follows from its ICRC with
-		 * one multiplication (ICRC = ~(crc(H) x^(8|R|) + crc(0, R))), so
-		 * neither is rebuilt. A frame damaged on the way keeps an ICRC
-		 * that its members reject. */
-		__u32 icrc, xkey, *xp;
-
-		if (p.payload_len > INC_MAX_PAYLOAD_BYTES || inc_load_icrc_field(ctx, &p, &icrc))
-			return inc_drop(INC_DROP_INTERNAL, tree_id, rank);
-		xkey = (4 + sizeof(struct inc_hdr) + p.payload_len) / 4;
-		xp = bpf_map_lookup_elem(&xpow, &xkey);
-		if (!xp)
-			return inc_drop(INC_DROP_INTERNAL, tree_id, rank);
-		crc_r = ~icrc ^ inc_crc_mulmodp(inc_crc_headers(p.data), *xp);
-		if (inc_store_icrc_field(ctx, &p, crc_r))
-			return inc_drop(INC_DROP_INTERNAL, tree_id, rank);
-		return bpf_redirect_map(&ports, 0, BPF_F_BROADCAST);
-	}
-
-	if (mode == INC_EMIT_PARTIAL || mode == INC_EMIT_RESEND_PARTIAL ||
-	    mode == INC_EMIT_RESULT_UP) {
-		ep = &tree->parent;
-		psn_key = inc_psn_index(tree_id, INC_PEER_PARENT);
-		flags = s->flags & INC_FLAG_OVERFLOW;
-		if (mode == INC_EMIT_RESEND_PARTIAL)
-			flags |= INC_FLAG_RETRANSMIT;
-		if (mode == INC_EMIT_RESULT_UP)
-			flags |= INC_FLAG_RESULT;
-		out_rank = tree->rank_at_parent;
-	} else if (mode == INC_EMIT_PULL) {
-		flags = INC_FLAG_PULL;
-		out_rank = INC_RANK_RESULT;
-		count = 0;
-		ep = 0;
-		psn_key = 0;
-	} else {
-		flags = INC_FLAG_RESULT | (s->flags & INC_FLAG_OVERFLOW);
-		out_rank = INC_RANK_RESULT;
-		ep = 0;
-		psn_key = 0;
-		if (mode == INC_EMIT_RESEND_RESULT) {
-			if (rank >= INC_MAX_CHILDREN)
-				return inc_drop(INC_DROP_INTERNAL, tree_id, rank);
-			idx = inc_child_index(tree_id, rank);
-			ep = bpf_map_lookup_elem(&children, &idx);
-			if (!ep)
-				return inc_drop(INC_DROP_INTERNAL, tree_id, rank);
-			psn_key = inc_psn_index(tree_id, rank);
-			if (!inc_child_gets_data(ep, s->collective, s->root_rank))
-				count = 0;
-		}
-	}
-	err = inc_build_from_slot(ctx, &p, s, slot_idx, flags, out_rank, count, &crc_r);
-	if (err)
-		return inc_drop(err == INC_ERR_NO_ROOM ? INC_DROP_NO_ROOM : INC_DROP_INTERNAL,
-				tree_id, rank);
-	if (!ep) {
-		/* Every copy is addressed by the egress program, which finds
-		 * crc32_le(0, R) in the ICRC field. */
-		if (inc_store_icrc_field(ctx, &p, crc_r))
-			return inc_drop(INC_DROP_INTERNAL, tree_id, rank);
-		return bpf_redirect_map(&ports, 0, BPF_F_BROADCAST);
-	}
-	if (inc_address(ctx, &p, ep, psn_key, crc_r))
-		return inc_drop(INC_DROP_INTERNAL, tree_id, rank);
-	if (mode == INC_EMIT_PARTIAL) {
-		inc_stat_add(INC_STAT_PARTIALS_TX, 1);
-	} else if (mode == INC_EMIT_RESULT_UP) {
-		inc_stat_add(INC_STAT_PULL_ANSWERS, 1);
-	} else {
-		inc_stat_add(INC_STAT_RESENDS, 1);
-		if (mode == INC_EMIT_RESEND_RESULT)
-			inc_stat_add(INC_STAT_RESULTS_TX, 1);
-	}
-	inc_count_tx(tree_id, ep == &tree->parent ? INC_MAX_CHILDREN : rank, p.frame_len);
-	return inc_forward(ctx, ep);
-}
-
 static __always_inline int inc_ingress(struct xdp_md *ctx)
 {
 	__u32 zero = 0, tree_id, msg, slot_no, count, rank, from, idx, elem;
@@ -163,10 +53,7 @@ static __always_inline int inc_ingress(struct xdp_md *ctx)
 	r = inc_parse(ctx, &p);
 	if (r == INC_PARSE_PASS) {
 		inc_stat_add(INC_STAT_PASS, 1);
-		r = inc_credit_gate(ctx);
-		if (r != INC_CREDIT_NOT_MINE)
-			return r;
-		return inc_bpt_forward(ctx);
+		return INC_NOT_INC;
 	}
 	if (r)
 		return inc_drop(r, 0, INC_MAX_CHILDREN);

@@ -15,7 +15,7 @@
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
-#include "inc_abi.h"
+#include "inc_wire.h"
 
 /* Load-time filter: network-order IPv4 of the worker (0 = any), QPN (0 = any). */
 const volatile __u32 worker_ip_be = 0;

@@ -1,6 +1,6 @@
 // incswitchd's config file (switch/config.cc ParseConfigJson, then
 // ValidateConfig and the routing/ARN and credit sections' parsers in
-// switch/arn_config.cc and switch/credit_config.cc). The ports those parsers
+// switch/routing/arn_config.cc and switch/credit/credit_config.cc). The ports those parsers
 // check against are the config's own, as ResolvePorts would report them for a
 // machine that has every configured interface. Invariant: a parsed config
 // printed as JSON parses back to the same config.
@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "fuzz_check.h"
-#include "switch/arn_config.h"
+#include "switch/routing/arn_config.h"
 #include "switch/config.h"
-#include "switch/credit_config.h"
+#include "switch/credit/credit_config.h"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   inc::fuzz::QuietLogs();

@@ -1,4 +1,4 @@
-// incswitchd's edge toward the AM (switch/translate.cc): the TreeConfig of a
+// incswitchd's edge toward the AM (switch/tree/translate.cc): the TreeConfig of a
 // ConfigureTree call, checked and turned into the data path's TreeSpec. The
 // input is a serialized TreeConfig (inputs that do not parse are skipped).
 // Every port an endpoint names exists and is up, except "down" (down) and
@@ -10,7 +10,7 @@
 #include <string>
 
 #include "fuzz_check.h"
-#include "switch/translate.h"
+#include "switch/tree/translate.h"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   inc::fuzz::QuietLogs();

@@ -24,7 +24,7 @@
 # Per topology two labs are up at once (same addresses, separate namespaces):
 # one with incamd/incswitchd (the INC runs) and one without daemons, whose
 # switch namespaces forward IP by ordinary kernel routing (Open MPI, Gloo)
-# and where, for the ceiling, bpf/fwd_ceiling.bpf.c turns every INC
+# and where, for the ceiling, bpf/bench/fwd_ceiling.bpf.c turns every INC
 # contribution straight back to its sender on the leaves' worker ports
 # (netns-tests/bench/fwd_ceiling.cc; the members run the unchanged inc-perf
 # with an AM-less assignment and -c 0). Repetitions interleave the systems.

@@ -13,14 +13,12 @@ add_executable(icrc_test icrc_test.cc)
 target_link_libraries(icrc_test PRIVATE inc_icrc_test_util GTest::gtest_main)
 target_compile_definitions(icrc_test PRIVATE INC_DOCS_DIR="${CMAKE_SOURCE_DIR}/docs")
 inc_target_defaults(icrc_test)
-add_test(NAME selftest.icrc_python_reference
-         COMMAND icrc_test --gtest_filter=IcrcPythonReference.*)
-add_test(NAME selftest.icrc_tshark_decode COMMAND icrc_test --gtest_filter=IcrcTshark.*)
-add_test(NAME selftest.icrc_worked_example COMMAND icrc_test --gtest_filter=IcrcWorkedExample.*)
+inc_gtest_groups(BINARY icrc_test PREFIX selftest.icrc LABEL selftest
+                 GROUPS "python_reference=IcrcPythonReference.*" "tshark_decode=IcrcTshark.*"
+                        "worked_example=IcrcWorkedExample.*")
 add_test(NAME selftest.icrc_python_selftest
          COMMAND python3 ${INC_SELFTESTS_DIR}/icrc_ref.py selftest)
-set_tests_properties(selftest.icrc_python_reference selftest.icrc_tshark_decode
-                     selftest.icrc_python_selftest selftest.icrc_worked_example PROPERTIES LABELS selftest)
+set_tests_properties(selftest.icrc_python_selftest PROPERTIES LABELS selftest)
 
 # Everything below drives the real data path (inc_datapath from
 # userspace/datapath) through BPF_PROG_TEST_RUN; it needs root and bpffs.
@@ -39,14 +37,11 @@ if(TARGET inc_datapath)
   add_executable(stress_test stress_test.cc)
   target_link_libraries(stress_test PRIVATE inc_dp_harness GTest::gtest_main Threads::Threads)
   inc_target_defaults(stress_test)
-  add_test(NAME selftest.stress_two_cpus COMMAND stress_test --gtest_filter=StressTwoCpus.*)
-  # Fails against the data path as of ab08507..3dda26c: OVERFLOW depends on the
-  # arrival order (see the test). Kept as a failing test until the data path
-  # flags the sum, not a partial sum.
-  add_test(NAME selftest.overflow_flag_order COMMAND stress_test --gtest_filter=OverflowFlag.*)
-
-  set_tests_properties(selftest.icrc_xdp_outputs selftest.stress_two_cpus selftest.overflow_flag_order
-                       PROPERTIES LABELS selftest)
+  # overflow_flag_order: OVERFLOW describes the sum, whatever the arrival
+  # order of partial sums that overflow on the way (see the test).
+  inc_gtest_groups(BINARY stress_test PREFIX selftest.stress LABEL selftest
+                   GROUPS "two_cpus=StressTwoCpus.*" "overflow_flag_order=OverflowFlag.*")
+  set_tests_properties(selftest.icrc_xdp_outputs PROPERTIES LABELS selftest)
 
   # Benchmark, not a test: build/selftests/dp_bench (see docs/perf.md).
   add_executable(dp_bench bench/dp_bench.cc)

@@ -30,9 +30,11 @@
 #include <vector>
 
 #include "common/log.h"
+#include "common/xsk.h"
 #include "datapath/credit_table.h"
 #include "datapath/datapath.h"
 #include "datapath/hold_queue.h"
+#include "transit_frames.h"
 #include "veth_netns.h"
 
 namespace inc::dp {
@@ -51,7 +53,10 @@ std::string SetupNetns() {
 }
 
 using selftest::HopMac;
-using selftest::IpChecksum;
+using selftest::BuildTransitFrame;
+using selftest::Routed;
+using selftest::RunResult;
+using selftest::TransitFrame;
 Mac PortMac(int i) {
   return *Mac::Parse("02:00:00:00:cd:0" + std::to_string(i));
 }
@@ -71,84 +76,30 @@ const CreditFlowKey kFlow{*Ipv4::Parse("10.8.0.2"), *Ipv4::Parse("10.8.9.7"), 0x
 
 // Ethernet + IPv4 + UDP + BTH (RDMA WRITE ONLY) + payload.
 std::vector<uint8_t> Frame(const FrameSpec& s) {
-  size_t ip_len = 20 + 8 + 12 + s.payload;
-  std::vector<uint8_t> f(14 + ip_len, 0);
-  Mac dst = PortMac(0), src = *Mac::Parse("02:00:00:00:bb:01");
-  std::memcpy(&f[0], dst.bytes.data(), 6);
-  std::memcpy(&f[6], src.bytes.data(), 6);
-  f[12] = 0x08;
-  uint8_t* ip = &f[14];
-  ip[0] = 0x45;
-  ip[1] = 0x6A;
-  ip[2] = ip_len >> 8;
-  ip[3] = ip_len & 0xff;
-  ip[6] = 0x40;
-  ip[8] = 64;
-  ip[9] = s.proto;
-  uint32_t sa = Ipv4::Parse(s.src)->be(), da = Ipv4::Parse(s.dst)->be();
-  std::memcpy(ip + 12, &sa, 4);
-  std::memcpy(ip + 16, &da, 4);
-  uint16_t c = IpChecksum(ip, 20);
-  ip[10] = c >> 8;
-  ip[11] = c & 0xff;
-  uint8_t* udp = ip + 20;
-  udp[0] = s.sport >> 8;
-  udp[1] = s.sport & 0xff;
-  udp[2] = s.dport >> 8;
-  udp[3] = s.dport & 0xff;
-  udp[4] = (ip_len - 20) >> 8;
-  udp[5] = (ip_len - 20) & 0xff;
-  uint8_t* bth = udp + 8;
-  bth[0] = 0x0A;  // RC RDMA WRITE ONLY
-  bth[2] = bth[3] = 0xff;
-  bth[5] = (s.qpn >> 16) & 0xff;
-  bth[6] = (s.qpn >> 8) & 0xff;
-  bth[7] = s.qpn & 0xff;
-  for (size_t i = 0; i < s.payload; i++) bth[12 + i] = static_cast<uint8_t>(i * 7);
-  if (s.truncate) f.resize(s.truncate);
-  return f;
+  TransitFrame t;
+  t.dst_mac = PortMac(0);
+  t.src = s.src;
+  t.dst = s.dst;
+  t.tos = 0x6A;
+  t.proto = s.proto;
+  t.sport = s.sport;
+  t.dport = s.dport;
+  t.bth = true;
+  t.dest_qpn = s.qpn;
+  t.payload = s.payload;
+  t.payload_step = 7;
+  t.truncate = s.truncate;
+  return BuildTransitFrame(t);
 }
 
 // What a router makes of `in` when it sends it to hop i out of port p.
 std::vector<uint8_t> Forwarded(std::vector<uint8_t> f, int hop, int port) {
-  std::memcpy(&f[0], HopMac(hop).bytes.data(), 6);
-  std::memcpy(&f[6], PortMac(port).bytes.data(), 6);
-  uint8_t* ip = &f[14];
-  ip[8]--;
-  ip[10] = ip[11] = 0;
-  uint16_t c = IpChecksum(ip, 20);
-  ip[10] = c >> 8;
-  ip[11] = c & 0xff;
-  return f;
+  return Routed(std::move(f), HopMac(hop), PortMac(port));
 }
 
-struct RunResult {
-  int err = 0;
-  uint32_t retval = 0;
-  std::vector<uint8_t> out;
-};
-
-// Runs the ingress program as if the frame arrived on cd0, rx queue 0.
+// The switch program on `in` as if it arrived on port 0, queue 0.
 RunResult TestRun(int prog_fd, const std::vector<uint8_t>& in) {
-  RunResult r;
-  r.out.resize(4096);
-  xdp_md ctx{};
-  ctx.ingress_ifindex = if_nametoindex(PortName(0).c_str());
-  ctx.rx_queue_index = 0;
-  ctx.data_end = static_cast<uint32_t>(in.size());  // no metadata before the frame
-  LIBBPF_OPTS(bpf_test_run_opts, opts);
-  opts.data_in = in.data();
-  opts.data_size_in = static_cast<uint32_t>(in.size());
-  opts.data_out = r.out.data();
-  opts.data_size_out = static_cast<uint32_t>(r.out.size());
-  opts.ctx_in = &ctx;
-  opts.ctx_size_in = sizeof(ctx);
-  opts.repeat = 1;
-  r.err = bpf_prog_test_run_opts(prog_fd, &opts);
-  if (r.err) r.err = errno;
-  r.retval = opts.retval;
-  r.out.resize(opts.data_size_out);
-  return r;
+  return selftest::TestRun(prog_fd, in, if_nametoindex(PortName(0).c_str()));
 }
 
 // A bound copy-mode AF_XDP socket on (port, queue 0): enough for the XSKMAP
@@ -156,41 +107,24 @@ RunResult TestRun(int prog_fd, const std::vector<uint8_t>& in) {
 class TestXsk {
  public:
   explicit TestXsk(const std::string& port) {
-    fd_ = socket(AF_XDP, SOCK_RAW, 0);
-    if (fd_ < 0) return;
-    umem_ = mmap(nullptr, kUmem, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (umem_ == MAP_FAILED) return;
-    xdp_umem_reg reg{};
-    reg.addr = reinterpret_cast<uint64_t>(umem_);
-    reg.len = kUmem;
-    reg.chunk_size = 4096;
-    int n = 64;
-    sockaddr_xdp sa{};
-    sa.sxdp_family = AF_XDP;
-    sa.sxdp_flags = XDP_COPY;
-    sa.sxdp_ifindex = if_nametoindex(port.c_str());
-    sa.sxdp_queue_id = 0;
-    ok_ = setsockopt(fd_, SOL_XDP, XDP_UMEM_REG, &reg, sizeof(reg)) == 0 &&
-          setsockopt(fd_, SOL_XDP, XDP_UMEM_FILL_RING, &n, sizeof(n)) == 0 &&
-          setsockopt(fd_, SOL_XDP, XDP_UMEM_COMPLETION_RING, &n, sizeof(n)) == 0 &&
-          setsockopt(fd_, SOL_XDP, XDP_RX_RING, &n, sizeof(n)) == 0 &&
-          bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0;
-    if (!ok_) error_ = std::strerror(errno);
-  }
-  ~TestXsk() {
-    if (fd_ >= 0) close(fd_);
-    if (umem_ && umem_ != MAP_FAILED) munmap(umem_, kUmem);
+    xsk::Layout layout;
+    layout.chunks = 64;
+    layout.chunk_size = 4096;
+    layout.fill = layout.completion = layout.rx = 64;
+    layout.what = "test socket on " + port;
+    Status st = xsk_.Open(layout);
+    if (st.ok()) st = xsk_.Bind(if_nametoindex(port.c_str()), 0, 0, 0);
+    ok_ = st.ok();
+    error_ = st.ToString();
   }
   bool ok() const { return ok_; }
   const std::string& error() const { return error_; }
-  int fd() const { return fd_; }
+  int fd() const { return xsk_.fd(); }
 
  private:
-  static constexpr size_t kUmem = 64 * 4096;
-  int fd_ = -1;
-  void* umem_ = nullptr;
+  xsk::Socket xsk_;
   bool ok_ = false;
-  std::string error_ = "socket(AF_XDP) failed";
+  std::string error_;
 };
 
 class CreditTest : public ::testing::Test {
@@ -209,7 +143,7 @@ class CreditTest : public ::testing::Test {
     table_ = std::make_unique<CreditTable>(std::move(*t));
     // The test's own view of the counters, independent of CreditTable.
     size_t len = (sizeof(inc_credit_counters) * INC_CREDIT_MAX_FLOWS + 4095) / 4096 * 4096;
-    void* m = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, dp_->map_fd("credit_counters"), 0);
+    void* m = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, dp_->map_fd(Datapath::MapId::kCreditCounters), 0);
     ASSERT_NE(m, MAP_FAILED) << std::strerror(errno);
     raw_ = static_cast<inc_credit_counters*>(m);
     raw_len_ = len;
@@ -260,215 +194,88 @@ FrameSpec Spec(void (*edit)(FrameSpec&)) {
 const std::vector<Case>& Cases() {
   static const uint64_t kNearWrap = ~uint64_t{0} - 100;  // 2^64 - 101
   static const std::vector<Case> cases = {
-      {"enough credit: to the next hop, MACs rewritten, TTL-1, consumed += frame length",
-       {},
-       true,
-       true,
-       true,
-       10000,
-       0,
-       0,
-       XDP_REDIRECT,
-       true,
-       kFrameLen,
-       0,
-       {{"forwarded", 1}, {"forwarded_bytes", kFrameLen}}},
-      {"credit exactly the frame length: forwarded, nothing left",
-       {},
-       true,
-       true,
-       true,
-       5000 + kFrameLen,
-       5000,
-       0,
-       XDP_REDIRECT,
-       true,
-       5000 + kFrameLen,
-       0,
-       {{"forwarded", 1}, {"forwarded_bytes", kFrameLen}}},
-      {"credit one byte short: to the hold queue, consumed unchanged, queued + 1",
-       {},
-       true,
-       true,
-       true,
-       5000 + kFrameLen - 1,
-       5000,
-       0,
-       XDP_REDIRECT,
-       false,
-       5000,
-       1,
-       {{"queued_no_credit", 1}}},
-      {"earlier frames queued: a covered frame waits behind them (order)",
-       {},
-       true,
-       true,
-       true,
-       100000,
-       0,
-       2,
-       XDP_REDIRECT,
-       false,
-       0,
-       3,
-       {{"queued_behind", 1}}},
-      {"no next hop (failover in progress): to the hold queue",
-       {},
-       true,
-       false,
-       true,
-       100000,
-       0,
-       0,
-       XDP_REDIRECT,
-       false,
-       0,
-       1,
-       {{"queued_no_hop", 1}}},
-      {"must wait but no hold-queue socket: dropped and counted",
-       {},
-       true,
-       true,
-       false,
-       0,
-       0,
-       0,
-       XDP_DROP,
-       false,
-       0,
-       0,
-       {{"drop_no_queue", 1}}},
-      {"consumed over granted (overspent): waits",
-       {},
-       true,
-       true,
-       true,
-       1000,
-       2000,
-       0,
-       XDP_REDIRECT,
-       false,
-       2000,
-       1,
-       {{"queued_no_credit", 1}}},
-      {"counters about to wrap 2^64, credit covers: forwarded, consumed wraps",
-       {},
-       true,
-       true,
-       true,
-       kNearWrap + 1000,
-       kNearWrap,
-       0,
-       XDP_REDIRECT,
-       true,
-       kNearWrap + kFrameLen,
-       0,
-       {{"forwarded", 1}, {"forwarded_bytes", kFrameLen}}},
-      {"granted wrapped past 2^64, consumed not yet: available is still positive",
-       {},
-       true,
-       true,
-       true,
-       200,
-       kNearWrap,
-       0,
-       XDP_REDIRECT,
-       true,
-       kNearWrap + kFrameLen,
-       0,
-       {{"forwarded", 1}, {"forwarded_bytes", kFrameLen}}},
-      {"counters about to wrap, credit short: waits",
-       {},
-       true,
-       true,
-       true,
-       kNearWrap + 10,
-       kNearWrap,
-       0,
-       XDP_REDIRECT,
-       false,
-       kNearWrap,
-       1,
-       {{"queued_no_credit", 1}}},
-      {"unknown flow (other DestQP): not touched, to the forwarder",
-       Spec([](FrameSpec& s) { s.qpn = 0x4321; }),
-       true,
-       true,
-       true,
-       0,
-       0,
-       0,
-       XDP_PASS,
-       false,
-       0,
-       0,
-       {{"unknown_flow", 1}}},
-      {"unknown flow (other UDP source port): to the forwarder",
-       Spec([](FrameSpec& s) { s.sport = 0xC012; }),
-       true,
-       true,
-       true,
-       0,
-       0,
-       0,
-       XDP_PASS,
-       false,
-       0,
-       0,
-       {{"unknown_flow", 1}}},
-      {"no flow configured at all: to the forwarder",
-       {},
-       false,
-       true,
-       true,
-       0,
-       0,
-       0,
-       XDP_PASS,
-       false,
-       0,
-       0,
-       {{"unknown_flow", 1}}},
-      {"not RoCEv2 (UDP 4792): not touched",
-       Spec([](FrameSpec& s) { s.dport = 4792; }),
-       true,
-       true,
-       true,
-       0,
-       0,
-       0,
-       XDP_PASS,
-       false,
-       0,
-       0,
-       {}},
-      {"not UDP (TCP): not touched",
-       Spec([](FrameSpec& s) { s.proto = IPPROTO_TCP; }),
-       true,
-       true,
-       true,
-       0,
-       0,
-       0,
-       XDP_PASS,
-       false,
-       0,
-       0,
-       {}},
-      {"RoCEv2 frame cut inside the BTH: dropped and counted (by the parser, before the gate)",
-       Spec([](FrameSpec& s) { s.truncate = 14 + 20 + 8 + 6; }),
-       true,
-       true,
-       true,
-       100000,
-       0,
-       0,
-       XDP_DROP,
-       false,
-       0,
-       0,
-       {},
-       "truncated_bth"},
+      {.description = "enough credit: to the next hop, MACs rewritten, TTL-1, consumed += frame length",
+       .granted = 10000,
+       .verdict = XDP_REDIRECT,
+       .forwarded = true,
+       .consumed_after = kFrameLen,
+       .counters = {{"forwarded", 1}, {"forwarded_bytes", kFrameLen}}},
+      {.description = "credit exactly the frame length: forwarded, nothing left",
+       .granted = 5000 + kFrameLen,
+       .consumed = 5000,
+       .verdict = XDP_REDIRECT,
+       .forwarded = true,
+       .consumed_after = 5000 + kFrameLen,
+       .counters = {{"forwarded", 1}, {"forwarded_bytes", kFrameLen}}},
+      {.description = "credit one byte short: to the hold queue, consumed unchanged, queued + 1",
+       .granted = 5000 + kFrameLen - 1,
+       .consumed = 5000,
+       .verdict = XDP_REDIRECT,
+       .consumed_after = 5000,
+       .queued_after = 1,
+       .counters = {{"queued_no_credit", 1}}},
+      {.description = "earlier frames queued: a covered frame waits behind them (order)",
+       .granted = 100000,
+       .queued = 2,
+       .verdict = XDP_REDIRECT,
+       .queued_after = 3,
+       .counters = {{"queued_behind", 1}}},
+      {.description = "no next hop (failover in progress): to the hold queue",
+       .hop_valid = false,
+       .granted = 100000,
+       .verdict = XDP_REDIRECT,
+       .queued_after = 1,
+       .counters = {{"queued_no_hop", 1}}},
+      {.description = "must wait but no hold-queue socket: dropped and counted",
+       .xsk = false,
+       .verdict = XDP_DROP,
+       .counters = {{"drop_no_queue", 1}}},
+      {.description = "consumed over granted (overspent): waits",
+       .granted = 1000,
+       .consumed = 2000,
+       .verdict = XDP_REDIRECT,
+       .consumed_after = 2000,
+       .queued_after = 1,
+       .counters = {{"queued_no_credit", 1}}},
+      {.description = "counters about to wrap 2^64, credit covers: forwarded, consumed wraps",
+       .granted = kNearWrap + 1000,
+       .consumed = kNearWrap,
+       .verdict = XDP_REDIRECT,
+       .forwarded = true,
+       .consumed_after = kNearWrap + kFrameLen,
+       .counters = {{"forwarded", 1}, {"forwarded_bytes", kFrameLen}}},
+      {.description = "granted wrapped past 2^64, consumed not yet: available is still positive",
+       .granted = 200,
+       .consumed = kNearWrap,
+       .verdict = XDP_REDIRECT,
+       .forwarded = true,
+       .consumed_after = kNearWrap + kFrameLen,
+       .counters = {{"forwarded", 1}, {"forwarded_bytes", kFrameLen}}},
+      {.description = "counters about to wrap, credit short: waits",
+       .granted = kNearWrap + 10,
+       .consumed = kNearWrap,
+       .verdict = XDP_REDIRECT,
+       .consumed_after = kNearWrap,
+       .queued_after = 1,
+       .counters = {{"queued_no_credit", 1}}},
+      {.description = "unknown flow (other DestQP): not touched, to the forwarder",
+       .frame = Spec([](FrameSpec& s) { s.qpn = 0x4321; }),
+       .counters = {{"unknown_flow", 1}}},
+      {.description = "unknown flow (other UDP source port): to the forwarder",
+       .frame = Spec([](FrameSpec& s) { s.sport = 0xC012; }),
+       .counters = {{"unknown_flow", 1}}},
+      {.description = "no flow configured at all: to the forwarder",
+       .flow = false,
+       .counters = {{"unknown_flow", 1}}},
+      {.description = "not RoCEv2 (UDP 4792): not touched",
+       .frame = Spec([](FrameSpec& s) { s.dport = 4792; })},
+      {.description = "not UDP (TCP): not touched",
+       .frame = Spec([](FrameSpec& s) { s.proto = IPPROTO_TCP; })},
+      {.description = "RoCEv2 frame cut inside the BTH: dropped and counted (by the parser, before the gate)",
+       .frame = Spec([](FrameSpec& s) { s.truncate = 14 + 20 + 8 + 6; }),
+       .granted = 100000,
+       .verdict = XDP_DROP,
+       .parser_drop = "truncated_bth"}
   };
   return cases;
 }

@@ -4,8 +4,6 @@ if(TARGET inc_datapath)
   add_executable(credit_test credit_test.cc)
   target_link_libraries(credit_test PRIVATE inc_datapath inc_common PkgConfig::LIBBPF GTest::gtest)
   inc_target_defaults(credit_test)
-  add_test(NAME selftest.credit_gate COMMAND credit_test --gtest_filter=CreditTest.*)
-  add_test(NAME selftest.credit_hold_queue COMMAND credit_test --gtest_filter=HoldQueueTest.*)
-  set_tests_properties(selftest.credit_gate selftest.credit_hold_queue PROPERTIES LABELS selftest
-                       SKIP_RETURN_CODE 77)
+  inc_gtest_groups(BINARY credit_test PREFIX selftest.credit LABEL selftest PROPERTIES SKIP_RETURN_CODE 77
+                   GROUPS "gate=CreditTest.*" "hold_queue=HoldQueueTest.*")
 endif()

@@ -1125,7 +1125,7 @@ TEST_F(DatapathTest, LeafDropsResultFromAnyoneButItsParent) {
 
 // Every copy of a tree's slots (both copies of every slot), byte for byte.
 std::vector<uint8_t> SlotBytes(Switch& sw, const TreeParams& t) {
-  int fd = sw.dp->map_fd("slots");
+  int fd = sw.dp->map_fd(Datapath::MapId::kSlots);
   std::vector<uint8_t> all;
   for (uint32_t i = t.slot_base * INC_SLOT_COPIES; i < (t.slot_base + t.pool) * INC_SLOT_COPIES; i++) {
     inc_slot s{};

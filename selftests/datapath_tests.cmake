@@ -6,21 +6,15 @@ if(TARGET inc_datapath)
   add_executable(datapath_test datapath_test.cc)
   target_link_libraries(datapath_test PRIVATE inc_datapath inc_common PkgConfig::LIBBPF GTest::gtest)
   inc_target_defaults(datapath_test)
-  set(_dp_cases
-      "collectives=Datapath/CollectiveTest.*:Datapath/LaneTailTest.*"
-      "tree_sizes=Datapath/SizeTest.*"
-      "drop_reasons=*EveryDropReason*:*LeafDropsResult*:*NonIncTraffic*"
-      "port_binding=*PortBinding*"
-      "two_level=*TwoLevel*:*SingleLevelLeaf*"
-      "slot_reuse_wrap=*SlotReuse*"
-      "icrc=*Icrc*:*ResultAndRetransmitCopiesAreByteExact*"
-      "live_broadcast=*LiveBroadcast*"
-      "control=*ConfigureTree*:*Reconfigure*:*Restarted*:*StatsCount*")
-  foreach(c ${_dp_cases})
-    string(REPLACE "=" ";" _kv ${c})
-    list(GET _kv 0 _name)
-    list(GET _kv 1 _filter)
-    add_test(NAME selftest.datapath_${_name} COMMAND datapath_test --gtest_filter=${_filter})
-    set_tests_properties(selftest.datapath_${_name} PROPERTIES LABELS selftest SKIP_RETURN_CODE 77)
-  endforeach()
+  inc_gtest_groups(
+    BINARY datapath_test PREFIX selftest.datapath LABEL selftest PROPERTIES SKIP_RETURN_CODE 77
+    GROUPS "collectives=Datapath/CollectiveTest.*:Datapath/LaneTailTest.*"
+           "tree_sizes=Datapath/SizeTest.*"
+           "drop_reasons=*EveryDropReason*:*LeafDropsResult*:*NonIncTraffic*"
+           "port_binding=*PortBinding*"
+           "two_level=*TwoLevel*:*SingleLevelLeaf*"
+           "slot_reuse_wrap=*SlotReuse*"
+           "icrc=*Icrc*:*ResultAndRetransmitCopiesAreByteExact*"
+           "live_broadcast=*LiveBroadcast*"
+           "control=*ConfigureTree*:*Reconfigure*:*Restarted*:*StatsCount*")
 endif()

@@ -22,6 +22,7 @@
 #include "common/log.h"
 #include "datapath/datapath.h"
 #include "datapath/forwarding.h"
+#include "transit_frames.h"
 #include "veth_netns.h"
 
 namespace inc::dp {
@@ -40,7 +41,11 @@ std::string SetupNetns() {
 }
 
 using selftest::HopMac;
-using selftest::IpChecksum;
+using selftest::BuildTransitFrame;
+using selftest::Routed;
+using selftest::RunResult;
+using selftest::TestRun;
+using selftest::TransitFrame;
 Mac PortMac(int i) {
   return *Mac::Parse("02:00:00:00:0f:0" + std::to_string(i));
 }
@@ -78,70 +83,21 @@ FrameSpec WithSport(uint16_t sport) {
 
 // Ethernet + IPv4 + UDP + 64 bytes of payload (a RoCEv2-like transit frame).
 std::vector<uint8_t> Frame(const FrameSpec& s) {
-  size_t ip_len = s.ihl * 4 + 8 + 64;
-  std::vector<uint8_t> f(14 + ip_len, 0);
-  Mac dst = *Mac::Parse("02:00:00:00:0f:00"), src = *Mac::Parse("02:00:00:00:bb:01");
-  std::memcpy(&f[0], dst.bytes.data(), 6);
-  std::memcpy(&f[6], src.bytes.data(), 6);
-  f[12] = s.ethertype >> 8;
-  f[13] = s.ethertype & 0xff;
-  uint8_t* ip = &f[14];
-  ip[0] = 0x40 | s.ihl;
-  ip[2] = ip_len >> 8;
-  ip[3] = ip_len & 0xff;
-  ip[6] = 0x40;  // DF
-  ip[8] = s.ttl;
-  ip[9] = IPPROTO_UDP;
-  uint32_t sa = Ipv4::Parse(s.src)->be(), da = Ipv4::Parse(s.dst)->be();
-  std::memcpy(ip + 12, &sa, 4);
-  std::memcpy(ip + 16, &da, 4);
-  uint16_t c = IpChecksum(ip, s.ihl * 4);
-  ip[10] = c >> 8;
-  ip[11] = c & 0xff;
-  uint8_t* udp = ip + s.ihl * 4;
-  udp[0] = s.sport >> 8;
-  udp[1] = s.sport & 0xff;
-  udp[2] = s.dport >> 8;
-  udp[3] = s.dport & 0xff;
-  udp[4] = (8 + 64) >> 8;
-  udp[5] = (8 + 64) & 0xff;
-  for (int i = 0; i < 64; i++) udp[8 + i] = static_cast<uint8_t>(i);
-  return f;
+  TransitFrame t;
+  t.dst_mac = PortMac(0);
+  t.src = s.src;
+  t.dst = s.dst;
+  t.sport = s.sport;
+  t.dport = s.dport;
+  t.ttl = s.ttl;
+  t.ihl = s.ihl;
+  t.ethertype = s.ethertype;
+  return BuildTransitFrame(t);
 }
 
 // What a router makes of `in` when it sends it to hop i out of port p.
 std::vector<uint8_t> Forwarded(std::vector<uint8_t> f, int hop, int port) {
-  std::memcpy(&f[0], HopMac(hop).bytes.data(), 6);
-  std::memcpy(&f[6], PortMac(port).bytes.data(), 6);
-  uint8_t* ip = &f[14];
-  ip[8]--;
-  ip[10] = ip[11] = 0;
-  uint16_t c = IpChecksum(ip, (ip[0] & 0xf) * 4);
-  ip[10] = c >> 8;
-  ip[11] = c & 0xff;
-  return f;
-}
-
-struct RunResult {
-  int err = 0;
-  uint32_t retval = 0;
-  std::vector<uint8_t> out;
-};
-
-RunResult TestRun(int prog_fd, const std::vector<uint8_t>& in) {
-  RunResult r;
-  r.out.resize(4096);
-  LIBBPF_OPTS(bpf_test_run_opts, opts);
-  opts.data_in = in.data();
-  opts.data_size_in = static_cast<uint32_t>(in.size());
-  opts.data_out = r.out.data();
-  opts.data_size_out = static_cast<uint32_t>(r.out.size());
-  opts.repeat = 1;
-  r.err = bpf_prog_test_run_opts(prog_fd, &opts);
-  if (r.err) r.err = errno;
-  r.retval = opts.retval;
-  r.out.resize(opts.data_size_out);
-  return r;
+  return Routed(std::move(f), HopMac(hop), PortMac(port));
 }
 
 NextHop Hop(int hop, int port, uint16_t cost, uint8_t flags = 0) {

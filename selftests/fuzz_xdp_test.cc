@@ -41,6 +41,7 @@
 #include "credit/rsvp.h"
 #include "datapath/datapath.h"
 #include "datapath/forwarding.h"
+#include "transit_frames.h"
 #include "veth_netns.h"
 
 namespace inc::dp {
@@ -690,9 +691,9 @@ TEST_F(XdpFuzz, MutatedFramesNeverCrashNorChangeSlotsTheyAreDroppedForAndCounter
   Mutator mutator(seed, seeds, exchanges_, ports);
 
   const int prog = dp_->ingress_prog_fd();
-  const int slots_fd = dp_->map_fd("slots");
-  const int stats_fd = dp_->map_fd("stats");
-  const int drops_fd = dp_->map_fd("drops");
+  const int slots_fd = dp_->map_fd(Datapath::MapId::kSlots);
+  const int stats_fd = dp_->map_fd(Datapath::MapId::kStats);
+  const int drops_fd = dp_->map_fd(Datapath::MapId::kDrops);
   ASSERT_GE(slots_fd, 0);
   ASSERT_GE(stats_fd, 0);
   ASSERT_GE(drops_fd, 0);

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "client/xsk_socket.h"
-#include "common/abi.h"
+#include "common/abi/wire.h"
 #include "common/frame.h"
 #include "inc_member_io.h"
 #include "member_io.skel.h"

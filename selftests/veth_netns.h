@@ -1,7 +1,7 @@
 // Shared by the selftests that run the switch program on crafted frames from
 // real ingress ports (forward_test, credit_test): a private network
-// namespace for the test process with veth ports, and the frame helpers both
-// need. Port i is "<prefix><i>" with MAC 02:00:00:00:<mac_byte>:0i; its peer
+// namespace for the test process with veth ports (frames: transit_frames.h).
+// Port i is "<prefix><i>" with MAC 02:00:00:00:<mac_byte>:0i; its peer
 // "<prefix><i>p" stays in the namespace.
 #pragma once
 
@@ -42,14 +42,6 @@ inline std::string SetupVethNetns(const std::string& prefix, int ports, const st
 // The MAC of next hop i behind a port.
 inline Mac HopMac(int i) {
   return *Mac::Parse("02:00:00:00:aa:0" + std::to_string(i));
-}
-
-// The IPv4 header checksum of len bytes at ip (checksum field included).
-inline uint16_t IpChecksum(const uint8_t* ip, size_t len) {
-  uint32_t sum = 0;
-  for (size_t i = 0; i + 1 < len; i += 2) sum += (ip[i] << 8) | ip[i + 1];
-  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
-  return static_cast<uint16_t>(~sum);
 }
 
 }  // namespace inc::selftest

@@ -1,4 +1,4 @@
-// fwd-ceiling: loads bpf/fwd_ceiling.bpf.c on a switch's worker-facing ports
+// fwd-ceiling: loads bpf/bench/fwd_ceiling.bpf.c on a switch's worker-facing ports
 // (run it in the switch's namespace, with no incswitchd there), fills each
 // port's member QPN and ICRC deltas, stays attached until SIGTERM/SIGINT,
 // then prints the packet counters as JSON and detaches.
@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "common/abi.h"
+#include "bench/fwd_ceiling.h"
 #include "common/status.h"
 #include "fwd_ceiling.skel.h"
 #include "fwd_ceiling_port.h"

@@ -7,7 +7,8 @@
 #include <sstream>
 
 #include "common/icrc.h"
-#include "inc_abi.h"
+#include "bench/fwd_ceiling.h"
+#include "inc_wire.h"
 
 namespace inc::bench {
 namespace {

@@ -1,4 +1,4 @@
-// The per-port state of the packet-forwarding ceiling (bpf/fwd_ceiling.bpf.c):
+// The per-port state of the packet-forwarding ceiling (bpf/bench/fwd_ceiling.bpf.c):
 // a worker-facing port, its member's and its own address and QPN, and the
 // ICRC deltas the program XORs into a reflected frame.
 #pragma once
@@ -7,9 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "common/abi.h"
+#include "bench/fwd_ceiling.h"
 #include "common/net.h"
 #include "common/status.h"
+
+static_assert(sizeof(fwd_port) == 8 + 4 * FWD_MAX_UDP_LEN, "fwd_port layout (map value of bpf/bench/fwd_ceiling.bpf.c)");
 
 namespace inc::bench {
 

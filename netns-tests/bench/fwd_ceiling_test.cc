@@ -1,4 +1,4 @@
-// selftest.fwd_ceiling_*: runs bpf/fwd_ceiling.bpf.c with BPF_PROG_TEST_RUN
+// selftest.fwd_ceiling_*: runs bpf/bench/fwd_ceiling.bpf.c with BPF_PROG_TEST_RUN
 // on contributions built by common/frame.h and checks that the frame it
 // sends back (XDP_TX) is a result libinc accepts: addresses swapped, DestQP
 // = the member's QPN, RESULT set, everything else untouched, and a valid

@@ -1,6 +1,6 @@
 // dp_bench: per-packet cost of the XDP ingress program, measured in the kernel
 // by BPF_PROG_TEST_RUN (opts.duration), next to a floor program that only
-// adds 256 int32 from the packet into a map value (bpf/bench_floor.bpf.c).
+// adds 256 int32 from the packet into a map value (bpf/bench/bench_floor.bpf.c).
 //
 // Two ways of timing, because test_run with repeat re-runs the SAME frame and
 // a repeated contribution is a duplicate after its first run:
@@ -12,7 +12,7 @@
 //           all frames. Includes one timer read pair per packet; the floor is
 //           measured the same way so the ratio compares like with like.
 // INT32 contributions and completions also run with the largest payload
-// (768 elements, rows marked [3 KiB]); the pieces of bpf/bench_parts.bpf.c
+// (768 elements, rows marked [3 KiB]); the pieces of bpf/bench/bench_parts.bpf.c
 // that scale with the payload run at 1 and 3 KiB and print their cost per byte.
 // Every number is the best (lowest) of --runs rounds; each round measures
 // every case once (interleaved, so load from other processes hits all alike).
@@ -324,7 +324,7 @@ void BenchFloor(const Config& cfg) {
   auto frame = Must(ContributionFrame(t, c), "frame");
   uint32_t verdict = 0;
   double ns = BestRepeat(fd, frame, cfg, &verdict);
-  Add("floor: add 256 int32 into a map value", "repeat", ns, kElems * 4, verdict, "bpf/bench_floor.bpf.c");
+  Add("floor: add 256 int32 into a map value", "repeat", ns, kElems * 4, verdict, "bpf/bench/bench_floor.bpf.c");
   auto run = [&](int) {
     FrameSet set;
     for (int i = 0; i < (kWideChildren - 1) * cfg.messages; i++) {
@@ -337,11 +337,11 @@ void BenchFloor(const Config& cfg) {
     return set;
   };
   ns = BestFresh(fd, cfg, run, XDP_DROP, &verdict);
-  Add("floor: add 256 int32 into a map value", "fresh", ns, kElems * 4, verdict, "bpf/bench_floor.bpf.c");
+  Add("floor: add 256 int32 into a map value", "fresh", ns, kElems * 4, verdict, "bpf/bench/bench_floor.bpf.c");
   bench_floor::destroy(skel);
 }
 
-// Pieces of the contribution path, each timed alone (bpf/bench_parts.bpf.c).
+// Pieces of the contribution path, each timed alone (bpf/bench/bench_parts.bpf.c).
 // Parts marked `sized` run on a 256- and a 768-element frame (1 and 3 KiB of
 // payload); the difference of the two gives their cost per byte.
 
@@ -521,7 +521,7 @@ int main(int argc, char** argv) {
       std::cout << "usage: dp_bench [--runs N (7)] [--repeat R (200000)] [--messages M (256)] [--parts]\n"
                    "BPF_PROG_TEST_RUN timing of the incin XDP ingress program on CPU 0 (root; runs in a\n"
                    "private network namespace). Prints ns/packet, payload Gbit/s per core and ratios.\n"
-                   "--parts: only the pieces of bpf/bench_parts.bpf.c (no data path, no floor).\n";
+                   "--parts: only the pieces of bpf/bench/bench_parts.bpf.c (no data path, no floor).\n";
       return 0;
     } else {
       Die("unknown argument " + a + " (see --help)");

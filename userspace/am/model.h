@@ -19,7 +19,7 @@ enum class TreeRole { kSingle = 1, kLeaf = 2, kRoot = 3 };
 
 const char* SwitchKindName(SwitchKind kind);
 
-// Allowed-value sets as bit masks: bit v set = enum value v (inc_abi.h values).
+// Allowed-value sets as bit masks: bit v set = enum value v (inc_wire.h values).
 struct Caps {
   uint32_t dtype_mask = 0;
   uint32_t op_mask = 0;

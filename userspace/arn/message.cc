@@ -22,7 +22,6 @@ constexpr size_t kAuthOffset = offsetof(inc_arn_msg, auth);
 
 }  // namespace
 
-static_assert(sizeof(inc_arn_msg) == 40, "ARN message layout");
 static_assert(offsetof(inc_arn_msg, timestamp_ns) == 24);
 static_assert(offsetof(inc_arn_msg, auth) == 36);
 

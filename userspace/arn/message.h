@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "common/abi.h"
+#include "common/abi/forward.h"
 #include "common/siphash.h"
 #include "common/status.h"
 

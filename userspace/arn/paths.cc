@@ -49,14 +49,14 @@ uint8_t RemoteState::Marks(uint32_t from, uint32_t to) const {
   return marks;
 }
 
-std::vector<dp::Route> MarkRoutes(const std::vector<PlannedRoute>& plan, const RemoteState& remote) {
-  std::vector<dp::Route> out;
+std::vector<Route> MarkRoutes(const std::vector<PlannedRoute>& plan, const RemoteState& remote) {
+  std::vector<Route> out;
   out.reserve(plan.size());
   for (const auto& p : plan) {
-    dp::Route r;
+    Route r;
     r.prefix = p.prefix;
     for (const auto& h : p.hops) {
-      dp::NextHop hop = h.hop;
+      NextHop hop = h.hop;
       hop.flags = 0;
       if (h.via != 0 && p.dest_switch != 0 && h.via != p.dest_switch)
         hop.flags = remote.Marks(h.via, p.dest_switch);

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "arn/message.h"
-#include "datapath/forwarding.h"
+#include "common/route.h"
 
 namespace inc::arn {
 
@@ -49,17 +49,17 @@ class RemoteState {
 };
 
 struct PlannedHop {
-  dp::NextHop hop;
+  NextHop hop;
   uint32_t via = 0;  // switch id of the next hop; 0 = a host (no remote link)
 };
 
 struct PlannedRoute {
-  dp::Prefix prefix;
+  Prefix prefix;
   uint32_t dest_switch = 0;  // switch the prefix sits behind; 0 = this one
   std::vector<PlannedHop> hops;
 };
 
 // The routes to program, with every hop's marks from the remote state.
-std::vector<dp::Route> MarkRoutes(const std::vector<PlannedRoute>& plan, const RemoteState& remote);
+std::vector<Route> MarkRoutes(const std::vector<PlannedRoute>& plan, const RemoteState& remote);
 
 }  // namespace inc::arn

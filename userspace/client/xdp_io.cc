@@ -16,7 +16,7 @@
 #include <random>
 #include <vector>
 
-#include "common/abi.h"
+#include "common/abi/wire.h"
 #include "common/log.h"
 #include "inc_member_io.h"
 #include "member_io.skel.h"

@@ -21,6 +21,7 @@
 #include "client/yield_spin.h"
 #include "common/net.h"
 #include "common/status.h"
+#include "common/xsk.h"
 
 struct xsk_redirect;  // libbpf skeleton
 
@@ -59,36 +60,21 @@ class XskSocket : public PacketIo {
   Expected<size_t> Receive(const FrameHandler& handler, int timeout_ms, size_t max_frames) override;
   PacketIoStats Stats() const override;
 
-  int fd() const { return fd_; }
+  int fd() const { return xsk_.fd(); }
 
  private:
-  struct Ring {
-    uint32_t* producer = nullptr;
-    uint32_t* consumer = nullptr;
-    uint32_t* flags = nullptr;
-    void* descs = nullptr;
-    uint32_t size = 0;
-    uint32_t cached_prod = 0;
-    uint32_t cached_cons = 0;
-    void* map = nullptr;
-    size_t map_len = 0;
-  };
-
   explicit XskSocket(const XskOptions& options) : opt_(options), spin_(options.spin_us) {}
   Status Init();
-  Status MapRing(Ring* ring, const char* name, uint64_t pgoff, const void* offsets, size_t desc_size,
-                 uint32_t size);
   Status AttachProgram();
   void ReapCompletions();
   Status Kick();
 
   XskOptions opt_;
-  int fd_ = -1;
   uint32_t ifindex_ = 0;
   uint32_t frame_size_ = 0;
-  uint8_t* umem_ = nullptr;
-  size_t umem_len_ = 0;
-  Ring rx_, tx_, fill_, comp_;
+  // UMEM: rx_frames_ RX chunks (all in the fill or RX ring), then
+  // tx_frames TX chunks.
+  xsk::Socket xsk_;
   uint32_t rx_frames_ = 0;
   // TX buffers are used round-robin and freed oldest first: copy mode
   // completes in submission order, and counting (clamped) is robust against

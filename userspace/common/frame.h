@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "common/abi.h"
+#include "common/abi/wire.h"
 #include "common/net.h"
 #include "common/status.h"
 

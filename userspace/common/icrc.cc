@@ -6,7 +6,7 @@
 #include <array>
 #include <cstring>
 
-#include "common/abi.h"
+#include "common/abi/wire.h"
 #include "common/simd.h"
 
 namespace inc {

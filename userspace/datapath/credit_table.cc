@@ -79,9 +79,9 @@ const char* CreditStatName(int stat) {
 }
 
 Expected<CreditTable> CreditTable::Open(const Datapath& dp) {
-  int flows = dp.map_fd("credit_flows"), counters = dp.map_fd("credit_counters");
-  int slots = dp.map_fd("credit_xsk_slots"), xsks = dp.map_fd("credit_xsks");
-  int stats = dp.map_fd("credit_stats"), ingress = dp.map_fd("credit_ingress");
+  int flows = dp.map_fd(Datapath::MapId::kCreditFlows), counters = dp.map_fd(Datapath::MapId::kCreditCounters);
+  int slots = dp.map_fd(Datapath::MapId::kCreditXskSlots), xsks = dp.map_fd(Datapath::MapId::kCreditXsks);
+  int stats = dp.map_fd(Datapath::MapId::kCreditStats), ingress = dp.map_fd(Datapath::MapId::kCreditIngress);
   if (flows < 0 || counters < 0 || ingress < 0 || slots < 0 || xsks < 0 || stats < 0)
     return FailedPrecondition("the loaded data path has no credit flow control maps");
   void* mem = mmap(nullptr, MappedBytes(), PROT_READ | PROT_WRITE, MAP_SHARED, counters, 0);

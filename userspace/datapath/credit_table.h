@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "common/abi.h"
+#include "common/abi/credit.h"
 #include "common/net.h"
 #include "common/status.h"
 

@@ -149,9 +149,23 @@ class XdpDatapath final : public Datapath {
 
   int ingress_prog_fd() const override { return bpf_program__fd(skel_->progs.inc_ingress_prog); }
   int egress_prog_fd() const override { return bpf_program__fd(skel_->progs.inc_egress_prog); }
-  int map_fd(const std::string& name) const override {
-    bpf_map* m = bpf_object__find_map_by_name(skel_->obj, name.c_str());
-    return m ? bpf_map__fd(m) : -1;
+  int map_fd(MapId map) const override {
+    switch (map) {
+      case MapId::kSlots: return fd(skel_->maps.slots);
+      case MapId::kStats: return fd(skel_->maps.stats);
+      case MapId::kDrops: return fd(skel_->maps.drops);
+      case MapId::kBpt: return fd(skel_->maps.bpt);
+      case MapId::kPortHealth: return fd(skel_->maps.port_health);
+      case MapId::kPortTx: return fd(skel_->maps.port_tx);
+      case MapId::kFwdStats: return fd(skel_->maps.fwd_stats);
+      case MapId::kCreditFlows: return fd(skel_->maps.credit_flows);
+      case MapId::kCreditCounters: return fd(skel_->maps.credit_counters);
+      case MapId::kCreditIngress: return fd(skel_->maps.credit_ingress);
+      case MapId::kCreditXskSlots: return fd(skel_->maps.credit_xsk_slots);
+      case MapId::kCreditXsks: return fd(skel_->maps.credit_xsks);
+      case MapId::kCreditStats: return fd(skel_->maps.credit_stats);
+    }
+    return -1;
   }
   std::string pin_dir() const override { return pin_dir_; }
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "common/abi.h"
+#include "common/abi/tree.h"
 #include "common/net.h"
 #include "common/status.h"
 
@@ -124,11 +124,28 @@ class Datapath {
   // Detaches from every port and removes the pinned state (clean shutdown).
   virtual Status Destroy() = 0;
 
-  // The loaded programs and a map by name ("trees", "slots", ...; -1 if
-  // unknown): for selftests, benchmarks and ForwardingTable (forwarding.h).
+  // The maps that the sibling tables (ForwardingTable in forwarding.h,
+  // CreditTable in credit_table.h), selftests and benchmarks reach directly.
+  // An enum rather than a name, so that a wrong map fails to compile.
+  enum class MapId {
+    kSlots,
+    kStats,
+    kDrops,
+    kBpt,
+    kPortHealth,
+    kPortTx,
+    kFwdStats,
+    kCreditFlows,
+    kCreditCounters,
+    kCreditIngress,
+    kCreditXskSlots,
+    kCreditXsks,
+    kCreditStats,
+  };
+  // The loaded programs and maps (-1 where there are none).
   virtual int ingress_prog_fd() const { return -1; }
   virtual int egress_prog_fd() const { return -1; }
-  virtual int map_fd(const std::string& /*name*/) const { return -1; }
+  virtual int map_fd(MapId /*map*/) const { return -1; }
   // The directory holding the pinned state: pin_root/switch_name.
   virtual std::string pin_dir() const { return {}; }
 };

@@ -15,10 +15,6 @@
 namespace inc::dp {
 namespace {
 
-uint32_t PrefixMask(uint8_t length) {
-  return length == 0 ? 0 : ~uint32_t{0} << (32 - length);
-}
-
 std::string PortName(uint32_t ifindex) {
   char name[IF_NAMESIZE] = {};
   if (if_indextoname(ifindex, name) == nullptr) return "ifindex" + std::to_string(ifindex);
@@ -45,39 +41,9 @@ const char* ForwardStatName(int stat) {
   }
 }
 
-Expected<Prefix> Prefix::Parse(const std::string& text) {
-  Prefix p;
-  std::string ip = text;
-  auto slash = text.find('/');
-  if (slash != std::string::npos) {
-    ip = text.substr(0, slash);
-    std::string len = text.substr(slash + 1);
-    if (len.empty() || len.size() > 2 || len.find_first_not_of("0123456789") != std::string::npos ||
-        std::stoi(len) > 32)
-      return InvalidArgument("prefix '" + text + "': length must be 0..32");
-    p.length = static_cast<uint8_t>(std::stoi(len));
-  }
-  auto addr = Ipv4::Parse(ip);
-  if (!addr.ok()) return InvalidArgument("prefix '" + text + "': " + addr.status().message());
-  p.addr = *addr;
-  if (p.addr.host & ~PrefixMask(p.length))
-    return InvalidArgument("prefix '" + text + "': host bits set (did you mean " +
-                           Ipv4{p.addr.host & PrefixMask(p.length)}.ToString() + "/" +
-                           std::to_string(p.length) + "?)");
-  return p;
-}
-
-std::string Prefix::ToString() const {
-  return addr.ToString() + "/" + std::to_string(length);
-}
-
-bool Prefix::Contains(Ipv4 ip) const {
-  return (ip.host & PrefixMask(length)) == addr.host;
-}
-
 Expected<ForwardingTable> ForwardingTable::Open(const Datapath& dp) {
-  int bpt = dp.map_fd("bpt"), health = dp.map_fd("port_health");
-  int tx = dp.map_fd("port_tx"), stats = dp.map_fd("fwd_stats");
+  int bpt = dp.map_fd(Datapath::MapId::kBpt), health = dp.map_fd(Datapath::MapId::kPortHealth);
+  int tx = dp.map_fd(Datapath::MapId::kPortTx), stats = dp.map_fd(Datapath::MapId::kFwdStats);
   if (bpt < 0 || health < 0 || tx < 0 || stats < 0)
     return FailedPrecondition("the loaded data path has no best-path forwarder maps");
   return ForwardingTable(bpt, health, tx, stats);
@@ -86,7 +52,7 @@ Expected<ForwardingTable> ForwardingTable::Open(const Datapath& dp) {
 Status ForwardingTable::SetRoute(const Route& route) {
   const Prefix& p = route.prefix;
   if (p.length > 32) return InvalidArgument("route " + p.ToString() + ": prefix length above 32");
-  if (p.addr.host & ~PrefixMask(p.length))
+  if (p.addr.host & ~Prefix::MaskOf(p.length))
     return InvalidArgument("route " + p.ToString() + ": host bits set in the prefix");
   if (route.hops.size() > INC_BPT_MAX_HOPS)
     return InvalidArgument("route " + p.ToString() + ": " + std::to_string(route.hops.size()) +

@@ -11,43 +11,14 @@
 #include <string>
 #include <vector>
 
-#include "common/abi.h"
+#include "common/abi/forward.h"
 #include "common/net.h"
+#include "common/route.h"
 #include "common/status.h"
 
 namespace inc::dp {
 
 class Datapath;
-
-struct Prefix {
-  Ipv4 addr;
-  uint8_t length = 32;
-  static Expected<Prefix> Parse(const std::string& text);  // "10.0.2.0/24" or "10.0.2.7"
-  std::string ToString() const;
-  bool Contains(Ipv4 ip) const;
-  bool operator<(const Prefix& o) const {
-    return addr.host != o.addr.host ? addr.host < o.addr.host : length < o.length;
-  }
-  bool operator==(const Prefix& o) const { return addr == o.addr && length == o.length; }
-};
-
-struct NextHop {
-  std::string port;   // egress interface of this switch
-  Mac mac;            // the next hop's MAC
-  uint16_t cost = 0;  // lower is preferred
-  uint8_t flags = 0;  // INC_HOP_CONGESTED / INC_HOP_FAILED (from ARN)
-  bool operator==(const NextHop& o) const {
-    return port == o.port && mac == o.mac && cost == o.cost && flags == o.flags;
-  }
-};
-
-// No hops: the prefix is one of the switch's own addresses and goes to the
-// kernel (so a covering prefix never forwards traffic meant for the switch).
-struct Route {
-  Prefix prefix;
-  std::vector<NextHop> hops;
-  bool operator==(const Route& o) const { return prefix == o.prefix && hops == o.hops; }
-};
 
 struct PortForwardCounters {
   uint64_t packets = 0;

@@ -13,14 +13,9 @@
 #include <cerrno>
 #include <cstring>
 
-#include "common/abi.h"
+#include "common/abi/wire.h"
 #include "common/log.h"
 #include "common/net.h"
-#include "common/xsk_stats.h"
-
-#ifndef SOL_XDP
-#define SOL_XDP 283
-#endif
 
 namespace inc::dp {
 namespace {
@@ -28,13 +23,6 @@ namespace {
 constexpr uint32_t kChunk = 2048;
 constexpr size_t kEth = 14, kIp = 20, kUdp = 8;
 constexpr uint64_t kStaleNs = 10'000'000;  // 'queued' unexplained this long: the kernel dropped them
-
-uint32_t Acquire(const uint32_t* p) {
-  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
-}
-void Release(uint32_t* p, uint32_t v) {
-  __atomic_store_n(p, v, __ATOMIC_RELEASE);
-}
 
 // The gate's flow key of a frame (bpf/credit.h), or false when the frame is
 // not an option-less IPv4/UDP 4791 frame with a BTH.
@@ -81,87 +69,45 @@ Expected<std::unique_ptr<XskIntake>> XskIntake::Open(const std::string& port, ui
   return x;
 }
 
-Status XskIntake::Map(Ring* ring, uint64_t pgoff, uint64_t producer, uint64_t consumer, uint64_t desc,
-                      size_t desc_size, uint32_t size) {
-  ring->map_len = desc + size * desc_size;
-  ring->map = mmap(nullptr, ring->map_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd_, pgoff);
-  if (ring->map == MAP_FAILED) {
-    ring->map = nullptr;
-    return ErrnoStatus("mmap AF_XDP ring of " + port_, errno);
-  }
-  auto* base = static_cast<uint8_t*>(ring->map);
-  ring->producer = reinterpret_cast<uint32_t*>(base + producer);
-  ring->consumer = reinterpret_cast<uint32_t*>(base + consumer);
-  ring->descs = base + desc;
-  ring->size = size;
-  return Status::Ok();
-}
-
 Status XskIntake::Init(uint32_t chunks) {
-  fd_ = socket(AF_XDP, SOCK_RAW | SOCK_CLOEXEC, 0);
-  if (fd_ < 0) return ErrnoStatus("socket(AF_XDP)", errno);
-  umem_len_ = size_t{chunks} * kChunk;
-  void* mem = mmap(nullptr, umem_len_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (mem == MAP_FAILED) return ErrnoStatus("allocate hold queue UMEM", errno);
-  umem_ = static_cast<uint8_t*>(mem);
-  xdp_umem_reg reg{};
-  reg.addr = reinterpret_cast<uint64_t>(umem_);
-  reg.len = umem_len_;
-  reg.chunk_size = kChunk;
-  if (setsockopt(fd_, SOL_XDP, XDP_UMEM_REG, &reg, sizeof(reg)))
-    return ErrnoStatus("XDP_UMEM_REG on " + port_, errno);
   // The fill ring holds every chunk, RX half of them; the completion ring is
-  // required by bind even though the intake never transmits.
-  uint32_t fill = chunks, rx = chunks / 2, comp = 64;
-  if (setsockopt(fd_, SOL_XDP, XDP_UMEM_FILL_RING, &fill, sizeof(fill)) ||
-      setsockopt(fd_, SOL_XDP, XDP_UMEM_COMPLETION_RING, &comp, sizeof(comp)) ||
-      setsockopt(fd_, SOL_XDP, XDP_RX_RING, &rx, sizeof(rx)))
-    return ErrnoStatus("size AF_XDP rings of " + port_, errno);
-  xdp_mmap_offsets off{};
-  socklen_t optlen = sizeof(off);
-  if (getsockopt(fd_, SOL_XDP, XDP_MMAP_OFFSETS, &off, &optlen))
-    return ErrnoStatus("XDP_MMAP_OFFSETS", errno);
-  INC_RETURN_IF_ERROR(Map(&fill_, XDP_UMEM_PGOFF_FILL_RING, off.fr.producer, off.fr.consumer, off.fr.desc,
-                          sizeof(uint64_t), fill));
-  INC_RETURN_IF_ERROR(
-      Map(&rx_, XDP_PGOFF_RX_RING, off.rx.producer, off.rx.consumer, off.rx.desc, sizeof(xdp_desc), rx));
-  auto* fq = static_cast<uint64_t*>(fill_.descs);
-  for (uint32_t i = 0; i < chunks; i++) fq[i] = uint64_t{i} * kChunk;
-  Release(fill_.producer, chunks);
-  sockaddr_xdp sa{};
-  sa.sxdp_family = AF_XDP;
-  sa.sxdp_flags = XDP_COPY;
-  sa.sxdp_ifindex = ifindex_;
-  sa.sxdp_queue_id = queue_;
-  if (bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)))
-    return ErrnoStatus("bind hold queue socket to " + port_ + " queue " + std::to_string(queue_), errno);
-  return Status::Ok();
+  // required by bind even though the intake never transmits. The UMEM is
+  // faulted in as frames arrive (most switches hold little).
+  xsk::Layout layout;
+  layout.chunks = chunks;
+  layout.chunk_size = kChunk;
+  layout.fill = chunks;
+  layout.completion = 64;
+  layout.rx = chunks / 2;
+  layout.populate = false;
+  layout.what = "hold queue of " + port_;
+  INC_RETURN_IF_ERROR(xsk_.Open(layout));
+  xsk_.StockFill(0, chunks);
+  return xsk_.Bind(ifindex_, queue_, 0, 0);
 }
 
-XskIntake::~XskIntake() {
-  for (Ring* r : {&rx_, &fill_})
-    if (r->map) munmap(r->map, r->map_len);
-  if (fd_ >= 0) close(fd_);
-  if (umem_) munmap(umem_, umem_len_);
-}
+XskIntake::~XskIntake() = default;
 
 size_t XskIntake::Receive(const std::function<void(const uint8_t*, size_t)>& fn, size_t max) {
-  uint32_t cons = *rx_.consumer, prod = Acquire(rx_.producer);
-  uint32_t n = prod - cons;
+  xsk::Ring& rx = xsk_.rx;
+  xsk::Ring& fill = xsk_.fill;
+  rx.cached_prod = xsk::LoadAcquire(rx.producer);
+  uint32_t n = rx.cached_prod - rx.cached_cons;
   if (n > max) n = static_cast<uint32_t>(max);
   if (!n) return 0;
-  auto* descs = static_cast<xdp_desc*>(rx_.descs);
-  auto* fq = static_cast<uint64_t*>(fill_.descs);
-  uint32_t fill_prod = *fill_.producer;
+  const xdp_desc* descs = rx.frames();
+  uint64_t* fq = fill.addrs();
   for (uint32_t i = 0; i < n; i++) {
-    const xdp_desc& d = descs[(cons + i) & (rx_.size - 1)];
-    if (d.addr + d.len <= umem_len_) fn(umem_ + d.addr, d.len);
+    const xdp_desc& d = descs[(rx.cached_cons + i) & (rx.size - 1)];
+    if (d.addr + d.len <= xsk_.umem_len()) fn(xsk_.umem() + d.addr, d.len);
     // The fill ring has room for every chunk, so this never overtakes the
     // kernel's consumer.
-    fq[(fill_prod + i) & (fill_.size - 1)] = d.addr - d.addr % kChunk;
+    fq[(fill.cached_prod + i) & (fill.size - 1)] = xsk_.ChunkOf(d.addr);
   }
-  Release(rx_.consumer, cons + n);
-  Release(fill_.producer, fill_prod + n);
+  rx.cached_cons += n;
+  xsk::StoreRelease(rx.consumer, rx.cached_cons);
+  fill.cached_prod += n;
+  xsk::StoreRelease(fill.producer, fill.cached_prod);
   received_ += n;
   return n;
 }
@@ -169,7 +115,7 @@ size_t XskIntake::Receive(const std::function<void(const uint8_t*, size_t)>& fn,
 XskIntake::Stats XskIntake::stats() const {
   Stats s;
   s.received = received_;
-  const XskKernelStats k = ReadXskKernelStats(fd_);
+  const xsk::KernelStats k = xsk::ReadKernelStats(xsk_.fd());
   s.rx_dropped = k.rx_dropped;
   s.rx_ring_full = k.rx_ring_full;
   s.fill_empty = k.rx_fill_empty;

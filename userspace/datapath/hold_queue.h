@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "common/xsk.h"
 #include "datapath/credit_table.h"
 
 namespace inc::dp {
@@ -36,7 +37,7 @@ class XskIntake {
   XskIntake(const XskIntake&) = delete;
   XskIntake& operator=(const XskIntake&) = delete;
 
-  int fd() const { return fd_; }
+  int fd() const { return xsk_.fd(); }
   uint32_t ifindex() const { return ifindex_; }
   uint32_t queue() const { return queue_; }
   const std::string& port() const { return port_; }
@@ -45,25 +46,12 @@ class XskIntake {
   Stats stats() const;
 
  private:
-  struct Ring {
-    uint32_t* producer = nullptr;
-    uint32_t* consumer = nullptr;
-    void* descs = nullptr;
-    uint32_t size = 0;
-    void* map = nullptr;
-    size_t map_len = 0;
-  };
   XskIntake() = default;
   Status Init(uint32_t chunks);
-  Status Map(Ring* ring, uint64_t pgoff, uint64_t producer, uint64_t consumer, uint64_t desc,
-             size_t desc_size, uint32_t size);
 
   std::string port_;
   uint32_t ifindex_ = 0, queue_ = 0;
-  int fd_ = -1;
-  uint8_t* umem_ = nullptr;
-  size_t umem_len_ = 0;
-  Ring rx_, fill_;
+  xsk::Socket xsk_;
   uint64_t received_ = 0;
 };
 

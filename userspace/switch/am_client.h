@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "inc/v1/inc.grpc.pb.h"
-#include "switch/agent.h"
+#include "switch/tree/agent.h"
 
 namespace inc::sw {
 

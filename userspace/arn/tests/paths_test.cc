@@ -23,7 +23,7 @@ Message Notice(Type t, uint32_t origin, uint32_t peer, uint32_t seq) {
 // Leaf 0's view: prefix of leaf 1's hosts reachable via spine 0 or spine 1.
 std::vector<PlannedRoute> Leaf0Plan() {
   PlannedRoute r;
-  r.prefix = *dp::Prefix::Parse("10.0.2.0/24");
+  r.prefix = *Prefix::Parse("10.0.2.0/24");
   r.dest_switch = kLeaf1;
   for (uint32_t spine : {kSpine0, kSpine1}) {
     PlannedHop h;
@@ -33,7 +33,7 @@ std::vector<PlannedRoute> Leaf0Plan() {
     r.hops.push_back(h);
   }
   PlannedRoute local;
-  local.prefix = *dp::Prefix::Parse("10.0.0.0/24");
+  local.prefix = *Prefix::Parse("10.0.0.0/24");
   PlannedHop host;
   host.hop.port = "w0";
   local.hops.push_back(host);

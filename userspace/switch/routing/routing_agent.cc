@@ -1,4 +1,4 @@
-#include "switch/routing_agent.h"
+#include "switch/routing/routing_agent.h"
 
 #include <arpa/inet.h>
 #include <linux/if_link.h>

@@ -1,4 +1,4 @@
-#include "switch/translate.h"
+#include "switch/tree/translate.h"
 
 #include <functional>
 #include <set>

@@ -6,7 +6,7 @@
  * contribution is compared against this. */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
-#include "inc_abi.h"
+#include "inc_wire.h"
 
 #define BENCH_FLOOR_ELEMS 256
 

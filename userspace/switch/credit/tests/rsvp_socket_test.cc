@@ -1,7 +1,7 @@
 // lab.switch_rsvp_socket: the credit agent's RSVP transport over a real veth
 // between two network namespaces (the test process's own, unshared, and one
 // named for the peer). Needs root; exits 77 (SKIP) without it.
-#include "switch/rsvp_socket.h"
+#include "switch/credit/rsvp_socket.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

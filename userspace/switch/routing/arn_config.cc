@@ -1,4 +1,4 @@
-#include "switch/arn_config.h"
+#include "switch/routing/arn_config.h"
 
 #include <set>
 
@@ -99,12 +99,12 @@ Expected<RoutingSettings> ParseRoutingSettings(const v1::SwitchAgentConfig& conf
     s.ports.push_back({p.port(), static_cast<uint32_t>(it->second), p.capacity_bps(), *peer});
   }
 
-  std::set<dp::Prefix> seen;
+  std::set<Prefix> seen;
   for (int i = 0; i < config.routes_size(); i++) {
     const auto& r = config.routes(i);
     std::string f = "routes[" + std::to_string(i) + "]";
     arn::PlannedRoute pr;
-    auto prefix = dp::Prefix::Parse(r.prefix());
+    auto prefix = Prefix::Parse(r.prefix());
     if (!prefix.ok()) return InvalidArgument(f + ".prefix: " + prefix.status().message());
     pr.prefix = *prefix;
     if (!seen.insert(pr.prefix).second) return InvalidArgument(f + ".prefix: " + r.prefix() + " given twice");
@@ -136,7 +136,7 @@ Expected<RoutingSettings> ParseRoutingSettings(const v1::SwitchAgentConfig& conf
   // The switch's own addresses stay with the kernel even inside a route.
   if (!s.plan.empty()) {
     for (const auto& p : ports) {
-      dp::Prefix own{p.ip, 32};
+      Prefix own{p.ip, 32};
       if (p.ip.host == 0 || !seen.insert(own).second) continue;
       arn::PlannedRoute local;
       local.prefix = own;

@@ -23,7 +23,7 @@
 #include "datapath/datapath.h"
 #include "datapath/forwarding.h"
 #include "inc/v1/inc.pb.h"
-#include "switch/arn_config.h"
+#include "switch/routing/arn_config.h"
 
 namespace inc::sw {
 

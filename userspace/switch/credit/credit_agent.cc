@@ -1,4 +1,4 @@
-#include "switch/credit_agent.h"
+#include "switch/credit/credit_agent.h"
 
 #include <poll.h>
 #include <sys/eventfd.h>

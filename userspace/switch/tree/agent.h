@@ -16,7 +16,7 @@
 #include "datapath/datapath.h"
 #include "inc/v1/inc.pb.h"
 #include "switch/config.h"
-#include "switch/translate.h"
+#include "switch/tree/translate.h"
 
 namespace inc::sw {
 

@@ -1,4 +1,4 @@
-#include "switch/rsvp_socket.h"
+#include "switch/credit/rsvp_socket.h"
 
 #include <netinet/in.h>
 #include <netinet/ip.h>

@@ -1,4 +1,4 @@
-#include "switch/credit_config.h"
+#include "switch/credit/credit_config.h"
 
 #include <map>
 #include <set>
@@ -134,7 +134,7 @@ Expected<CreditSettings> ParseCreditSettings(const v1::CreditConfig& c, const st
     s.flows.push_back(std::move(flow));
   }
   for (int i = 0; i < c.local_prefixes_size(); i++) {
-    auto p = dp::Prefix::Parse(c.local_prefixes(i));
+    auto p = Prefix::Parse(c.local_prefixes(i));
     if (!p.ok())
       return InvalidArgument("credit.local_prefixes[" + std::to_string(i) + "]: " + p.status().message());
     s.local_prefixes.push_back(*p);

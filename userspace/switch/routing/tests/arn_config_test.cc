@@ -1,7 +1,7 @@
 // The routing part of the switch config: a good config becomes the route
 // plan (with the switch's own addresses kept local), and each mistake is
 // rejected naming the field it is in.
-#include "switch/arn_config.h"
+#include "switch/routing/arn_config.h"
 
 #include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-#include "switch/agent.h"
+#include "switch/tree/agent.h"
 
 #include <google/protobuf/util/message_differencer.h>
 

@@ -18,7 +18,8 @@
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
-#include "inc_abi.h"
+#include "inc_wire.h"
+#include "bench/fwd_ceiling.h"
 
 /* Worker-facing ports (key: ingress ifindex): member QPN and ICRC deltas. */
 struct {

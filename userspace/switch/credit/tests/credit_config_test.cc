@@ -1,6 +1,6 @@
 // The credit part of the switch config: a good config becomes the settings
 // the credit agent runs with, and each mistake is rejected naming its field.
-#include "switch/credit_config.h"
+#include "switch/credit/credit_config.h"
 
 #include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>

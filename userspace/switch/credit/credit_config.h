@@ -11,7 +11,7 @@
 #include "common/net.h"
 #include "common/siphash.h"
 #include "common/status.h"
-#include "datapath/forwarding.h"
+#include "common/route.h"
 #include "inc/v1/inc.pb.h"
 #include "switch/config.h"
 
@@ -57,7 +57,7 @@ struct CreditSettings {
   std::map<uint32_t, SipKey> accept_keys;
   std::vector<CreditPort> ports;
   std::vector<CreditOriginFlow> flows;
-  std::vector<dp::Prefix> local_prefixes;
+  std::vector<Prefix> local_prefixes;
 };
 
 Expected<CreditFlowId> ParseCreditFlowId(const v1::CreditFlowKey& key, const std::string& field);

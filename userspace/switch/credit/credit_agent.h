@@ -28,8 +28,8 @@
 #include "datapath/datapath.h"
 #include "datapath/hold_queue.h"
 #include "inc/v1/inc.pb.h"
-#include "switch/credit_config.h"
-#include "switch/rsvp_socket.h"
+#include "switch/credit/credit_config.h"
+#include "switch/credit/rsvp_socket.h"
 
 namespace inc::sw {
 
