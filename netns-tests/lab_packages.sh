@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # lab.packages: the Debian packages install into a clean root and their
-# programs run a job. Builds the five packages with CPack from this build,
+# programs run a job. Builds the packages with CPack from this build,
 # installs them with dpkg into a copy-on-write root of this machine (overlayfs
 # over /, so the host stays untouched and dpkg checks the dependencies
 # against what is really installed here), and checks: every package is
 # "install ok installed", /etc/incin files are registered as conffiles, the
 # units pass `systemd-analyze verify` in that root, the installed incamd,
 # incswitchd, incinctl and inc-perf run a namespace-lab allreduce with exact
-# results, removal keeps the conffiles and purge deletes them. Not covered
+# results, libinc-dev's example builds against the installed files (with
+# pkg-config and with CMake's find_package) and runs the same job through the
+# installed libinc.so.0, removal keeps the conffiles and purge deletes them. Not covered
 # here: starting the units under a running systemd (this machine has none as
 # PID 1); docs/operations.md "Installing on real hosts" says how they behave.
 . "$(dirname "$0")/lib.sh" "$1" pk
@@ -28,7 +30,7 @@ trap 'rc=$?; pk_cleanup; (exit $rc); cleanup' EXIT
 note "building the packages (cpack)"
 cpack -G DEB --config "$INCLAB_BUILD/CPackConfig.cmake" -B "$WORK/pkgs" >"$WORK/cpack.log" 2>&1 ||
   { cat "$WORK/cpack.log"; fail "cpack failed"; }
-PKGS=(incin-switch incin-manager incin-cli incin-client incin-mpi)
+PKGS=(incin-switch incin-manager incin-cli incin-client incin-mpi libinc0 libinc-dev)
 for p in "${PKGS[@]}"; do
   ls "$WORK/pkgs/${p}_"*.deb >/dev/null 2>&1 || fail "package $p was not built"
 done
@@ -52,6 +54,20 @@ dpkg --root="$ROOT" -s incin-switch | grep -q '^ /etc/incin/switch-example.json 
 "$ROOT/usr/sbin/incamd" --version | grep -q '^incamd [0-9]' || fail "installed incamd --version"
 "$ROOT/usr/sbin/incswitchd" --version | grep -q '^incswitchd [0-9]' || fail "installed incswitchd --version"
 "$ROOT/usr/bin/incinctl" --version | grep -q '^incinctl [0-9]' || fail "installed incinctl --version"
+
+note "libinc-dev: the example builds against the installed files"
+LIBDIR=$(dirname "$(find "$ROOT/usr/lib" -name 'libinc.so.0' | head -n1)")
+[ -f "$LIBDIR/libinc.so.0" ] || fail "libinc.so.0 is not installed"
+[ -f "$ROOT/usr/include/inc/inc.h" ] || fail "inc/inc.h is not installed"
+EXAMPLES="$ROOT/usr/share/doc/libinc-dev/examples"
+PC=$(PKG_CONFIG_PATH="$LIBDIR/pkgconfig" pkg-config --cflags --libs inc) || fail "pkg-config does not know inc"
+# shellcheck disable=SC2086  # pkg-config's flags are words
+cc -Wall -Werror "$EXAMPLES/allreduce.c" $PC -Wl,-rpath,"$LIBDIR" -o "$WORK/inc-c-example" ||
+  fail "the example does not build with pkg-config"
+cmake -S "$EXAMPLES" -B "$WORK/example-cmake" -DCMAKE_PREFIX_PATH="$ROOT/usr" >"$WORK/cmake.log" 2>&1 &&
+  cmake --build "$WORK/example-cmake" >>"$WORK/cmake.log" 2>&1 ||
+  { cat "$WORK/cmake.log"; fail "the example does not build with find_package(inc)"; }
+ldd "$WORK/inc-c-example" | grep -q "$LIBDIR/libinc.so.0" || fail "the example does not use the installed libinc.so.0"
 
 note "systemd-analyze verify of the installed units"
 cp "$ROOT/usr/lib/systemd/system/incswitchd@.service" "$ROOT/etc/systemd/system/incswitchd@leaf0.service"
@@ -77,6 +93,11 @@ pgrep -af "$ROOT/usr/sbin/incamd" >/dev/null || fail "the lab's incamd is not th
 pgrep -af "$ROOT/usr/sbin/incswitchd" >/dev/null || fail "the lab's incswitchd is not the installed one"
 perf k installed -- allreduce -d float32 -o sum -b 4 -e 1M -f 16 -n 3 -w 1 || fail "allreduce with the installed programs"
 [ "$(readlink -f "$(command -v inc-perf)")" = "$ROOT/usr/bin/inc-perf" ] || fail "inc-perf is not the installed one"
+"$INCLAB" run "$L" --quiet --tag c-example -- "$WORK/inc-c-example" --am '{am}' --job '{prefix}-c-example' \
+  --rank '{rank}' --world '{world}' --iface '{iface}' || fail "the C example's job failed"
+grep -h "wrong" "/tmp/inclab-$L/logs/c-example-"w*.log | sed 's/^/  /'
+[ "$(grep -l ": 0 wrong$" "/tmp/inclab-$L/logs/c-example-"w*.log | wc -l)" = 4 ] ||
+  fail "the C example's ranks did not all report 0 wrong"
 lab_down k
 
 note "remove keeps the conffiles, purge deletes them"
