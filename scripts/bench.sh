@@ -26,7 +26,7 @@
 # switch namespaces forward IP by ordinary kernel routing (Open MPI, Gloo)
 # and where, for the ceiling, bpf/bench/fwd_ceiling.bpf.c turns every INC
 # contribution straight back to its sender on the leaves' worker ports
-# (netns-tests/bench/fwd_ceiling.cc; the members run the unchanged inc-perf
+# (bench/suite/fwd_ceiling.cc; the members run the unchanged inc-perf
 # with an AM-less assignment and -c 0). Repetitions interleave the systems.
 #
 # Definitions (also in summary.md): time = mean per iteration on rank 0
@@ -389,7 +389,7 @@ done
 
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/machine.txt"
 step "report"
-python3 "$ROOT/netns-tests/bench/bench_report.py" --raw "$RAW" --runs "$RUNS" --machine "$OUT/machine.txt" \
+python3 "$ROOT/bench/suite/bench_report.py" --raw "$RAW" --runs "$RUNS" --machine "$OUT/machine.txt" \
   --high-load "$(awk -v n="$(nproc)" 'BEGIN {print 0.75 * n}')" --out "$OUT"
 echo "results in $OUT (summary.md, bench.csv, raw.csv, runs.csv, busbw-*.png, logs/)"
 [ "$FAILED" = 0 ] || { echo "bench.sh: some runs failed or reported wrong elements (see above)" >&2; exit 1; }

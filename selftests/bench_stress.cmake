@@ -1,4 +1,5 @@
-# ICRC proofs, the two-CPU stress test and the data-path benchmark (dp_bench).
+# ICRC proofs, the two-CPU stress test and the data-path harness they share
+# with the data-path benchmark (bench/datapath/dp_bench.cc).
 # Included from selftests/CMakeLists.txt.
 
 set(INC_SELFTESTS_DIR ${CMAKE_CURRENT_SOURCE_DIR})
@@ -23,7 +24,7 @@ set_tests_properties(selftest.icrc_python_selftest PROPERTIES LABELS selftest)
 # Everything below drives the real data path (inc_datapath from
 # userspace/datapath) through BPF_PROG_TEST_RUN; it needs root and bpffs.
 if(TARGET inc_datapath)
-  add_library(inc_dp_harness STATIC bench/dp_harness.cc)
+  add_library(inc_dp_harness STATIC dp_harness.cc)
   target_include_directories(inc_dp_harness PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
   target_link_libraries(inc_dp_harness PUBLIC inc_datapath inc_common PkgConfig::LIBBPF)
   inc_target_defaults(inc_dp_harness)
@@ -43,10 +44,6 @@ if(TARGET inc_datapath)
                    GROUPS "two_cpus=StressTwoCpus.*" "overflow_flag_order=OverflowFlag.*")
   set_tests_properties(selftest.icrc_xdp_outputs PROPERTIES LABELS selftest)
 
-  # Benchmark, not a test: build/selftests/dp_bench (see docs/perf.md).
-  add_executable(dp_bench bench/dp_bench.cc)
-  target_link_libraries(dp_bench PRIVATE inc_dp_harness bench_floor_skel bench_parts_skel)
-  inc_target_defaults(dp_bench)
 else()
-  message(STATUS "selftests: inc_datapath not available; stress test, XDP ICRC test and dp_bench skipped")
+  message(STATUS "selftests: inc_datapath not available; stress test and XDP ICRC test skipped")
 endif()

@@ -20,7 +20,7 @@
 #include <map>
 #include <random>
 
-#include "bench/dp_harness.h"
+#include "dp_harness.h"
 #include "common/icrc.h"
 #include "icrc_test_util.h"
 

@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "bench/dp_harness.h"
+#include "dp_harness.h"
 #include "common/icrc.h"
 
 namespace inc::bench {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * Map layout of the benchmark suite's forwarding ceiling, shared by
- * bpf/bench/fwd_ceiling.bpf.c and its loader netns-tests/bench/fwd_ceiling.cc.
+ * bpf/bench/fwd_ceiling.bpf.c and its loader bench/suite/fwd_ceiling.cc.
  */
 #ifndef INC_BENCH_FWD_CEILING_H
 #define INC_BENCH_FWD_CEILING_H

@@ -1,4 +1,4 @@
-#include "bench/dp_harness.h"
+#include "dp_harness.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>

@@ -36,7 +36,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/dp_harness.h"
+#include "dp_harness.h"
 #include "bench_floor.skel.h"
 #include "bench_parts.skel.h"
 #include "common/icrc.h"
