@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ASAN_BUILD_DIR=${ASAN_BUILD_DIR:-build-asan}
 TARGETS=(common_test common_log_test common_daemon_test common_metrics_test common_tls_test
-         credit_unit_test arn_unit_test switch_unit_test client_unit_test
+         credit_unit_test arn_unit_test switch_unit_test client_unit_test c_api_test
          credit_test forward_test datapath_test)
 # The daemons, MPI and benchmarks are not needed for these tests.
 cmake -S . -B "$ASAN_BUILD_DIR" -DCMAKE_BUILD_TYPE=Debug -DINC_SANITIZE=ON \
