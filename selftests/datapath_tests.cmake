@@ -3,7 +3,8 @@
 # bpffs and run in a private network namespace of their own; without BPF
 # they exit 77, which ctest reports as skipped.
 if(TARGET inc_datapath)
-  add_executable(datapath_test datapath_test.cc)
+  add_executable(datapath_test datapath/main.cc datapath/aggregate_test.cc datapath/replicate_test.cc
+                               datapath/parse_test.cc datapath/two_level_test.cc datapath/control_test.cc)
   target_link_libraries(datapath_test PRIVATE inc_datapath inc_common PkgConfig::LIBBPF GTest::gtest)
   inc_target_defaults(datapath_test)
   inc_gtest_groups(
