@@ -12,6 +12,9 @@
 
 #include "datapath/datapath.h"
 
+// The forwarder's port maps are sized like the data path's devmap.
+static_assert(INC_FWD_MAX_PORTS == INC_MAX_PORTS);
+
 namespace inc::dp {
 namespace {
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/authz.h"
+#include "common/daemon.h"
 #include "common/metrics.h"
 #include "common/status.h"
 #include "common/tls.h"

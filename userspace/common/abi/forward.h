@@ -5,10 +5,7 @@
 #include <cstddef>
 
 #include "inc_forward.h"
-#include "inc_tree.h"
 
-// The forwarder's port maps are indexed like the data path's devmap.
-static_assert(INC_FWD_MAX_PORTS == INC_MAX_PORTS);
 static_assert(sizeof(inc_bpt_key) == 8, "inc_bpt_key layout (LPM trie: prefixlen first)");
 static_assert(offsetof(inc_bpt_key, addr) == 4);
 static_assert(sizeof(inc_bpt_hop) == 20, "inc_bpt_hop layout");
