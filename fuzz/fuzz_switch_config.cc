@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "fuzz_check.h"
-#include "switch/routing/arn_config.h"
 #include "switch/config.h"
 #include "switch/credit/credit_config.h"
+#include "switch/routing/arn_config.h"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   inc::fuzz::QuietLogs();

@@ -52,8 +52,8 @@ std::string SetupNetns() {
   return selftest::SetupVethNetns("cd", kPorts, "cd");
 }
 
-using selftest::HopMac;
 using selftest::BuildTransitFrame;
+using selftest::HopMac;
 using selftest::Routed;
 using selftest::RunResult;
 using selftest::TransitFrame;
@@ -143,7 +143,8 @@ class CreditTest : public ::testing::Test {
     table_ = std::make_unique<CreditTable>(std::move(*t));
     // The test's own view of the counters, independent of CreditTable.
     size_t len = (sizeof(inc_credit_counters) * INC_CREDIT_MAX_FLOWS + 4095) / 4096 * 4096;
-    void* m = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, dp_->map_fd(Datapath::MapId::kCreditCounters), 0);
+    void* m = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED,
+                   dp_->map_fd(Datapath::MapId::kCreditCounters), 0);
     ASSERT_NE(m, MAP_FAILED) << std::strerror(errno);
     raw_ = static_cast<inc_credit_counters*>(m);
     raw_len_ = len;
@@ -170,7 +171,7 @@ constexpr uint64_t kFrameLen = 14 + 20 + 8 + 12 + 200;  // Frame({}) bytes
 
 struct Case {
   const char* description;
-  FrameSpec frame;
+  FrameSpec frame{};
   bool flow = true;       // kFlow configured (next hop 1 on cd1)
   bool hop_valid = true;  // false: flow without a next hop
   bool xsk = true;        // a hold-queue socket bound on cd0 queue 0
@@ -181,8 +182,8 @@ struct Case {
   bool forwarded = false;  // output = Forwarded(in, 1, 1), else unchanged
   uint64_t consumed_after = 0;
   uint64_t queued_after = 0;
-  std::map<std::string, uint64_t> counters;  // expected increments
-  const char* parser_drop = nullptr;         // drop reason the INC parser counts first
+  std::map<std::string, uint64_t> counters{};  // expected increments
+  const char* parser_drop = nullptr;           // drop reason the INC parser counts first
 };
 
 FrameSpec Spec(void (*edit)(FrameSpec&)) {
@@ -275,8 +276,7 @@ const std::vector<Case>& Cases() {
        .frame = Spec([](FrameSpec& s) { s.truncate = 14 + 20 + 8 + 6; }),
        .granted = 100000,
        .verdict = XDP_DROP,
-       .parser_drop = "truncated_bth"}
-  };
+       .parser_drop = "truncated_bth"}};
   return cases;
 }
 

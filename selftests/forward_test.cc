@@ -40,8 +40,8 @@ std::string SetupNetns() {
   return selftest::SetupVethNetns("fwd", kPorts, "0f");
 }
 
-using selftest::HopMac;
 using selftest::BuildTransitFrame;
+using selftest::HopMac;
 using selftest::Routed;
 using selftest::RunResult;
 using selftest::TestRun;

@@ -10,6 +10,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/abi/tree.h"
+
 #ifndef INC_SELFTESTS_DIR
 #error "INC_SELFTESTS_DIR must point at the selftests source folder"
 #endif

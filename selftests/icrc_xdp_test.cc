@@ -20,8 +20,8 @@
 #include <map>
 #include <random>
 
-#include "dp_harness.h"
 #include "common/icrc.h"
+#include "dp_harness.h"
 #include "icrc_test_util.h"
 
 namespace inc::bench {

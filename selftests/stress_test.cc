@@ -17,8 +17,8 @@
 #include <thread>
 #include <vector>
 
-#include "dp_harness.h"
 #include "common/icrc.h"
+#include "dp_harness.h"
 
 namespace inc::bench {
 namespace {

@@ -41,9 +41,9 @@ struct TransitFrame {
   uint8_t proto = IPPROTO_UDP;
   uint16_t sport = 49152;
   uint16_t dport = 4791;
-  bool bth = false;       // a 12-byte RC RDMA WRITE ONLY BTH to dest_qpn after UDP
-  uint32_t dest_qpn = 0;  // with bth
-  size_t payload = 64;    // bytes after UDP (and the BTH)
+  bool bth = false;          // a 12-byte RC RDMA WRITE ONLY BTH to dest_qpn after UDP
+  uint32_t dest_qpn = 0;     // with bth
+  size_t payload = 64;       // bytes after UDP (and the BTH)
   uint8_t payload_step = 1;  // payload byte i = i * payload_step
   size_t truncate = 0;       // cut the frame to this many bytes (0: keep)
 };
@@ -79,7 +79,7 @@ inline std::vector<uint8_t> BuildTransitFrame(const TransitFrame& s) {
   udp[5] = l4 & 0xff;
   uint8_t* payload = udp + 8;
   if (s.bth) {
-    payload[0] = 0x0A;  // RC RDMA WRITE ONLY
+    payload[0] = 0x0A;               // RC RDMA WRITE ONLY
     payload[2] = payload[3] = 0xff;  // default P_Key
     payload[5] = (s.dest_qpn >> 16) & 0xff;
     payload[6] = (s.dest_qpn >> 8) & 0xff;

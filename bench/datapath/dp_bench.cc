@@ -36,11 +36,11 @@
 #include <string>
 #include <vector>
 
-#include "dp_harness.h"
 #include "bench_floor.skel.h"
 #include "bench_parts.skel.h"
 #include "common/icrc.h"
 #include "common/log.h"
+#include "dp_harness.h"
 
 namespace inc::bench {
 namespace {
@@ -324,7 +324,8 @@ void BenchFloor(const Config& cfg) {
   auto frame = Must(ContributionFrame(t, c), "frame");
   uint32_t verdict = 0;
   double ns = BestRepeat(fd, frame, cfg, &verdict);
-  Add("floor: add 256 int32 into a map value", "repeat", ns, kElems * 4, verdict, "bpf/bench/bench_floor.bpf.c");
+  Add("floor: add 256 int32 into a map value", "repeat", ns, kElems * 4, verdict,
+      "bpf/bench/bench_floor.bpf.c");
   auto run = [&](int) {
     FrameSet set;
     for (int i = 0; i < (kWideChildren - 1) * cfg.messages; i++) {
@@ -337,7 +338,8 @@ void BenchFloor(const Config& cfg) {
     return set;
   };
   ns = BestFresh(fd, cfg, run, XDP_DROP, &verdict);
-  Add("floor: add 256 int32 into a map value", "fresh", ns, kElems * 4, verdict, "bpf/bench/bench_floor.bpf.c");
+  Add("floor: add 256 int32 into a map value", "fresh", ns, kElems * 4, verdict,
+      "bpf/bench/bench_floor.bpf.c");
   bench_floor::destroy(skel);
 }
 

@@ -7,6 +7,8 @@
 //
 // The members run inc-perf with an AM-less assignment whose switch_ip and
 // switch_qpn are the values given here (scripts/bench.sh writes both).
+#include "bench/fwd_ceiling.h"
+
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <linux/if_link.h>
@@ -22,7 +24,6 @@
 #include <string>
 #include <vector>
 
-#include "bench/fwd_ceiling.h"
 #include "common/status.h"
 #include "fwd_ceiling.skel.h"
 #include "fwd_ceiling_port.h"

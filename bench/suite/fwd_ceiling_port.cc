@@ -6,8 +6,8 @@
 #include <cstring>
 #include <sstream>
 
-#include "common/icrc.h"
 #include "bench/fwd_ceiling.h"
+#include "common/icrc.h"
 #include "inc_wire.h"
 
 namespace inc::bench {

@@ -11,7 +11,8 @@
 #include "common/net.h"
 #include "common/status.h"
 
-static_assert(sizeof(fwd_port) == 8 + 4 * FWD_MAX_UDP_LEN, "fwd_port layout (map value of bpf/bench/fwd_ceiling.bpf.c)");
+static_assert(sizeof(fwd_port) == 8 + 4 * FWD_MAX_UDP_LEN,
+              "fwd_port layout (map value of bpf/bench/fwd_ceiling.bpf.c)");
 
 namespace inc::bench {
 

@@ -6,8 +6,8 @@
  * Wire structs are in network byte order; map structs in host byte order
  * unless a field is typed __be*. docs/wire-format.md follows the ABI headers.
  */
-#ifndef INC_FORWARD_H
-#define INC_FORWARD_H
+#ifndef INC_FORWARD_ABI_H
+#define INC_FORWARD_ABI_H
 
 #include <linux/types.h>
 
@@ -105,4 +105,4 @@ struct inc_arn_msg {
 	__be32 auth;		/* truncated keyed digest of the bytes before it */
 };
 
-#endif /* INC_FORWARD_H */
+#endif /* INC_FORWARD_ABI_H */

@@ -230,6 +230,5 @@ TEST_F(DatapathTest, SlotReuseOverThreePoolsAndMessageIdWrapAround) {
   EXPECT_EQ(sw.Drops("stale"), 1u);
 }
 
-
 }  // namespace
 }  // namespace inc::dp

@@ -4,8 +4,6 @@
 // common/frame.h, the host reference of every collective, and RunMessage.
 #pragma once
 
-#include "datapath/datapath.h"
-
 #include <arpa/inet.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -32,9 +30,9 @@
 #include "common/frame.h"
 #include "common/icrc.h"
 #include "common/log.h"
+#include "datapath/datapath.h"
 
 namespace inc::dp {
-
 
 constexpr int kPorts = 72;  // dpt0..dpt71 (switch side) <-> dpt<i>p
 constexpr uint16_t kMaxElems32 = INC_MAX_PAYLOAD_BYTES / 4;
@@ -245,8 +243,8 @@ inline TreeSpec MakeTree(const TreeParams& t, const std::vector<Peer>& children)
 }
 
 inline IncHeader Header(const TreeParams& t, uint16_t rank, uint32_t msg, uint16_t count,
-                 uint8_t coll = INC_COLL_ALLREDUCE, uint8_t dtype = INC_DTYPE_INT32,
-                 uint8_t op = INC_OP_SUM) {
+                        uint8_t coll = INC_COLL_ALLREDUCE, uint8_t dtype = INC_DTYPE_INT32,
+                        uint8_t op = INC_OP_SUM) {
   IncHeader h;
   h.collective = coll;
   h.dtype = dtype;
@@ -262,7 +260,7 @@ inline IncHeader Header(const TreeParams& t, uint16_t rank, uint32_t msg, uint16
 
 // A frame from peer p to its switch.
 inline std::vector<uint8_t> FromPeer(const Peer& p, const IncHeader& h, const std::vector<uint8_t>& payload,
-                              uint32_t psn = 7) {
+                                     uint32_t psn = 7) {
   FrameSpec s;
   s.src_mac = p.peer_mac;
   s.dst_mac = p.port_mac;
@@ -282,7 +280,8 @@ inline std::vector<uint8_t> FromPeer(const Peer& p, const IncHeader& h, const st
 }
 
 // The frame the switch must send to peer p (result or partial).
-inline std::vector<uint8_t> ToPeer(const Peer& p, IncHeader h, const std::vector<uint8_t>& payload, uint32_t psn) {
+inline std::vector<uint8_t> ToPeer(const Peer& p, IncHeader h, const std::vector<uint8_t>& payload,
+                                   uint32_t psn) {
   FrameSpec s;
   s.src_mac = p.port_mac;
   s.dst_mac = p.peer_mac;
@@ -312,7 +311,7 @@ inline IncHeader ResultHeader(IncHeader h, uint16_t count, uint8_t extra_flags =
 // completing frame with the result header and payload, and crc32_le(0, R)
 // in the ICRC field for the egress program.
 inline void ExpectBroadcastFrame(const std::vector<uint8_t>& out, const IncHeader& want_hdr,
-                          const std::vector<uint8_t>& want_payload) {
+                                 const std::vector<uint8_t>& want_payload) {
   auto parsed = ParseFrame(out.data(), out.size());
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString() << "\n" << Hex(out);
   EXPECT_EQ(parsed->inc.flags, want_hdr.flags);
@@ -419,17 +418,16 @@ inline std::vector<uint8_t> Payload(uint8_t dtype, uint16_t n, uint32_t seed, bo
   return b;
 }
 
-
-
 // ------------------------------------------------------------ AllReduce --
 
 // Runs one message through a single-level tree: every child contributes;
 // all but the last are consumed, the last yields the broadcast result; then
 // every child retransmits and gets its own addressed copy back (XDP_TX),
 // byte-exact with a valid ICRC. Returns false on a fatal mismatch.
-inline void RunMessage(Switch& sw, const TreeParams& t, const std::vector<Peer>& kids, uint32_t msg, uint8_t coll,
-                uint8_t dtype, uint8_t op, const std::vector<std::vector<uint8_t>>& contrib, uint8_t root,
-                std::vector<uint32_t>* psn, bool retransmit_all = true) {
+inline void RunMessage(Switch& sw, const TreeParams& t, const std::vector<Peer>& kids, uint32_t msg,
+                       uint8_t coll, uint8_t dtype, uint8_t op,
+                       const std::vector<std::vector<uint8_t>>& contrib, uint8_t root,
+                       std::vector<uint32_t>* psn, bool retransmit_all = true) {
   size_t esz = dtype == INC_DTYPE_INT64 ? 8 : 4;
   std::vector<uint8_t> want;
   bool ovf = false;

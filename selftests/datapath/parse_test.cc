@@ -457,6 +457,5 @@ TEST_F(DatapathTest, PortBindingLeafDropsParentFramesOnAChildPort) {
   EXPECT_NE(SlotBytes(sw, t), before);
 }
 
-
 }  // namespace
 }  // namespace inc::dp

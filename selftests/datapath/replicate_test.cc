@@ -21,7 +21,6 @@ TEST_F(DatapathTest, AllReduceInt32SumTwoChildrenResultAndRetransmitCopiesAreByt
   EXPECT_EQ(sw.Stat("drops"), 0u);
 }
 
-
 // ------------------------------------------------------------- ICRC --
 
 TEST_F(DatapathTest, IcrcVerificationOnDropsBadIcrcAndOffAcceptsIt) {
@@ -39,8 +38,6 @@ TEST_F(DatapathTest, IcrcVerificationOnDropsBadIcrcAndOffAcceptsIt) {
     EXPECT_EQ(sw.Stat("contributions"), verify ? 0u : 1u) << "verify=" << verify;
   }
 }
-
-
 
 // ----------------------------------------------- live broadcast on veths --
 
@@ -157,7 +154,6 @@ TEST_F(DatapathTest, LiveBroadcastAddressesEveryChildCopyByteExactAndSkipsPortsW
         << "port without a child got a result copy";
   }
 }
-
 
 }  // namespace
 }  // namespace inc::dp

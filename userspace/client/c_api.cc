@@ -1,8 +1,6 @@
 // libinc's C API (include/inc/inc.h) over inc::client::Communicator. The
 // only file of libinc.so.0 that exports symbols (libinc.map): everything
 // else, C++ included, stays inside the library.
-#include "inc/inc.h"
-
 #include <cstddef>
 #include <exception>
 #include <memory>
@@ -11,6 +9,7 @@
 #include "client/communicator.h"
 #include "common/status.h"
 #include "common/version.h"
+#include "inc/inc.h"
 
 struct inc_comm {
   std::unique_ptr<inc::client::Communicator> impl;
@@ -51,8 +50,12 @@ inc_status Collective(inc_comm* comm, const char* what, Fn&& fn) {
 }
 
 inc::Status CheckTypes(const char* what, inc_datatype dtype, inc_op op) {
-  if (!ValidType(dtype)) return inc::InvalidArgument(std::string(what) + ": unknown inc_datatype " + std::to_string(static_cast<int>(dtype)));
-  if (!ValidOp(op)) return inc::InvalidArgument(std::string(what) + ": unknown inc_op " + std::to_string(static_cast<int>(op)));
+  if (!ValidType(dtype))
+    return inc::InvalidArgument(std::string(what) + ": unknown inc_datatype " +
+                                std::to_string(static_cast<int>(dtype)));
+  if (!ValidOp(op))
+    return inc::InvalidArgument(std::string(what) + ": unknown inc_op " +
+                                std::to_string(static_cast<int>(op)));
   return inc::Status::Ok();
 }
 
@@ -65,8 +68,7 @@ inc::client::ReduceOp Op(inc_op op) {
 
 // The fields a caller's struct has, by its struct_size (older headers have
 // fewer): the ones beyond it keep their defaults.
-#define INC_HAS_FIELD(c, field) \
-  ((c)->struct_size >= offsetof(inc_comm_config, field) + sizeof((c)->field))
+#define INC_HAS_FIELD(c, field) ((c)->struct_size >= offsetof(inc_comm_config, field) + sizeof((c)->field))
 
 }  // namespace
 
@@ -89,7 +91,8 @@ inc_status inc_comm_create(const inc_comm_config* config, inc_comm** comm) {
   *comm = nullptr;
   if (!config) return Fail(inc::InvalidArgument("inc_comm_create: config is NULL"));
   if (config->struct_size < offsetof(inc_comm_config, transport))
-    return Fail(inc::InvalidArgument("inc_comm_create: config->struct_size " + std::to_string(config->struct_size) +
+    return Fail(inc::InvalidArgument("inc_comm_create: config->struct_size " +
+                                     std::to_string(config->struct_size) +
                                      " is too small (call inc_comm_config_init first)"));
   inc::client::CommunicatorOptions o;
   if (config->am_address) o.am_address = config->am_address;
@@ -99,7 +102,8 @@ inc_status inc_comm_create(const inc_comm_config* config, inc_comm** comm) {
   o.world_size = config->world_size;
   if (config->iface) o.iface = config->iface;
   if (INC_HAS_FIELD(config, transport) && config->transport) o.transport = config->transport;
-  if (INC_HAS_FIELD(config, join_timeout_ms) && config->join_timeout_ms) o.join_timeout_ms = config->join_timeout_ms;
+  if (INC_HAS_FIELD(config, join_timeout_ms) && config->join_timeout_ms)
+    o.join_timeout_ms = config->join_timeout_ms;
   if (INC_HAS_FIELD(config, max_retries) && config->max_retries) o.max_retries = config->max_retries;
   try {
     auto made = inc::client::Communicator::Create(o);
@@ -131,8 +135,8 @@ inc_status inc_allreduce(inc_comm* comm, const void* send, void* recv, size_t co
   });
 }
 
-inc_status inc_reduce(inc_comm* comm, const void* send, void* recv, size_t count, inc_datatype dtype, inc_op op,
-                      uint32_t root) {
+inc_status inc_reduce(inc_comm* comm, const void* send, void* recv, size_t count, inc_datatype dtype,
+                      inc_op op, uint32_t root) {
   return Collective(comm, "inc_reduce", [&](inc::client::Communicator& c) {
     INC_RETURN_IF_ERROR(CheckTypes("inc_reduce", dtype, op));
     return c.Reduce(send, recv, count, Type(dtype), Op(op), root);

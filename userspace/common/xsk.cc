@@ -24,7 +24,8 @@ Socket::~Socket() {
 Status Socket::MapRing(Ring* ring, const char* name, uint64_t pgoff, const xdp_ring_offset& off,
                        size_t desc_size, uint32_t size) {
   const size_t len = off.desc + size_t{size} * desc_size;
-  void* m = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd_, static_cast<off_t>(pgoff));
+  void* m =
+      mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd_, static_cast<off_t>(pgoff));
   if (m == MAP_FAILED) return ErrnoStatus(std::string("mmap AF_XDP ") + name + " ring of " + what_, errno);
   ring->map = m;
   ring->map_len = len;
@@ -48,7 +49,8 @@ Status Socket::Open(const Layout& layout) {
     if (size && !IsPowerOfTwo(size))
       return InvalidArgument("AF_XDP ring sizes must be powers of two, not " + std::to_string(size));
   if (!layout.chunks || !layout.fill || !layout.completion || (!layout.rx && !layout.tx))
-    return InvalidArgument("an AF_XDP socket needs UMEM chunks, fill and completion rings and an RX or TX ring");
+    return InvalidArgument(
+        "an AF_XDP socket needs UMEM chunks, fill and completion rings and an RX or TX ring");
   chunk_size_ = layout.chunk_size;
   umem_len_ = size_t{layout.chunks} * chunk_size_;
   void* mem = mmap(nullptr, umem_len_, PROT_READ | PROT_WRITE,
@@ -83,17 +85,21 @@ Status Socket::Open(const Layout& layout) {
   socklen_t optlen = sizeof(off);
   if (getsockopt(fd_, SOL_XDP, XDP_MMAP_OFFSETS, &off, &optlen))
     return ErrnoStatus("XDP_MMAP_OFFSETS", errno);
-  INC_RETURN_IF_ERROR(MapRing(&fill, "fill", XDP_UMEM_PGOFF_FILL_RING, off.fr, sizeof(uint64_t), layout.fill));
+  INC_RETURN_IF_ERROR(
+      MapRing(&fill, "fill", XDP_UMEM_PGOFF_FILL_RING, off.fr, sizeof(uint64_t), layout.fill));
   INC_RETURN_IF_ERROR(MapRing(&completion, "completion", XDP_UMEM_PGOFF_COMPLETION_RING, off.cr,
                               sizeof(uint64_t), layout.completion));
-  if (layout.rx) INC_RETURN_IF_ERROR(MapRing(&rx, "rx", XDP_PGOFF_RX_RING, off.rx, sizeof(xdp_desc), layout.rx));
-  if (layout.tx) INC_RETURN_IF_ERROR(MapRing(&tx, "tx", XDP_PGOFF_TX_RING, off.tx, sizeof(xdp_desc), layout.tx));
+  if (layout.rx)
+    INC_RETURN_IF_ERROR(MapRing(&rx, "rx", XDP_PGOFF_RX_RING, off.rx, sizeof(xdp_desc), layout.rx));
+  if (layout.tx)
+    INC_RETURN_IF_ERROR(MapRing(&tx, "tx", XDP_PGOFF_TX_RING, off.tx, sizeof(xdp_desc), layout.tx));
   return Status::Ok();
 }
 
 void Socket::StockFill(uint32_t first, uint32_t n) {
   uint64_t* fq = fill.addrs();
-  for (uint32_t i = 0; i < n; i++) fq[(fill.cached_prod + i) & (fill.size - 1)] = uint64_t{first + i} * chunk_size_;
+  for (uint32_t i = 0; i < n; i++)
+    fq[(fill.cached_prod + i) & (fill.size - 1)] = uint64_t{first + i} * chunk_size_;
   fill.cached_prod += n;
   StoreRelease(fill.producer, fill.cached_prod);
 }
@@ -111,7 +117,9 @@ Status Socket::Bind(uint32_t ifindex, uint32_t queue, uint16_t extra_flags, int 
     if (rc == 0 || errno != EBUSY || waited >= busy_wait_ms) break;
     usleep(kRetryMs * 1000);
   }
-  if (rc) return ErrnoStatus("bind AF_XDP socket (copy mode) of " + what_ + " to queue " + std::to_string(queue), errno);
+  if (rc)
+    return ErrnoStatus("bind AF_XDP socket (copy mode) of " + what_ + " to queue " + std::to_string(queue),
+                       errno);
   return Status::Ok();
 }
 

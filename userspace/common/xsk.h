@@ -42,7 +42,7 @@ struct Ring {
   void* map = nullptr;
   size_t map_len = 0;
 
-  uint64_t* addrs() const { return static_cast<uint64_t*>(descs); }  // fill, completion
+  uint64_t* addrs() const { return static_cast<uint64_t*>(descs); }   // fill, completion
   xdp_desc* frames() const { return static_cast<xdp_desc*>(descs); }  // rx, tx
 };
 

@@ -79,7 +79,8 @@ const char* CreditStatName(int stat) {
 }
 
 Expected<CreditTable> CreditTable::Open(const Datapath& dp) {
-  int flows = dp.map_fd(Datapath::MapId::kCreditFlows), counters = dp.map_fd(Datapath::MapId::kCreditCounters);
+  int flows = dp.map_fd(Datapath::MapId::kCreditFlows),
+      counters = dp.map_fd(Datapath::MapId::kCreditCounters);
   int slots = dp.map_fd(Datapath::MapId::kCreditXskSlots), xsks = dp.map_fd(Datapath::MapId::kCreditXsks);
   int stats = dp.map_fd(Datapath::MapId::kCreditStats), ingress = dp.map_fd(Datapath::MapId::kCreditIngress);
   if (flows < 0 || counters < 0 || ingress < 0 || slots < 0 || xsks < 0 || stats < 0)

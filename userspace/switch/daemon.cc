@@ -93,7 +93,8 @@ Status SwitchDaemon::StartParts() {
   if (plan_.credit.enabled) {
     std::vector<std::string> data_ports;
     for (const auto& p : plan_.ports) data_ports.push_back(p.name);
-    auto c = CreditAgent::Start(std::move(plan_.credit), agent_->datapath(), data_ports, config.switch_name());
+    auto c =
+        CreditAgent::Start(std::move(plan_.credit), agent_->datapath(), data_ports, config.switch_name());
     if (!c.ok()) return c.status().WithContext("credit");
     credit_ = std::move(*c);
   }
@@ -106,7 +107,8 @@ Status SwitchDaemon::StartParts() {
 
 Status SwitchDaemon::StartServer() {
   authorizer_ = std::make_unique<Authorizer>(/*enforce=*/!plan_.security.insecure);
-  service_ = std::make_unique<SwitchAgentService>(agent_.get(), routing_.get(), credit_.get(), authorizer_.get());
+  service_ =
+      std::make_unique<SwitchAgentService>(agent_.get(), routing_.get(), credit_.get(), authorizer_.get());
   grpc::ServerBuilder builder;
   int bound_port = -1;
   builder.AddListeningPort(plan_.listen, plan_.server_credentials, &bound_port);
@@ -119,8 +121,8 @@ Status SwitchDaemon::StartServer() {
                        " (address in use, not assigned in this namespace, or malformed)");
   }
   LOG_INFO << "serving SwitchAgent on " << plan_.listen
-           << (plan_.listen.rfind("unix:", 0) == 0 ? "" : " (port " + std::to_string(bound_port) + ")") << "; "
-           << Describe(plan_.security);
+           << (plan_.listen.rfind("unix:", 0) == 0 ? "" : " (port " + std::to_string(bound_port) + ")")
+           << "; " << Describe(plan_.security);
   return Status::Ok();
 }
 
@@ -138,7 +140,8 @@ Status SwitchDaemon::StartMetrics() {
     return started.status();
   }
   metrics_ = std::move(*started);
-  LOG_INFO << "serving Prometheus metrics on " << listen << " (port " << metrics_->port() << ", path /metrics)";
+  LOG_INFO << "serving Prometheus metrics on " << listen << " (port " << metrics_->port()
+           << ", path /metrics)";
   return Status::Ok();
 }
 
@@ -149,7 +152,8 @@ void SwitchDaemon::StartAmClient() {
   }
   AmClientOptions options;
   options.am_address = plan_.config.am_address();
-  options.agent_address = plan_.advertise.empty() ? AdvertisedAddress(plan_.listen, plan_.ports) : plan_.advertise;
+  options.agent_address =
+      plan_.advertise.empty() ? AdvertisedAddress(plan_.listen, plan_.ports) : plan_.advertise;
   options.default_heartbeat_ms = plan_.config.heartbeat_interval_ms();
   options.credentials = plan_.am_credentials;
   am_client_ = std::make_unique<AmClient>(agent_.get(), options);
@@ -220,8 +224,10 @@ int SwitchDaemon::Run() {
   // re-adopts the pinned trees, so they keep aggregating in between.
   const bool keep_datapath = config.keep_datapath_on_exit() || sig == SIGUSR2;
   LOG_INFO << "received " << SignalName(sig) << ": stopping"
-           << (keep_datapath ? ", leaving XDP attached and the maps pinned for the next agent" : ", detaching XDP");
-  NotifyStopping(keep_datapath ? "stopping; the data path stays for the next agent" : "stopping; detaching XDP");
+           << (keep_datapath ? ", leaving XDP attached and the maps pinned for the next agent"
+                             : ", detaching XDP");
+  NotifyStopping(keep_datapath ? "stopping; the data path stays for the next agent"
+                               : "stopping; detaching XDP");
   Status st = Stop(keep_datapath);
   LOG_INFO << "exit" << (st.ok() ? "" : " with errors");
   return st.ok() ? 0 : 1;

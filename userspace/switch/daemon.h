@@ -21,14 +21,14 @@
 #include "common/metrics.h"
 #include "common/status.h"
 #include "common/tls.h"
-#include "switch/tree/agent.h"
 #include "switch/am_client.h"
-#include "switch/routing/arn_config.h"
 #include "switch/config.h"
 #include "switch/credit/credit_agent.h"
 #include "switch/credit/credit_config.h"
+#include "switch/routing/arn_config.h"
 #include "switch/routing/routing_agent.h"
 #include "switch/service.h"
+#include "switch/tree/agent.h"
 
 namespace inc::sw {
 

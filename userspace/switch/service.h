@@ -5,9 +5,9 @@
 
 #include "common/authz.h"
 #include "inc/v1/inc.grpc.pb.h"
-#include "switch/tree/agent.h"
 #include "switch/credit/credit_agent.h"
 #include "switch/routing/routing_agent.h"
+#include "switch/tree/agent.h"
 
 namespace inc::sw {
 

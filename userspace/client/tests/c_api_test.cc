@@ -2,13 +2,13 @@
 // libinc.so.0 only: defaults, argument checks with their status codes and
 // messages, status names, the per-thread last error, the version. Joining a
 // real group runs in lab.packages (the installed library and example).
-#include "inc/inc.h"
-
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <string>
 #include <thread>
+
+#include "inc/inc.h"
 
 namespace {
 

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "common/net.h"
+#include "common/route.h"
 #include "common/siphash.h"
 #include "common/status.h"
-#include "common/route.h"
 #include "inc/v1/inc.pb.h"
 #include "switch/config.h"
 

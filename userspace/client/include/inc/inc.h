@@ -37,89 +37,89 @@ typedef struct inc_comm inc_comm;
 
 /* gRPC's canonical status codes, as incin uses them everywhere. */
 typedef enum inc_status {
-	INC_OK = 0,
-	INC_CANCELLED = 1,
-	INC_UNKNOWN = 2,
-	INC_INVALID_ARGUMENT = 3,
-	INC_DEADLINE_EXCEEDED = 4,
-	INC_NOT_FOUND = 5,
-	INC_ALREADY_EXISTS = 6,
-	INC_PERMISSION_DENIED = 7,
-	INC_RESOURCE_EXHAUSTED = 8,
-	INC_FAILED_PRECONDITION = 9,
-	INC_ABORTED = 10,
-	INC_OUT_OF_RANGE = 11,
-	INC_UNIMPLEMENTED = 12,
-	INC_INTERNAL = 13,
-	INC_UNAVAILABLE = 14,
-	INC_DATA_LOSS = 15,
-	INC_UNAUTHENTICATED = 16,
+  INC_OK = 0,
+  INC_CANCELLED = 1,
+  INC_UNKNOWN = 2,
+  INC_INVALID_ARGUMENT = 3,
+  INC_DEADLINE_EXCEEDED = 4,
+  INC_NOT_FOUND = 5,
+  INC_ALREADY_EXISTS = 6,
+  INC_PERMISSION_DENIED = 7,
+  INC_RESOURCE_EXHAUSTED = 8,
+  INC_FAILED_PRECONDITION = 9,
+  INC_ABORTED = 10,
+  INC_OUT_OF_RANGE = 11,
+  INC_UNIMPLEMENTED = 12,
+  INC_INTERNAL = 13,
+  INC_UNAVAILABLE = 14,
+  INC_DATA_LOSS = 15,
+  INC_UNAUTHENTICATED = 16,
 } inc_status;
 
 typedef enum inc_datatype {
-	INC_INT32 = 1,
-	INC_FLOAT32 = 2,
-	INC_INT64 = 3,
-	INC_FLOAT16 = 4,
-	INC_BFLOAT16 = 5,
-	INC_FLOAT64 = 6,
+  INC_INT32 = 1,
+  INC_FLOAT32 = 2,
+  INC_INT64 = 3,
+  INC_FLOAT16 = 4,
+  INC_BFLOAT16 = 5,
+  INC_FLOAT64 = 6,
 } inc_datatype;
 
 typedef enum inc_op {
-	INC_SUM = 1,
-	INC_MIN = 2,
-	INC_MAX = 3,
+  INC_SUM = 1,
+  INC_MIN = 2,
+  INC_MAX = 3,
 } inc_op;
 
 typedef struct inc_comm_config {
-	size_t struct_size;	    /* sizeof(inc_comm_config), set by inc_comm_config_init */
-	const char *am_address;	    /* host:port of incamd */
-	const char *job_id;	    /* the same on every rank of the job */
-	const char *job_credential; /* from the launcher; NULL: INC_JOB_CREDENTIAL, if set */
-	uint32_t rank;
-	uint32_t world_size;
-	const char *iface;	     /* the worker's interface toward its switch */
-	const char *transport;	     /* "auto" (NULL), "xdp", "afxdp" or "verbs" */
-	uint32_t join_timeout_ms;    /* 0: 120000 */
-	uint32_t max_retries;	     /* timeouts of one message before failing; 0: 25 */
+  size_t struct_size;         /* sizeof(inc_comm_config), set by inc_comm_config_init */
+  const char* am_address;     /* host:port of incamd */
+  const char* job_id;         /* the same on every rank of the job */
+  const char* job_credential; /* from the launcher; NULL: INC_JOB_CREDENTIAL, if set */
+  uint32_t rank;
+  uint32_t world_size;
+  const char* iface;        /* the worker's interface toward its switch */
+  const char* transport;    /* "auto" (NULL), "xdp", "afxdp" or "verbs" */
+  uint32_t join_timeout_ms; /* 0: 120000 */
+  uint32_t max_retries;     /* timeouts of one message before failing; 0: 25 */
 } inc_comm_config;
 
 /* Every field to its default (NULL or 0) and struct_size to this header's. */
-void inc_comm_config_init(inc_comm_config *config);
+void inc_comm_config_init(inc_comm_config* config);
 
 /* Joins the job's group at the AM (blocking until every rank joined and the
  * tree is programmed). mTLS to the AM comes from INC_TLS_CERT, INC_TLS_KEY
  * and INC_TLS_CA, or plaintext with INC_INSECURE=1. On success *comm is a
  * communicator to pass to inc_comm_destroy; on failure *comm is NULL and
  * inc_last_error() says why. */
-inc_status inc_comm_create(const inc_comm_config *config, inc_comm **comm);
+inc_status inc_comm_create(const inc_comm_config* config, inc_comm** comm);
 /* Leaves the group (the tree is dismantled when every rank left). NULL is
  * allowed. */
-void inc_comm_destroy(inc_comm *comm);
-uint32_t inc_comm_rank(const inc_comm *comm);
-uint32_t inc_comm_size(const inc_comm *comm);
+void inc_comm_destroy(inc_comm* comm);
+uint32_t inc_comm_rank(const inc_comm* comm);
+uint32_t inc_comm_size(const inc_comm* comm);
 
 /* count elements of dtype per rank; send and recv may be the same buffer. */
-inc_status inc_allreduce(inc_comm *comm, const void *send, void *recv, size_t count, inc_datatype dtype,
-			 inc_op op);
+inc_status inc_allreduce(inc_comm* comm, const void* send, void* recv, size_t count, inc_datatype dtype,
+                         inc_op op);
 /* recv is written on root only (may be NULL elsewhere). */
-inc_status inc_reduce(inc_comm *comm, const void *send, void *recv, size_t count, inc_datatype dtype,
-		      inc_op op, uint32_t root);
-inc_status inc_broadcast(inc_comm *comm, void *buf, size_t count, inc_datatype dtype, uint32_t root);
-inc_status inc_barrier(inc_comm *comm);
+inc_status inc_reduce(inc_comm* comm, const void* send, void* recv, size_t count, inc_datatype dtype,
+                      inc_op op, uint32_t root);
+inc_status inc_broadcast(inc_comm* comm, void* buf, size_t count, inc_datatype dtype, uint32_t root);
+inc_status inc_barrier(inc_comm* comm);
 /* recv holds world_size x count elements, rank r's at r x count. */
-inc_status inc_allgather(inc_comm *comm, const void *send, void *recv, size_t count, inc_datatype dtype);
+inc_status inc_allgather(inc_comm* comm, const void* send, void* recv, size_t count, inc_datatype dtype);
 /* send holds world_size x count elements; recv gets count, this rank's block. */
-inc_status inc_reduce_scatter(inc_comm *comm, const void *send, void *recv, size_t count,
-			      inc_datatype dtype, inc_op op);
+inc_status inc_reduce_scatter(inc_comm* comm, const void* send, void* recv, size_t count, inc_datatype dtype,
+                              inc_op op);
 
 /* "OK", "INVALID_ARGUMENT", ...; "UNKNOWN" for a value not listed above. */
-const char *inc_status_name(inc_status status);
+const char* inc_status_name(inc_status status);
 /* Why this thread's last failed call failed ("" if none failed yet). Valid
  * until the thread's next libinc call. */
-const char *inc_last_error(void);
+const char* inc_last_error(void);
 /* The library's version, e.g. "0.1.0". */
-const char *inc_version(void);
+const char* inc_version(void);
 
 #ifdef __cplusplus
 }
