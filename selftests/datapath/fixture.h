@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "../transit_frames.h"
 #include "common/frame.h"
 #include "common/icrc.h"
 #include "common/log.h"
@@ -134,34 +135,10 @@ inline Peer MakePeer(int port_index, uint16_t member) {
 
 // ----------------------------------------------------------- test runs --
 
-struct RunResult {
-  int err = 0;
-  uint32_t retval = 0;
-  std::vector<uint8_t> out;
-};
-
-inline RunResult TestRun(int prog_fd, const std::vector<uint8_t>& in, uint32_t ingress_ifindex = 0) {
-  RunResult r;
-  r.out.resize(4096);
-  xdp_md ctx{};
-  ctx.data_end = static_cast<uint32_t>(in.size());
-  ctx.ingress_ifindex = ingress_ifindex;
-  LIBBPF_OPTS(bpf_test_run_opts, opts);
-  opts.data_in = in.data();
-  opts.data_size_in = static_cast<uint32_t>(in.size());
-  opts.data_out = r.out.data();
-  opts.data_size_out = static_cast<uint32_t>(r.out.size());
-  opts.repeat = 1;
-  if (ingress_ifindex) {
-    opts.ctx_in = &ctx;
-    opts.ctx_size_in = sizeof(ctx);
-  }
-  r.err = bpf_prog_test_run_opts(prog_fd, &opts);
-  if (r.err) r.err = errno;
-  r.retval = opts.retval;
-  r.out.resize(opts.data_size_out);
-  return r;
-}
+// One BPF_PROG_TEST_RUN (selftests/transit_frames.h, shared with the
+// forwarder and credit selftests).
+using selftest::RunResult;
+using selftest::TestRun;
 
 inline std::string Hex(const std::vector<uint8_t>& v) {
   std::string s;
