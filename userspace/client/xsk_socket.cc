@@ -29,10 +29,6 @@ namespace {
 // frames sitting in the ring.
 constexpr uint32_t kTxBatch = 32;
 
-bool IsPowerOfTwo(uint32_t v) {
-  return v && !(v & (v - 1));
-}
-
 // Receive queues of ifname (rx-only plus combined channels), 0 if the
 // driver does not say.
 uint32_t RxQueueCount(const std::string& ifname) {
@@ -58,10 +54,7 @@ Expected<std::unique_ptr<XskSocket>> XskSocket::Open(const XskOptions& options) 
 }
 
 Status XskSocket::Init() {
-  if (!IsPowerOfTwo(opt_.frame_size) || opt_.frame_size < 2048)
-    return InvalidArgument("frame_size must be a power of two >= 2048");
-  if (!IsPowerOfTwo(opt_.rx_ring) || !IsPowerOfTwo(opt_.tx_ring))
-    return InvalidArgument("ring sizes must be powers of two");
+  // Frame and ring sizes are checked by xsk::Socket::Open.
   if (opt_.tx_frames == 0 || opt_.tx_frames > opt_.tx_ring)
     return InvalidArgument("tx_frames must be in 1..tx_ring");
   ifindex_ = if_nametoindex(opt_.ifname.c_str());
