@@ -5,6 +5,7 @@
 #ifndef INC_AGGREGATE_H
 #define INC_AGGREGATE_H
 
+#include "tree_maps.h"
 #include "replicate.h"
 
 #define INC_MAX_LANES32 (INC_MAX_PAYLOAD_BYTES / 4)

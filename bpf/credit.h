@@ -17,9 +17,8 @@
 #include <linux/udp.h>
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
-#include "inc_credit.h"
-#include "inc_forward.h" /* struct inc_port_tx: the gate charges what the forwarder sent */
-#include "maps.h"
+#include "forward_maps.h" /* port_tx: the gate charges what the forwarder sent */
+#include "credit_maps.h"
 
 #define INC_CREDIT_NOT_MINE (-1) /* not a credit flow: next stage decides */
 

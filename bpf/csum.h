@@ -13,8 +13,7 @@
 
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
-#include "inc_tree.h"
-#include "maps.h"
+#include "tree_maps.h"
 
 #define INC_CRC_POLY  0xEDB88320u
 #define INC_ICRC_SEED 0xDEBB20E3u /* crc32_le(~0, 8 bytes of 0xFF) */

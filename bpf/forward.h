@@ -19,8 +19,7 @@
 #include <linux/udp.h>
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
-#include "inc_forward.h"
-#include "maps.h"
+#include "forward_maps.h"
 
 static __always_inline void inc_fwd_stat(__u32 stat)
 {

@@ -16,7 +16,7 @@
 #include <linux/udp.h>
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
-#include "inc_tree.h"
+#include "tree_maps.h"
 #include "csum.h"
 
 #define INC_PARSE_PASS (-1) /* not INC: hand to the kernel */

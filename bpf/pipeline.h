@@ -5,6 +5,7 @@
 #ifndef INC_PIPELINE_H
 #define INC_PIPELINE_H
 
+#include "tree_maps.h"
 #include "aggregate.h"
 
 /* inc_ingress's answer for a frame that is not INC traffic: the entry

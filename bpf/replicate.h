@@ -5,6 +5,7 @@
 #ifndef INC_REPLICATE_H
 #define INC_REPLICATE_H
 
+#include "tree_maps.h"
 #include "csum.h"
 #include "parse.h"
 #include "stats.h"

@@ -3,7 +3,7 @@
 #ifndef INC_STATS_H
 #define INC_STATS_H
 
-#include "maps.h"
+#include "tree_maps.h"
 
 static __always_inline void inc_stat_add(__u32 stat, __u64 n)
 {

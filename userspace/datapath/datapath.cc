@@ -33,7 +33,7 @@ constexpr uint8_t kSupportedColls = INC_BIT(INC_COLL_ALLREDUCE) | INC_BIT(INC_CO
                                     INC_BIT(INC_COLL_BROADCAST) | INC_BIT(INC_COLL_BARRIER);
 constexpr uint32_t kMaxSlotCapacity = 1u << 20;
 
-// Maps whose contents must survive an agent restart (see bpf/maps.h).
+// Maps whose contents must survive an agent restart (see bpf/tree_maps.h).
 const char* const kPinnedMaps[] = {"trees", "children", "port_child", "slots",       "psn",
                                    "stats", "drops",    "tree_stats", "member_stats"};
 

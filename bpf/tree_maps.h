@@ -1,15 +1,14 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* Maps of the INC switch data path. Maps marked "pinned" hold live state and
- * are pinned under <pin_root>/<switch>/ by the agent so a restarted agent
- * keeps every tree aggregating; the others are rebuilt at every load. */
-#ifndef INC_MAPS_H
-#define INC_MAPS_H
+/* Maps of the INC stage (trees, slots, their counters; ABI in inc_tree.h).
+ * Maps marked "pinned" hold live state and are pinned under
+ * <pin_root>/<switch>/ by the agent so a restarted agent keeps every tree
+ * aggregating; the others are rebuilt at every load. */
+#ifndef INC_TREE_MAPS_H
+#define INC_TREE_MAPS_H
 
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include "inc_tree.h"
-#include "inc_forward.h"
-#include "inc_credit.h"
 
 /* Pinned. Tree configuration by tree id (role, key, pool, masks, parent). */
 struct {
@@ -129,96 +128,4 @@ struct {
 	__type(value, struct inc_scratch);
 } scratch SEC(".maps");
 
-/* Best-path table: destination prefix -> next hops with cost and ARN marks.
- * Kept by the agent (desired state, rebuilt at every load); a /32 entry with
- * no hops marks one of the switch's own addresses (to the kernel). */
-struct {
-	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__uint(max_entries, INC_BPT_MAX_PREFIXES);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct inc_bpt_key);
-	__type(value, struct inc_bpt_entry);
-} bpt SEC(".maps");
-
-/* Local detection per egress port (ifindex -> INC_PORT_* flags), written by
- * the agent's congestion/failure detector; no entry = healthy. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, INC_FWD_MAX_PORTS);
-	__type(key, __u32);
-	__type(value, struct inc_port_health);
-} port_health SEC(".maps");
-
-/* Per-CPU bytes and packets the forwarder sent per egress port (ifindex);
- * entries are created by the agent for every port, read for utilisation. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(max_entries, INC_FWD_MAX_PORTS);
-	__type(key, __u32);
-	__type(value, struct inc_port_tx);
-} port_tx SEC(".maps");
-
-/* Per-CPU forwarder counters (key: enum inc_fwd_stat). */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, INC_FWD__MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} fwd_stats SEC(".maps");
-
-/* Credit flow control. RoCEv2 flow key -> counter index and
- * current next hop; written by the agent, rewritten on failover. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, INC_CREDIT_MAX_FLOWS);
-	__type(key, struct inc_credit_flow_key);
-	__type(value, struct inc_credit_flow);
-} credit_flows SEC(".maps");
-
-/* Credit counters per flow index (granted by the agent, consumed and queued
- * advanced atomically); mmapable so the agent reads and grants without a
- * syscall per update. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, INC_CREDIT_MAX_FLOWS);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__type(key, __u32);
-	__type(value, struct inc_credit_counters);
-} credit_counters SEC(".maps");
-
-/* (flow index, ingress port) -> bytes of the flow that came in on that port
- * and left this switch (forwarded or delivered); the agent creates the
- * entries of its upstream ports and returns credit from them. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4 * INC_CREDIT_MAX_FLOWS);
-	__type(key, struct inc_credit_ingress_key);
-	__type(value, __u64);
-} credit_ingress SEC(".maps");
-
-/* (ingress ifindex, rx queue) -> slot of credit_xsks holding the agent's
- * hold-queue AF_XDP socket for that queue. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, INC_CREDIT_MAX_XSKS);
-	__type(key, struct inc_credit_xsk_key);
-	__type(value, __u32);
-} credit_xsk_slots SEC(".maps");
-
-/* Hold-queue AF_XDP sockets of the agent, by slot (see credit_xsk_slots). */
-struct {
-	__uint(type, BPF_MAP_TYPE_XSKMAP);
-	__uint(max_entries, INC_CREDIT_MAX_XSKS);
-	__type(key, __u32);
-	__type(value, __u32);
-} credit_xsks SEC(".maps");
-
-/* Per-CPU counters of the credit gate, key enum inc_credit_stat. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, INC_CREDIT__MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} credit_stats SEC(".maps");
-
-#endif /* INC_MAPS_H */
+#endif /* INC_TREE_MAPS_H */
