@@ -33,6 +33,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "arn/message.h"
@@ -41,6 +42,7 @@
 #include "credit/rsvp.h"
 #include "datapath/datapath.h"
 #include "datapath/forwarding.h"
+#include "inc_frames.h"
 #include "transit_frames.h"
 #include "veth_netns.h"
 
@@ -73,13 +75,11 @@ uint64_t EnvU64(const char* name, uint64_t fallback) {
   return v && *v ? std::strtoull(v, nullptr, 0) : fallback;
 }
 
-// A peer of the switch behind port `port` (member or neighbour switch).
-struct Peer {
+// A peer of the switch behind port `port` (member or neighbour switch); its
+// link's addresses and QPs are in selftest::IncLink.
+struct Peer : selftest::IncLink {
   int port = 0;
   uint32_t ifindex = 0;
-  Mac port_mac, peer_mac;
-  Ipv4 switch_ip, peer_ip;
-  uint32_t peer_qpn = 0, switch_qpn = 0;
   uint16_t member_lo = 0, member_hi = 1;
 
   Endpoint ToEndpoint() const {
@@ -144,22 +144,9 @@ std::vector<uint8_t> Payload(size_t bytes, uint32_t seed) {
 
 Frame FromPeer(const std::string& name, const Peer& p, const IncHeader& h,
                const std::vector<uint8_t>& payload) {
-  FrameSpec s;
-  s.src_mac = p.peer_mac;
-  s.dst_mac = p.port_mac;
-  s.src_ip = p.peer_ip;
-  s.dst_ip = p.switch_ip;
-  s.src_qpn = p.peer_qpn;
-  s.dest_qpn = p.switch_qpn;
-  s.psn = 1;
-  s.va = 0x1234;
-  s.rkey = 0x99;
-  s.inc = h;
-  s.payload = payload.data();
-  s.payload_len = payload.size();
-  auto f = BuildFrame(s);
-  EXPECT_TRUE(f.ok()) << f.status().ToString();
-  return Frame{name, f.ok() ? *f : std::vector<uint8_t>(64, 0), p.ifindex};
+  std::vector<uint8_t> f = selftest::IncFrameToSwitch(p, {.inc = h, .payload = payload, .psn = 1});
+  if (f.empty()) f.assign(64, 0);  // not built (a test failure already): still a frame to mutate
+  return Frame{name, std::move(f), p.ifindex};
 }
 
 // Ethernet + IPv4 (+ the given L4 bytes) from a peer to its port's address.
@@ -500,17 +487,16 @@ class XdpFuzz : public ::testing::Test {
 
   IncHeader Header(uint16_t tree, uint16_t rank, uint32_t msg, uint8_t coll, uint8_t dtype, uint8_t op,
                    uint16_t count) {
-    IncHeader h;
-    h.collective = coll;
-    h.dtype = dtype;
-    h.op = op;
-    h.tree_id = tree;
-    h.rank = rank;
-    h.msg_id = msg;
-    h.slot = static_cast<uint16_t>(msg % 8);
-    h.count = count;
-    h.key = trees_.at(tree).spec.key;
-    return h;
+    const TreeSpec& t = trees_.at(tree).spec;
+    return selftest::MakeIncHeader({.tree_id = tree,
+                                    .key = t.key,
+                                    .pool = t.pool_size,
+                                    .rank = rank,
+                                    .msg_id = msg,
+                                    .count = count,
+                                    .collective = coll,
+                                    .dtype = dtype,
+                                    .op = op});
   }
 
   std::vector<Frame> Seeds() {

@@ -2,7 +2,7 @@
 // other IPv4/UDP between hosts), what a router makes of them, and one
 // BPF_PROG_TEST_RUN of a program on such a frame. Shared by the selftests of
 // the best-path forwarder (forward_test) and of the credit gate
-// (credit_test); INC frames come from common/frame.h's BuildFrame.
+// (credit_test); INC frames come from inc_frames.h.
 #pragma once
 
 #include <bpf/bpf.h>

@@ -1,7 +1,8 @@
 // Shared by the data-path selftests (selftests/datapath/*_test.cc, one per
 // data-path header or role): the private network namespace with kPorts veth
-// pairs, a loaded switch, peers, tree specs, INC frames built independently by
-// common/frame.h, the host reference of every collective, and RunMessage.
+// pairs, a loaded switch, peers, tree specs, INC frames (selftests/inc_frames.h,
+// built independently by common/frame.h), the host reference of every
+// collective, and RunMessage.
 #pragma once
 
 #include <arpa/inet.h>
@@ -27,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "../inc_frames.h"
 #include "../transit_frames.h"
 #include "common/frame.h"
 #include "common/icrc.h"
@@ -82,15 +84,13 @@ inline std::string SetupNetns() {
 
 // ----------------------------------------------------------------- peers --
 
-struct Peer {
+// A member or neighbour switch behind a switch port; the link's addresses
+// and QPs are in selftest::IncLink.
+struct Peer : selftest::IncLink {
   int port_index = 0;
   std::string port;
-  Mac port_mac;
-  Ipv4 switch_ip;
   uint32_t ifindex = 0;
-  Mac peer_mac;
-  Ipv4 peer_ip;
-  uint32_t peer_qpn = 0, switch_qpn = 0, rkey = 0, stride = 4096;
+  uint32_t rkey = 0, stride = 4096;
   uint64_t va = 0;
   uint16_t member_lo = 0, member_hi = 0;
 
@@ -222,59 +222,30 @@ inline TreeSpec MakeTree(const TreeParams& t, const std::vector<Peer>& children)
 inline IncHeader Header(const TreeParams& t, uint16_t rank, uint32_t msg, uint16_t count,
                         uint8_t coll = INC_COLL_ALLREDUCE, uint8_t dtype = INC_DTYPE_INT32,
                         uint8_t op = INC_OP_SUM) {
-  IncHeader h;
-  h.collective = coll;
-  h.dtype = dtype;
-  h.op = op;
-  h.tree_id = t.tree_id;
-  h.rank = rank;
-  h.msg_id = msg;
-  h.slot = static_cast<uint16_t>(msg % t.pool);
-  h.count = count;
-  h.key = t.key;
-  return h;
+  return selftest::MakeIncHeader({.tree_id = t.tree_id,
+                                  .key = t.key,
+                                  .pool = t.pool,
+                                  .rank = rank,
+                                  .msg_id = msg,
+                                  .count = count,
+                                  .collective = coll,
+                                  .dtype = dtype,
+                                  .op = op});
 }
 
 // A frame from peer p to its switch.
 inline std::vector<uint8_t> FromPeer(const Peer& p, const IncHeader& h, const std::vector<uint8_t>& payload,
                                      uint32_t psn = 7) {
-  FrameSpec s;
-  s.src_mac = p.peer_mac;
-  s.dst_mac = p.port_mac;
-  s.src_ip = p.peer_ip;
-  s.dst_ip = p.switch_ip;
-  s.src_qpn = p.peer_qpn;
-  s.dest_qpn = p.switch_qpn;
-  s.psn = psn;
-  s.va = 0x1234;
-  s.rkey = 0x99;
-  s.inc = h;
-  s.payload = payload.data();
-  s.payload_len = payload.size();
-  auto f = BuildFrame(s);
-  EXPECT_TRUE(f.ok()) << f.status().ToString();
-  return f.ok() ? *f : std::vector<uint8_t>{};
+  return selftest::IncFrameToSwitch(p, {.inc = h, .payload = payload, .psn = psn});
 }
 
-// The frame the switch must send to peer p (result or partial).
+// The frame the switch must send to peer p (result or partial): addressed to
+// the message's slot in p's buffer.
 inline std::vector<uint8_t> ToPeer(const Peer& p, IncHeader h, const std::vector<uint8_t>& payload,
                                    uint32_t psn) {
-  FrameSpec s;
-  s.src_mac = p.port_mac;
-  s.dst_mac = p.peer_mac;
-  s.src_ip = p.switch_ip;
-  s.dst_ip = p.peer_ip;
-  s.src_qpn = p.switch_qpn;
-  s.dest_qpn = p.peer_qpn;
-  s.psn = psn;
-  s.va = p.va + uint64_t{h.slot} * p.stride;
-  s.rkey = p.rkey;
-  s.inc = h;
-  s.payload = payload.data();
-  s.payload_len = payload.size();
-  auto f = BuildFrame(s);
-  EXPECT_TRUE(f.ok()) << f.status().ToString();
-  return f.ok() ? *f : std::vector<uint8_t>{};
+  return selftest::IncFrameToPeer(
+      p,
+      {.inc = h, .payload = payload, .psn = psn, .va = p.va + uint64_t{h.slot} * p.stride, .rkey = p.rkey});
 }
 
 inline IncHeader ResultHeader(IncHeader h, uint16_t count, uint8_t extra_flags = 0) {
