@@ -1,9 +1,12 @@
 // incamd's edge toward the switch agents (am/convert.cc): a RegisterSwitch
 // request's agent address, capabilities and ports, checked and turned into
-// the AM's model the way AmManager::RegisterSwitch does. The input is a
+// the AM's model the way the service's RegisterSwitch does. The input is a
 // serialized RegisterSwitchRequest (inputs that do not parse are skipped).
 // Invariants: accepted capabilities and ports survive domain -> proto ->
-// domain unchanged, and so do the enum masks.
+// domain unchanged, and so do the enum masks; a whole registration and the
+// same bytes read as a heartbeat, a JoinGroup or a stored tree config
+// translate or are refused without a crash (a decoded config re-encodes to
+// the same bytes as its own re-encoding).
 #include <string>
 
 #include "am/convert.h"
@@ -64,6 +67,31 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto again = inc::am::CapsFromProto(inc::am::CapsToProto(*caps, c.free_slots()));
     FUZZ_CHECK(again.ok());
     FUZZ_CHECK(SameCaps(*caps, *again));
+  }
+
+  auto reg = inc::am::RegistrationFromProto(req);
+  if (reg.ok()) {
+    FUZZ_CHECK(reg->name == req.switch_name() && !reg->name.empty());
+    FUZZ_CHECK(reg->ports.size() == static_cast<size_t>(req.ports_size()));
+  }
+  inc::v1::SwitchHeartbeatRequest beat;
+  if (beat.ParseFromArray(data, static_cast<int>(size))) {
+    auto b = inc::am::SwitchBeatFromProto(beat);
+    if (b.ok()) FUZZ_CHECK(b->live_tree_ids.size() == static_cast<size_t>(beat.live_tree_ids_size()));
+  }
+
+  inc::v1::JoinGroupRequest join;
+  if (join.ParseFromArray(data, static_cast<int>(size))) {
+    auto j = inc::am::JoinFromProto(join);
+    if (j.ok())
+      FUZZ_CHECK(j->job == join.job_id() && j->rank == join.rank() && j->world == join.world_size());
+  }
+  // A stored tree config: whatever decodes encodes to bytes that decode the same.
+  auto config = inc::am::DecodeTreeConfig(std::string(reinterpret_cast<const char*>(data), size));
+  if (config.ok()) {
+    auto again = inc::am::DecodeTreeConfig(inc::am::EncodeTreeConfig(*config));
+    FUZZ_CHECK(again.ok());
+    FUZZ_CHECK(inc::am::EncodeTreeConfig(*again) == inc::am::EncodeTreeConfig(*config));
   }
 
   for (const auto& p : req.ports()) {

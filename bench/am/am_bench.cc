@@ -87,16 +87,17 @@ int BenchBuild(const v1::TopologyFile& file) {
       "ms\n",
       al.min, al.median, al.max);
 
-  // The same through the manager (CreateTree: build + allocate + reply proto).
+  // The same through the manager (CreateTree: build + allocate + the tree's view).
   AmOptions opts;
   Manager m(opts, topo);
   for (const auto& s : file.switches())
-    (void)m.RegisterSwitch(testing::MakeRegistration(file, s.name(), "127.0.0.1:1", 65536));
+    (void)m.RegisterSwitch(
+        *RegistrationFromProto(testing::MakeRegistration(file, s.name(), "127.0.0.1:1", 65536)));
   std::vector<double> create;
   for (int i = 0; i < 20; ++i) {
-    v1::CreateTreeRequest c;
-    c.set_job_id("bench" + std::to_string(i));
-    for (const auto& h : file.hosts()) c.add_hosts(h.name());
+    CreateTreeRequest c;
+    c.job = "bench" + std::to_string(i);
+    for (const auto& h : file.hosts()) c.hosts.push_back(h.name());
     auto t0 = Clock::now();
     auto t = m.CreateTree(c);
     create.push_back(Ms(Clock::now() - t0));
@@ -104,9 +105,7 @@ int BenchBuild(const v1::TopologyFile& file) {
       std::fprintf(stderr, "CreateTree failed: %s\n", t.status().ToString().c_str());
       return 1;
     }
-    v1::DestroyTreeRequest d;
-    d.set_tree_id(t->tree().tree_id());
-    (void)m.DestroyTree(d);
+    (void)m.DestroyTree(t->tree_id, "");
   }
   Summary c = Summarize(create);
   std::printf(
@@ -135,8 +134,9 @@ int BenchJoin(const v1::TopologyFile& file) {
   m.Start();
   const std::string target = "127.0.0.1:" + std::to_string(port);
   for (const auto& s : file.switches()) {
-    if (!m.RegisterSwitch(testing::MakeRegistration(file, s.name(), agents[s.name()]->address(), 65536)).ok())
-      return 1;
+    auto reg =
+        RegistrationFromProto(testing::MakeRegistration(file, s.name(), agents[s.name()]->address(), 65536));
+    if (!reg || !m.RegisterSwitch(*reg).ok()) return 1;
   }
   // Several channels (separate connections) so no per-connection stream limit
   // holds members back.
@@ -185,20 +185,17 @@ int BenchJoin(const v1::TopologyFile& file) {
       std::fprintf(stderr, "%d joins failed, first: %s\n", failed, calls[0]->status.error_message().c_str());
       return 1;
     }
-    v1::GetTreeRequest g;
-    g.set_job_id(job);
-    auto t = m.GetTree(g);
+    auto t = m.GetTree({0, job});
+    if (!t) return 1;
     std::printf(
         "round %d: 1024 concurrent JoinGroup over gRPC answered in %.1f ms (%.0f joins/s); "
         "AM build+alloc+configs %.2f ms, ConfigureTree on %d switches %.2f ms\n",
-        round, Ms(t1 - t0), world / (Ms(t1 - t0) / 1000.0), t->tree().build_us() / 1000.0,
-        t->tree().switches_size(), t->tree().program_us() / 1000.0);
-    v1::DestroyTreeRequest d;
-    d.set_tree_id(t->tree().tree_id());
+        round, Ms(t1 - t0), world / (Ms(t1 - t0) / 1000.0), t->build_us / 1000.0,
+        static_cast<int>(t->switches.size()), t->program_us / 1000.0);
     auto td = Clock::now();
-    (void)m.DestroyTree(d);
+    (void)m.DestroyTree(t->tree_id, "");
     std::printf("round %d: DestroyTree (RemoveTree on %d switches) %.2f ms\n", round,
-                t->tree().switches_size(), Ms(Clock::now() - td));
+                static_cast<int>(t->switches.size()), Ms(Clock::now() - td));
   }
   m.Stop();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));

@@ -182,4 +182,19 @@ void ReloadAmConfig(const std::string& path, const AmFlags& flags, RunningAm* ru
   }
 }
 
+void ApplyConfig(const v1::AmConfig& c, AmOptions* o) {
+  if (!c.listen().empty()) o->listen = c.listen();
+  if (c.member_heartbeat_timeout_ms()) o->member_heartbeat_timeout_ms = c.member_heartbeat_timeout_ms();
+  if (c.member_heartbeat_interval_ms()) o->member_heartbeat_interval_ms = c.member_heartbeat_interval_ms();
+  if (c.switch_heartbeat_timeout_ms()) o->switch_heartbeat_timeout_ms = c.switch_heartbeat_timeout_ms();
+  if (c.switch_heartbeat_interval_ms()) o->switch_heartbeat_interval_ms = c.switch_heartbeat_interval_ms();
+  if (c.join_timeout_ms()) o->join_timeout_ms = c.join_timeout_ms();
+  if (c.default_pool_size()) o->default_pool_size = c.default_pool_size();
+  if (c.default_elems_per_packet()) o->default_elems_per_packet = c.default_elems_per_packet();
+  if (c.switch_rpc_timeout_ms()) o->switch_rpc_timeout_ms = c.switch_rpc_timeout_ms();
+  if (c.dismantled_retention_ms()) o->dismantled_retention_ms = c.dismantled_retention_ms();
+  if (c.move_on_congestion_severity()) o->move_on_congestion_severity = c.move_on_congestion_severity();
+  if (c.tree_move_holddown_ms()) o->tree_move_holddown_ms = c.tree_move_holddown_ms();
+}
+
 }  // namespace inc::am

@@ -24,6 +24,10 @@ struct AmFlags {
   std::optional<std::string> state_path;
 };
 
+struct AmOptions;
+// Applies the non-zero fields of an AmConfig.
+void ApplyConfig(const v1::AmConfig& config, AmOptions* options);
+
 // Where the AM keeps its state when the config does not say.
 inline constexpr const char* kDefaultStatePath = "/var/lib/incin/incamd.db";
 

@@ -1,21 +1,15 @@
 #include "am/manager.h"
 
 #include <algorithm>
-#include <atomic>
 #include <set>
 
-#include "am/convert.h"
+#include "am/parallel.h"
 #include "am/tree_builder.h"
+#include "am/tree_config_codec.h"
 #include "common/log.h"
 
 namespace inc::am {
 namespace {
-
-constexpr uint32_t kMaxWorld = 64 * 64;  // two levels of 64 children
-constexpr uint32_t kMaxQpn = 0xFFFFFF;
-// Switch calls of one tree go out in parallel (a two-level tree has at most
-// 65 switches).
-constexpr size_t kSwitchRpcWidth = 65;
 
 uint64_t UnixMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -28,53 +22,14 @@ uint64_t MsSince(std::chrono::steady_clock::time_point t) {
   return d.count() < 0 ? 0 : std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
 }
 
-// Runs fn(0..n-1) on up to `width` threads.
-void ParallelFor(size_t n, size_t width, const std::function<void(size_t)>& fn) {
-  if (n == 0) return;
-  width = std::min(n, width);
-  if (width <= 1) {
-    for (size_t i = 0; i < n; ++i) fn(i);
-    return;
-  }
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> threads;
-  for (size_t w = 0; w < width; ++w)
-    threads.emplace_back([&] {
-      for (size_t i = next++; i < n; i = next++) fn(i);
-    });
-  for (auto& t : threads) t.join();
-}
-
-const char* StateName(v1::TreeState s) {
-  return v1::TreeState_Name(s).c_str();
-}
-
-bool Dismantled(v1::TreeState s) {
-  return s == v1::TREE_FAILED || s == v1::TREE_DESTROYED;
-}
-
 }  // namespace
-
-void ApplyConfig(const v1::AmConfig& c, AmOptions* o) {
-  if (!c.listen().empty()) o->listen = c.listen();
-  if (c.member_heartbeat_timeout_ms()) o->member_heartbeat_timeout_ms = c.member_heartbeat_timeout_ms();
-  if (c.member_heartbeat_interval_ms()) o->member_heartbeat_interval_ms = c.member_heartbeat_interval_ms();
-  if (c.switch_heartbeat_timeout_ms()) o->switch_heartbeat_timeout_ms = c.switch_heartbeat_timeout_ms();
-  if (c.switch_heartbeat_interval_ms()) o->switch_heartbeat_interval_ms = c.switch_heartbeat_interval_ms();
-  if (c.join_timeout_ms()) o->join_timeout_ms = c.join_timeout_ms();
-  if (c.default_pool_size()) o->default_pool_size = c.default_pool_size();
-  if (c.default_elems_per_packet()) o->default_elems_per_packet = c.default_elems_per_packet();
-  if (c.switch_rpc_timeout_ms()) o->switch_rpc_timeout_ms = c.switch_rpc_timeout_ms();
-  if (c.dismantled_retention_ms()) o->dismantled_retention_ms = c.dismantled_retention_ms();
-  if (c.move_on_congestion_severity()) o->move_on_congestion_severity = c.move_on_congestion_severity();
-  if (c.tree_move_holddown_ms()) o->tree_move_holddown_ms = c.tree_move_holddown_ms();
-}
 
 Manager::Manager(AmOptions options, Topology topology, std::unique_ptr<Store> store)
     : opts_(std::move(options)),
       topo_(std::move(topology)),
       clients_(opts_.switch_rpc_timeout_ms, opts_.switch_credentials),
       store_(std::move(store)),
+      events_(opts_.max_events),
       rng_(std::random_device{}()) {}
 
 void Manager::Retune(const AmOptions& next) {
@@ -102,6 +57,7 @@ void Manager::Stop() {
     stopping_ = true;
   }
   cv_.notify_all();
+  events_.Close();
   {
     std::lock_guard<std::mutex> lk(work_mu_);
     work_stop_ = true;
@@ -109,23 +65,6 @@ void Manager::Stop() {
   work_cv_.notify_all();
   if (monitor_.joinable()) monitor_.join();
   if (worker_.joinable()) worker_.join();
-}
-
-// ------------------------------------------------------------------ helpers
-
-void Manager::EventLocked(const std::string& kind, const std::string& message, uint32_t tree_id,
-                          const std::string& switch_name, const std::string& job) {
-  v1::Event e;
-  e.set_unix_ms(UnixMs());
-  e.set_kind(kind);
-  e.set_message(message);
-  e.set_tree_id(tree_id);
-  e.set_switch_name(switch_name);
-  e.set_job_id(job);
-  LOG_INFO << kind << ": " << message;
-  events_.emplace_back(next_event_seq_++, std::move(e));
-  while (events_.size() > opts_.max_events) events_.pop_front();
-  cv_.notify_all();
 }
 
 // ------------------------------------------------------------ the store
@@ -142,10 +81,11 @@ Status Manager::PersistTreeLocked(TreeRec& t) {
   st.reserved = t.reserved;
   st.reserved_hosts = t.reserved_hosts;
   st.req = t.req;
-  for (const MemberRec& m : t.members) st.members.push_back({m.joined, m.spec});
+  for (uint32_t r = 0; r < t.members.world(); ++r)
+    st.members.push_back({t.members[r].joined, t.members[r].spec});
   st.plan = *t.plan;
   st.alloc = *t.alloc;
-  for (const auto& [sw, cfg] : t.configs) st.configs[sw] = cfg.SerializeAsString();
+  for (const auto& [sw, cfg] : t.configs) st.configs[sw] = EncodeTreeConfig(cfg);
   st.created_ms = t.created_ms;
   st.activated_ms = t.activated_ms;
   st.moves = t.moves;
@@ -160,11 +100,11 @@ Status Manager::PersistTreeLocked(TreeRec& t) {
 // The tree is saved as ACTIVE before anyone is told it is; when that fails it
 // stays PENDING (to be dismantled by the caller).
 Status Manager::PersistActivationLocked(const TreePtr& t) {
-  t->state = v1::TREE_ACTIVE;
+  t->state = TreeState::kActive;
   t->activated_ms = UnixMs();
   Status s = PersistTreeLocked(*t);
   if (!s.ok()) {
-    t->state = v1::TREE_PENDING;
+    t->state = TreeState::kPending;
     t->activated_ms = 0;
   }
   return s;
@@ -185,8 +125,8 @@ void Manager::ForgetTreeLocked(TreeRec& t) {
 
 Status Manager::RestoreTreeLocked(const StoredTree& st, const Clock::time_point& now) {
   const std::string what = "tree " + std::to_string(st.id) + " (job " + st.job + ")";
-  if (st.state != v1::TREE_ACTIVE && !(st.reserved && st.state == v1::TREE_PENDING))
-    return FailedPrecondition(what + " is stored in state " + std::to_string(st.state));
+  if (st.state != TreeState::kActive && !(st.reserved && st.state == TreeState::kPending))
+    return FailedPrecondition(what + " is stored in state " + std::to_string(static_cast<int>(st.state)));
   if (st.plan.switches.empty() || st.members.size() != st.world)
     return FailedPrecondition(what + " is stored without switches or members");
   for (const PlanSwitch& ps : st.plan.switches)
@@ -203,33 +143,30 @@ Status Manager::RestoreTreeLocked(const StoredTree& st, const Clock::time_point&
   t->key = st.key;
   t->job = st.job;
   t->world = st.world;
-  t->state = static_cast<v1::TreeState>(st.state);
+  t->state = st.state;
   t->generation = st.generation;
   t->reserved = st.reserved;
   t->reserved_hosts = st.reserved_hosts;
   t->req = st.req;
-  t->members.resize(st.world);
+  t->members = GroupMembers(st.world);
   for (uint32_t r = 0; r < st.world; ++r) {
-    MemberRec& m = t->members[r];
-    m.spec = st.members[r].spec;
-    m.joined = st.members[r].joined;
-    m.last_heartbeat = now;
-    if (m.joined) {
-      m.join_seq = next_join_seq_++;
-      ++t->joined;
-      t->rank_of_host[m.spec.host] = r;
-    }
+    if (st.members[r].joined)
+      t->members.Join(r, st.members[r].spec, next_join_seq_++);
+    else
+      t->members.SetHost(r, st.members[r].spec.host);
   }
+  t->members.HeartbeatAll(now);
   t->plan = st.plan;
   t->alloc = st.alloc;
   for (const auto& [sw, bytes] : st.configs) {
-    v1::TreeConfig cfg;
-    if (!cfg.ParseFromString(bytes)) {
+    auto cfg = DecodeTreeConfig(bytes);
+    if (!cfg) {
       pool_.Free(st.plan, st.alloc);
       tree_ids_.Free(st.id);
-      return FailedPrecondition(what + ": the config stored for switch " + sw + " does not parse");
+      return FailedPrecondition(what + ": the config stored for switch " + sw +
+                                " does not parse: " + cfg.status().message());
     }
-    t->configs[sw] = std::move(cfg);
+    t->configs[sw] = std::move(*cfg);
   }
   t->created_ms = st.created_ms;
   t->activated_ms = st.activated_ms;
@@ -255,13 +192,7 @@ Status Manager::Restore() {
       LOG_WARN << "state store: switch " << sw.name << " is not in the topology any more; ignored";
       continue;
     }
-    SwitchRec& rec = switches_[sw.name];
-    rec.name = sw.name;
-    rec.agent_address = sw.agent_address;
-    rec.caps.slot_capacity = sw.slot_capacity;
-    rec.alive = true;
-    rec.restored = true;
-    rec.last_heartbeat = now;
+    switches_.Restore(sw, now);
     pool_.SetSwitchCapacity(sw.name, sw.slot_capacity);
   }
   tree_ids_.set_next(state->next_tree_id);
@@ -283,53 +214,29 @@ Status Manager::Restore() {
     ForgetTreeLocked(gone);
     ++dropped;
   }
-  EventLocked("am_restored",
-              "state store " + (store_->path().empty() ? std::string("(in memory)") : store_->path()) + ": " +
-                  std::to_string(state->switches.size()) + " switches, " +
-                  std::to_string(state->trees.size() - dropped) + " trees restored" +
-                  (kept.empty() ? "" : ": " + kept) +
-                  (dropped ? "; " + std::to_string(dropped) + " dropped" : "") + "; members have " +
-                  std::to_string(Tuned(&AmOptions::member_heartbeat_timeout_ms)) +
-                  " ms to heartbeat, switches " +
-                  std::to_string(Tuned(&AmOptions::switch_heartbeat_timeout_ms)) + " ms to register again");
+  events_.Append(
+      "am_restored",
+      "state store " + (store_->path().empty() ? std::string("(in memory)") : store_->path()) + ": " +
+          std::to_string(state->switches.size()) + " switches, " +
+          std::to_string(state->trees.size() - dropped) + " trees restored" +
+          (kept.empty() ? "" : ": " + kept) + (dropped ? "; " + std::to_string(dropped) + " dropped" : "") +
+          "; members have " + std::to_string(Tuned(&AmOptions::member_heartbeat_timeout_ms)) +
+          " ms to heartbeat, switches " + std::to_string(Tuned(&AmOptions::switch_heartbeat_timeout_ms)) +
+          " ms to register again");
   return Status::Ok();
 }
 
-std::map<std::string, SwitchView> Manager::ViewsLocked() const {
-  std::map<std::string, SwitchView> views;
-  for (const auto& [name, rec] : switches_) {
-    SwitchView v;
-    v.name = name;
-    v.registered = rec.registered;
-    v.alive = rec.alive;
-    v.caps = rec.caps;
-    v.ports = rec.ports;
-    pool_.Describe(name, &v);
-    views.emplace(name, std::move(v));
-  }
-  return views;
-}
-
-Expected<Requirements> Manager::RequirementsFrom(uint32_t pool_size, uint32_t elems,
-                                                 const google::protobuf::RepeatedField<int>& dtypes,
-                                                 const google::protobuf::RepeatedField<int>& ops,
-                                                 const google::protobuf::RepeatedField<int>& colls) const {
+Expected<Requirements> Manager::RequirementsFor(const TreeAsk& ask) const {
   Requirements r;
-  r.pool_size = pool_size ? pool_size : Tuned(&AmOptions::default_pool_size);
+  r.pool_size = ask.pool_size ? ask.pool_size : Tuned(&AmOptions::default_pool_size);
   if (r.pool_size > 0xFFFF)
     return InvalidArgument("pool_size " + std::to_string(r.pool_size) +
-                           (pool_size ? "" : " (the AM's default_pool_size)") + " is not in 1..65535");
-  r.elems_per_packet = elems;
+                           (ask.pool_size ? "" : " (the AM's default_pool_size)") + " is not in 1..65535");
+  r.elems_per_packet = ask.elems_per_packet;
   r.default_elems = Tuned(&AmOptions::default_elems_per_packet);
-  auto dt = DtypeMask(dtypes, "dtypes");
-  if (!dt) return dt.status();
-  auto op = OpMask(ops, "ops");
-  if (!op) return op.status();
-  auto co = CollMask(colls, "collectives");
-  if (!co) return co.status();
-  r.dtype_mask = *dt;
-  r.op_mask = *op;
-  r.coll_mask = *co;
+  r.dtype_mask = ask.dtype_mask;
+  r.op_mask = ask.op_mask;
+  r.coll_mask = ask.coll_mask;
   return r;
 }
 
@@ -356,11 +263,11 @@ bool Manager::WantedOnLocked(const TreeRec& t, const std::string& switch_name) c
 // receives RemoveTree for each switch it was (being) programmed on.
 void Manager::ReleaseLocked(TreePtr t, Ops* ops) {
   for (const auto& [sw, cfg] : t->configs) {
-    auto it = switches_.find(sw);
-    if (it == switches_.end() || it->second.agent_address.empty()) continue;
+    const std::string address = switches_.AgentAddress(sw);
+    if (address.empty()) continue;
     SwitchOp op;
     op.switch_name = sw;
-    op.address = it->second.agent_address;
+    op.address = address;
     op.tree_id = t->id;
     ops->push_back(std::move(op));
   }
@@ -378,7 +285,7 @@ void Manager::ReleaseLocked(TreePtr t, Ops* ops) {
   cv_.notify_all();
 }
 
-void Manager::DismantleLocked(TreePtr t, v1::TreeState state, const std::string& reason, Ops* ops) {
+void Manager::DismantleLocked(TreePtr t, TreeState state, const std::string& reason, Ops* ops) {
   if (Dismantled(t->state)) return;
   t->state = state;
   t->reason = reason;
@@ -387,8 +294,8 @@ void Manager::DismantleLocked(TreePtr t, v1::TreeState state, const std::string&
   if (t->failure.ok())
     t->failure =
         Aborted("tree " + std::to_string(t->id) + " of job " + t->job + " was dismantled: " + reason);
-  EventLocked(state == v1::TREE_FAILED ? "tree_failed" : "tree_destroyed",
-              "tree " + std::to_string(t->id) + " (job " + t->job + "): " + reason, t->id, "", t->job);
+  events_.Append(state == TreeState::kFailed ? "tree_failed" : "tree_destroyed",
+                 "tree " + std::to_string(t->id) + " (job " + t->job + "): " + reason, t->id, "", t->job);
   // A tree being programmed is released by its programming thread when the
   // switch calls return, so no RemoveTree overtakes a ConfigureTree.
   if (!t->programming) ReleaseLocked(t, ops);
@@ -398,32 +305,23 @@ void Manager::DismantleLocked(TreePtr t, v1::TreeState state, const std::string&
 void Manager::FailPendingLocked(TreePtr t, const Status& why) {
   t->failure = why;
   Ops none;
-  DismantleLocked(t, v1::TREE_FAILED, why.message(), &none);
+  DismantleLocked(t, TreeState::kFailed, why.message(), &none);
 }
 
 void Manager::DropMemberLocked(TreePtr t, uint32_t rank) {
-  MemberRec& m = t->members[rank];
-  if (!m.joined) return;
-  m.joined = false;
-  m.join_seq = 0;
-  --t->joined;
-  t->rank_of_host.erase(m.spec.host);
-  if (t->joined == 0 && !t->reserved && t->state == v1::TREE_PENDING) {
+  if (!t->members.Drop(rank)) return;
+  if (t->members.joined() == 0 && !t->reserved && t->state == TreeState::kPending) {
     // Nobody is waiting for this group any more: forget it.
     live_.erase(t->id);
     tree_ids_.Free(t->id);
     job_live_.erase(t->job);
-    EventLocked("group_abandoned", "job " + t->job + ": every member left or gave up", t->id, "", t->job);
+    events_.Append("group_abandoned", "job " + t->job + ": every member left or gave up", t->id, "", t->job);
   }
   cv_.notify_all();
 }
 
 bool Manager::PortCongestedLocked(const std::string& switch_name, const std::string& port) const {
-  if (Tuned(&AmOptions::move_on_congestion_severity) == 0) return false;
-  auto s = switches_.find(switch_name);
-  if (s == switches_.end()) return false;
-  auto c = s->second.congested_ports.find(port);
-  return c != s->second.congested_ports.end() && c->second >= Tuned(&AmOptions::move_on_congestion_severity);
+  return switches_.PortCongested(switch_name, port, Tuned(&AmOptions::move_on_congestion_severity));
 }
 
 // Trees that use a port of this switch that is down move to another spine
@@ -431,7 +329,7 @@ bool Manager::PortCongestedLocked(const std::string& switch_name, const std::str
 // can take them, or when the port faces a member); by policy, trees also
 // move off congested leaf-spine links, at most once per hold-down.
 void Manager::CheckPortsLocked(const std::string& switch_name, Ops* ops) {
-  const SwitchRec& rec = switches_.at(switch_name);
+  const SwitchRegistry::Record& rec = *switches_.Find(switch_name);
   struct Problem {
     TreePtr tree;
     std::string why;
@@ -470,13 +368,13 @@ void Manager::CheckPortsLocked(const std::string& switch_name, Ops* ops) {
     if (Dismantled(t->state)) continue;
     if (!pr.failed) {
       // Congestion: damped, and a tree that cannot move keeps running.
-      if (t->state != v1::TREE_ACTIVE || t->programming ||
+      if (t->state != TreeState::kActive || t->programming ||
           MsSince(t->last_move_attempt) < Tuned(&AmOptions::tree_move_holddown_ms))
         continue;
       t->last_move_attempt = Clock::now();
       std::string why_not;
       if (!MoveTreeLocked(t, pr.why, ops, &why_not))
-        EventLocked(
+        events_.Append(
             "tree_move_skipped",
             "tree " + std::to_string(t->id) + " (job " + t->job + ") stays: " + pr.why + "; " + why_not,
             t->id, switch_name, t->job);
@@ -484,7 +382,7 @@ void Manager::CheckPortsLocked(const std::string& switch_name, Ops* ops) {
     }
     std::string why_not = "the port faces a member";
     if (pr.switch_link && MoveTreeLocked(t, pr.why, ops, &why_not)) continue;
-    DismantleLocked(t, v1::TREE_FAILED, pr.why + (pr.switch_link ? "; cannot move: " + why_not : ""), ops);
+    DismantleLocked(t, TreeState::kFailed, pr.why + (pr.switch_link ? "; cannot move: " + why_not : ""), ops);
   }
 }
 
@@ -516,7 +414,7 @@ bool SameLeaves(const TreePlan& a, const TreePlan& b) {
 }  // namespace
 
 bool Manager::MoveTreeLocked(const TreePtr& t, const std::string& why, Ops* ops, std::string* why_not) {
-  if (t->state != v1::TREE_ACTIVE || t->programming || !t->plan || !t->alloc) {
+  if (t->state != TreeState::kActive || t->programming || !t->plan || !t->alloc) {
     *why_not = "the tree is not active";
     return false;
   }
@@ -526,7 +424,7 @@ bool Manager::MoveTreeLocked(const TreePtr& t, const std::string& why, Ops* ops,
   }
   const auto t0 = Clock::now();
   // The builder skips down ports; congested ones are hidden from it the same way.
-  auto views = ViewsLocked();
+  auto views = switches_.Views(pool_);
   for (auto& [name, view] : views)
     for (auto& [port, state] : view.ports)
       if (PortCongestedLocked(name, port)) state.up = false;
@@ -583,17 +481,17 @@ bool Manager::MoveTreeLocked(const TreePtr& t, const std::string& why, Ops* ops,
     SwitchOp op;
     op.configure = true;
     op.switch_name = sw;
-    op.address = switches_.at(sw).agent_address;
+    op.address = switches_.AgentAddress(sw);
     op.tree_id = t->id;
     op.config = cfg;
     ops->push_back(std::move(op));
   }
   if (old_root_name != new_root_name) {
-    auto s = switches_.find(old_root_name);
-    if (s != switches_.end() && !s->second.agent_address.empty()) {
+    const std::string old_address = switches_.AgentAddress(old_root_name);
+    if (!old_address.empty()) {
       SwitchOp op;
       op.switch_name = old_root_name;
-      op.address = s->second.agent_address;
+      op.address = old_address;
       op.tree_id = t->id;
       ops->push_back(std::move(op));
     }
@@ -610,108 +508,100 @@ bool Manager::MoveTreeLocked(const TreePtr& t, const std::string& why, Ops* ops,
     // the stored old one, which they take as a move back.
     LOG_ERROR << "state store: " << saved.ToString();
   }
-  EventLocked("tree_moved",
-              "tree " + std::to_string(t->id) + " (job " + t->job + ") moved from root " + old_root_name +
-                  " to root " + new_root_name + " (generation " + std::to_string(t->generation) +
-                  ", planned in " + std::to_string(us) + " us): " + why,
-              t->id, new_root_name, t->job);
+  events_.Append("tree_moved",
+                 "tree " + std::to_string(t->id) + " (job " + t->job + ") moved from root " + old_root_name +
+                     " to root " + new_root_name + " (generation " + std::to_string(t->generation) +
+                     ", planned in " + std::to_string(us) + " us): " + why,
+                 t->id, new_root_name, t->job);
   return true;
 }
 
-Expected<std::map<std::string, v1::TreeConfig>> Manager::ConfigsLocked(const TreeRec& t) const {
+Expected<std::map<std::string, TreeConfig>> Manager::ConfigsLocked(const TreeRec& t) const {
   const TreePlan& plan = *t.plan;
   const TreeAlloc& alloc = *t.alloc;
-  auto port_of = [&](const std::string& sw, const std::string& port) -> Expected<PortState> {
-    auto s = switches_.find(sw);
-    if (s == switches_.end()) return FailedPrecondition("switch " + sw + " is not registered");
-    auto p = s->second.ports.find(port);
-    if (p == s->second.ports.end())
-      return FailedPrecondition("switch " + sw + " did not report port " + port);
-    return p->second;
-  };
-  std::map<std::string, v1::TreeConfig> out;
+  std::map<std::string, TreeConfig> out;
   for (const PlanSwitch& ps : plan.switches) {
     const SwitchAlloc& sa = alloc.per_switch.at(ps.name);
-    v1::TreeConfig c;
-    c.set_tree_id(t.id);
-    c.set_key(t.key);
-    c.set_role(RoleToProto(ps.role));
-    c.set_pool_size(plan.pool_size);
-    c.set_elems_per_packet(plan.elems_per_packet);
-    c.set_slot_base(sa.slot_base);
-    DtypesFromMask(plan.dtype_mask, c.mutable_dtypes());
-    OpsFromMask(plan.op_mask, c.mutable_ops());
-    CollsFromMask(plan.coll_mask, c.mutable_collectives());
-    c.set_rank_at_parent(ps.rank_at_parent);
-    c.set_job_id(t.job);
-    c.set_generation(t.generation);
+    TreeConfig c;
+    c.tree_id = t.id;
+    c.key = t.key;
+    c.role = ps.role;
+    c.pool_size = plan.pool_size;
+    c.elems_per_packet = plan.elems_per_packet;
+    c.slot_base = sa.slot_base;
+    c.dtype_mask = plan.dtype_mask;
+    c.op_mask = plan.op_mask;
+    c.coll_mask = plan.coll_mask;
+    c.rank_at_parent = ps.rank_at_parent;
+    c.job = t.job;
+    c.generation = t.generation;
     for (size_t i = 0; i < ps.children.size(); ++i) {
       const PlanChild& ch = ps.children[i];
-      v1::Endpoint* e = c.add_children();
-      e->set_port(ch.port);
-      e->set_switch_qpn(sa.child_qpns[i]);
-      e->set_member_lo(ch.member_lo);
-      e->set_member_hi(ch.member_hi);
-      e->set_peer_name(ch.peer);
+      EndpointConfig e;
+      e.port = ch.port;
+      e.switch_qpn = sa.child_qpns[i];
+      e.member_lo = ch.member_lo;
+      e.member_hi = ch.member_hi;
+      e.peer_name = ch.peer;
       if (!ch.is_switch) {
         const MemberSpec& m = t.members[ch.rank].spec;
-        e->set_peer_mac(m.mac.ToString());
-        e->set_peer_ip(m.ip.ToString());
-        e->set_peer_qpn(m.qpn);
-        e->set_rkey(m.rkey);
-        e->set_va_base(m.va_base);
-        e->set_slot_stride(m.slot_stride);
+        e.peer_mac = m.mac;
+        e.peer_ip = m.ip;
+        e.peer_qpn = m.qpn;
+        e.rkey = m.rkey;
+        e.va_base = m.va_base;
+        e.slot_stride = m.slot_stride;
       } else {
-        auto p = port_of(ch.peer, ch.peer_port);
+        auto p = switches_.Port(ch.peer, ch.peer_port);
         if (!p) return p.status();
-        e->set_peer_mac(p->mac.ToString());
-        e->set_peer_ip(p->ip.ToString());
-        e->set_peer_qpn(alloc.per_switch.at(ch.peer).parent_qpn);
+        e.peer_mac = p->mac;
+        e.peer_ip = p->ip;
+        e.peer_qpn = alloc.per_switch.at(ch.peer).parent_qpn;
       }
+      c.children.push_back(std::move(e));
     }
     if (ps.role == TreeRole::kLeaf) {
-      auto p = port_of(ps.parent, ps.parent_peer_port);
+      auto p = switches_.Port(ps.parent, ps.parent_peer_port);
       if (!p) return p.status();
-      v1::Endpoint* e = c.mutable_parent();
-      e->set_port(ps.parent_port);
-      e->set_peer_mac(p->mac.ToString());
-      e->set_peer_ip(p->ip.ToString());
-      e->set_peer_qpn(alloc.per_switch.at(ps.parent).child_qpns[ps.rank_at_parent]);
-      e->set_switch_qpn(sa.parent_qpn);
-      e->set_peer_name(ps.parent);
+      EndpointConfig e;
+      e.port = ps.parent_port;
+      e.peer_mac = p->mac;
+      e.peer_ip = p->ip;
+      e.peer_qpn = alloc.per_switch.at(ps.parent).child_qpns[ps.rank_at_parent];
+      e.switch_qpn = sa.parent_qpn;
+      e.peer_name = ps.parent;
+      c.parent = std::move(e);
     }
     out.emplace(ps.name, std::move(c));
   }
   return out;
 }
 
-Expected<v1::MemberAssignment> Manager::AssignmentLocked(const TreeRec& t, uint32_t rank) const {
+Expected<Assignment> Manager::AssignmentLocked(const TreeRec& t, uint32_t rank) const {
   const TreePlan& plan = *t.plan;
   const MemberSlot& slot = plan.member_slot[rank];
   const PlanSwitch& ps = plan.switches[slot.switch_index];
   const PlanChild& ch = ps.children[slot.rank_at_switch];
-  const SwitchRec& sw = switches_.at(ps.name);
-  auto port = sw.ports.find(ch.port);
-  if (port == sw.ports.end())
-    return FailedPrecondition("switch " + ps.name + " no longer reports port " + ch.port);
-  v1::MemberAssignment a;
-  a.set_tree_id(t.id);
-  a.set_key(t.key);
-  a.set_pool_size(plan.pool_size);
-  a.set_elems_per_packet(plan.elems_per_packet);
-  a.set_rank_at_switch(slot.rank_at_switch);
-  a.set_member_index(plan.member_index_of_rank[rank]);
-  a.set_switch_name(ps.name);
-  a.set_switch_ip(port->second.ip.ToString());
-  a.set_switch_mac(port->second.mac.ToString());
-  a.set_switch_qpn(t.alloc->per_switch.at(ps.name).child_qpns[slot.rank_at_switch]);
-  a.set_slot_stride(t.members[rank].spec.slot_stride);
-  a.set_heartbeat_interval_ms(opts_.member_heartbeat_interval_ms);
-  for (uint32_t idx : plan.member_index_of_rank) a.add_member_index_of_rank(idx);
-  DtypesFromMask(plan.dtype_mask, a.mutable_dtypes());
-  OpsFromMask(plan.op_mask, a.mutable_ops());
-  CollsFromMask(plan.coll_mask, a.mutable_collectives());
-  a.set_world_size(t.world);
+  auto port = switches_.Port(ps.name, ch.port);
+  if (!port) return FailedPrecondition("switch " + ps.name + " no longer reports port " + ch.port);
+  Assignment a;
+  a.tree_id = t.id;
+  a.key = t.key;
+  a.pool_size = plan.pool_size;
+  a.elems_per_packet = plan.elems_per_packet;
+  a.rank_at_switch = slot.rank_at_switch;
+  a.member_index = plan.member_index_of_rank[rank];
+  a.switch_name = ps.name;
+  a.switch_ip = port->ip;
+  a.switch_mac = port->mac;
+  a.switch_qpn = t.alloc->per_switch.at(ps.name).child_qpns[slot.rank_at_switch];
+  a.slot_stride = t.members[rank].spec.slot_stride;
+  a.heartbeat_interval_ms = opts_.member_heartbeat_interval_ms;
+  a.member_index_of_rank = plan.member_index_of_rank;
+  a.dtype_mask = plan.dtype_mask;
+  a.op_mask = plan.op_mask;
+  a.coll_mask = plan.coll_mask;
+  a.world = t.world;
   return a;
 }
 
@@ -758,89 +648,38 @@ void Manager::WorkerLoop() {
 
 // --------------------------------------------------------------- members
 
-Expected<v1::MemberAssignment> Manager::JoinGroup(const v1::JoinGroupRequest& req,
-                                                  const Cancelled& cancelled) {
-  if (req.job_id().empty()) return InvalidArgument("job_id is empty");
-  if (req.world_size() == 0 || req.world_size() > kMaxWorld)
-    return InvalidArgument("world_size " + std::to_string(req.world_size()) + " is not in 1.." +
-                           std::to_string(kMaxWorld));
-  if (req.rank() >= req.world_size())
-    return InvalidArgument("rank " + std::to_string(req.rank()) + " is not below world_size " +
-                           std::to_string(req.world_size()));
-  const v1::MemberInfo& mi = req.member();
-  if (mi.qpn() == 0 || mi.qpn() > kMaxQpn)
-    return InvalidArgument("member.qpn " + std::to_string(mi.qpn()) + " is not in 1..0xFFFFFF");
-  if (!v1::Transport_IsValid(mi.transport()))
-    return InvalidArgument("member.transport " + std::to_string(mi.transport()) + " is unknown");
-  auto reqs =
-      RequirementsFrom(req.pool_size(), req.elems_per_packet(), req.dtypes(), req.ops(), req.collectives());
+Expected<Assignment> Manager::JoinGroup(const JoinRequest& req, const Cancelled& cancelled) {
+  INC_RETURN_IF_ERROR(CheckJoin(req));
+  auto reqs = RequirementsFor(req.ask);
   if (!reqs) return reqs.status();
+  auto spec = ResolveMember(topo_, req.member);
+  if (!spec) return spec.status();
 
-  // Find the member's host and addresses.
-  MemberSpec spec;
-  const TopoHost* host = nullptr;
-  if (!mi.ip().empty()) {
-    auto ip = Ipv4::Parse(mi.ip());
-    if (!ip) return ip.status().WithContext("member.ip");
-    spec.ip = *ip;
-  }
-  if (!mi.mac().empty()) {
-    auto mac = Mac::Parse(mi.mac());
-    if (!mac) return mac.status().WithContext("member.mac");
-    spec.mac = *mac;
-  }
-  if (!mi.host().empty()) {
-    auto h = topo_.hosts.find(mi.host());
-    if (h == topo_.hosts.end()) return NotFound("member.host \"" + mi.host() + "\" is not in the topology");
-    host = &h->second;
-  } else if (!mi.ip().empty()) {
-    host = topo_.HostByIp(spec.ip);
-    if (!host) return NotFound("no topology host has ip " + mi.ip() + " (set member.host)");
-  } else {
-    return InvalidArgument("member needs a host or an ip");
-  }
-  if (mi.ip().empty()) {
-    if (!host->has_ip)
-      return InvalidArgument("member.ip is empty and topology host " + host->name + " has no ip");
-    spec.ip = host->ip;
-  }
-  if (mi.mac().empty()) {
-    if (!host->has_mac)
-      return InvalidArgument("member.mac is empty and topology host " + host->name + " has no mac");
-    spec.mac = host->mac;
-  }
-  spec.host = host->name;
-  spec.qpn = mi.qpn();
-  spec.rkey = mi.rkey();
-  spec.va_base = mi.va_base();
-  spec.slot_stride = mi.slot_stride();
-  spec.transport = mi.transport();
-
-  const uint32_t rank = req.rank();
-  const std::string rank_name = "rank " + std::to_string(rank) + " of job " + req.job_id();
+  const uint32_t rank = req.rank;
+  const std::string rank_name = "rank " + std::to_string(rank) + " of job " + req.job;
   TreePtr t;
   uint64_t seq = 0;
   bool complete = false;
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (stopping_) return Unavailable("the aggregation manager is shutting down");
-    auto j = job_live_.find(req.job_id());
+    auto j = job_live_.find(req.job);
     if (j != job_live_.end()) {
       t = live_.at(j->second);
-      if (t->state != v1::TREE_PENDING || t->programming)
+      if (t->state != TreeState::kPending || t->programming)
         return AlreadyExists("job " + t->job + " already has " +
                              (t->programming ? "a tree being programmed" : "an active tree") + " (tree " +
                              std::to_string(t->id) + "); its members leave or an operator destroys it first");
-      if (t->world != req.world_size())
+      if (t->world != req.world)
         return FailedPrecondition("job " + t->job + " has world_size " + std::to_string(t->world) + ", " +
-                                  rank_name + " says " + std::to_string(req.world_size()));
+                                  rank_name + " says " + std::to_string(req.world));
       if (t->members[rank].joined)
         return AlreadyExists(rank_name + " already joined (host " + t->members[rank].spec.host + ")");
-      if (t->reserved && t->reserved_hosts[rank] != spec.host)
+      if (t->reserved && t->reserved_hosts[rank] != spec->host)
         return FailedPrecondition(rank_name + " is reserved on host " + t->reserved_hosts[rank] +
-                                  ", the member is on host " + spec.host);
-      if ((req.pool_size() && reqs->pool_size != t->req.pool_size) ||
-          (req.elems_per_packet() && reqs->elems_per_packet != t->req.elems_per_packet &&
+                                  ", the member is on host " + spec->host);
+      if ((req.ask.pool_size && reqs->pool_size != t->req.pool_size) ||
+          (req.ask.elems_per_packet && reqs->elems_per_packet != t->req.elems_per_packet &&
            !(t->plan && t->plan->elems_per_packet == reqs->elems_per_packet)) ||
           (reqs->dtype_mask && reqs->dtype_mask != t->req.dtype_mask) ||
           (reqs->op_mask && reqs->op_mask != t->req.op_mask) ||
@@ -848,10 +687,9 @@ Expected<v1::MemberAssignment> Manager::JoinGroup(const v1::JoinGroupRequest& re
         return FailedPrecondition(rank_name +
                                   " asks for a pool size, packet size or capability "
                                   "set different from the one the job's group was started with");
-      auto same = t->rank_of_host.find(spec.host);
-      if (same != t->rank_of_host.end())
-        return FailedPrecondition(rank_name + " is on host " + spec.host + ", as rank " +
-                                  std::to_string(same->second) + " already is; a tree has one member per " +
+      if (const uint32_t* same = t->members.RankOnHost(spec->host))
+        return FailedPrecondition(rank_name + " is on host " + spec->host + ", as rank " +
+                                  std::to_string(*same) + " already is; a tree has one member per " +
                                   "host port (join the ranks of one host as one member)");
     } else {
       auto id = tree_ids_.Allocate();
@@ -860,37 +698,33 @@ Expected<v1::MemberAssignment> Manager::JoinGroup(const v1::JoinGroupRequest& re
       t->id = *id;
       do t->key = static_cast<uint32_t>(rng_());
       while (t->key == 0);
-      t->job = req.job_id();
-      t->world = req.world_size();
+      t->job = req.job;
+      t->world = req.world;
       t->req = *reqs;
-      t->members.resize(t->world);
+      t->members = GroupMembers(t->world);
       t->created_ms = UnixMs();
       live_[t->id] = t;
       job_live_[t->job] = t->id;
-      EventLocked(
+      events_.Append(
           "group_started",
           "job " + t->job + " (world " + std::to_string(t->world) + ") got tree id " + std::to_string(t->id),
           t->id, "", t->job);
     }
-    MemberRec& m = t->members[rank];
-    m.joined = true;
-    m.spec = spec;
-    m.join_seq = seq = next_join_seq_++;
-    ++t->joined;
-    t->rank_of_host[spec.host] = rank;
-    LOG_DEBUG << rank_name << " joined from host " << spec.host << " (" << t->joined << "/" << t->world
-              << ")";
-    complete = t->joined == t->world;
+    seq = next_join_seq_++;
+    t->members.Join(rank, *spec, seq);
+    LOG_DEBUG << rank_name << " joined from host " << spec->host << " (" << t->members.joined() << "/"
+              << t->world << ")";
+    complete = t->members.complete();
     if (complete) t->programming = true;  // claim the build for this thread
   }
 
   if (complete) BuildAndProgram(t);
 
-  const uint32_t timeout_ms = req.timeout_ms() ? req.timeout_ms() : Tuned(&AmOptions::join_timeout_ms);
+  const uint32_t timeout_ms = req.timeout_ms ? req.timeout_ms : Tuned(&AmOptions::join_timeout_ms);
   const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
   std::unique_lock<std::mutex> lk(mu_);
   for (;;) {
-    if (t->state == v1::TREE_ACTIVE && !t->programming) return AssignmentLocked(*t, rank);
+    if (t->state == TreeState::kActive && !t->programming) return AssignmentLocked(*t, rank);
     if (Dismantled(t->state) && !t->programming) return t->failure;
     if (t->members[rank].join_seq != seq)
       return Aborted(rank_name + " left the group before the tree was built");
@@ -898,16 +732,11 @@ Expected<v1::MemberAssignment> Manager::JoinGroup(const v1::JoinGroupRequest& re
     if (!t->programming) {
       bool gone = cancelled && cancelled();
       if (gone || Clock::now() >= deadline) {
-        std::string missing;
-        for (uint32_t r = 0, n = 0; r < t->world && n < 16; ++r)
-          if (!t->members[r].joined) {
-            missing += (missing.empty() ? "" : ",") + std::to_string(r);
-            ++n;
-          }
-        const uint32_t joined = t->joined;
+        const std::string missing = t->members.Missing(16);
+        const uint32_t joined = t->members.joined();
         DropMemberLocked(t, rank);
         if (gone) return Status(Code::kCancelled, rank_name + ": the caller went away");
-        return DeadlineExceeded("job " + req.job_id() + ": " + std::to_string(joined) + " of " +
+        return DeadlineExceeded("job " + req.job + ": " + std::to_string(joined) + " of " +
                                 std::to_string(t->world) + " ranks joined within " +
                                 std::to_string(timeout_ms) + " ms (missing ranks " + missing + ")");
       }
@@ -919,7 +748,7 @@ Expected<v1::MemberAssignment> Manager::JoinGroup(const v1::JoinGroupRequest& re
 }
 
 void Manager::BuildAndProgram(const TreePtr& t) {
-  std::map<std::string, v1::TreeConfig> configs;
+  std::map<std::string, TreeConfig> configs;
   std::map<std::string, std::string> addresses;
   {
     std::lock_guard<std::mutex> lk(mu_);
@@ -933,7 +762,7 @@ void Manager::BuildAndProgram(const TreePtr& t) {
     if (!t->plan) {
       std::vector<MemberPlacement> placements;
       for (uint32_t r = 0; r < t->world; ++r) placements.push_back({r, t->members[r].spec.host});
-      auto plan = BuildTreePlan(topo_, ViewsLocked(), placements, t->req);
+      auto plan = BuildTreePlan(topo_, switches_.Views(pool_), placements, t->req);
       if (!plan) {
         t->programming = false;
         FailPendingLocked(t, plan.status().WithContext("building tree for job " + t->job));
@@ -960,7 +789,7 @@ void Manager::BuildAndProgram(const TreePtr& t) {
     t->build_us += std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count();
     configs = std::move(*cfgs);
     t->configs = configs;
-    for (const auto& [sw, cfg] : configs) addresses[sw] = switches_.at(sw).agent_address;
+    for (const auto& [sw, cfg] : configs) addresses[sw] = switches_.AgentAddress(sw);
   }
 
   const auto p0 = Clock::now();
@@ -987,7 +816,7 @@ void Manager::BuildAndProgram(const TreePtr& t) {
       // Roll back: the switches that took the tree drop it again.
       if (!Dismantled(t->state)) {
         t->failure = failure;
-        DismantleLocked(t, v1::TREE_FAILED, failure.message(), &ops);
+        DismantleLocked(t, TreeState::kFailed, failure.message(), &ops);
       } else {
         ReleaseLocked(t, &ops);
       }
@@ -996,132 +825,117 @@ void Manager::BuildAndProgram(const TreePtr& t) {
     } else if (Status saved = PersistActivationLocked(t); !saved.ok()) {
       // Members must not run on a tree that a restarted AM would not know.
       t->failure = saved;
-      DismantleLocked(t, v1::TREE_FAILED, saved.message(), &ops);
+      DismantleLocked(t, TreeState::kFailed, saved.message(), &ops);
     } else {
-      for (auto& m : t->members) m.last_heartbeat = Clock::now();
+      t->members.HeartbeatAll(Clock::now());
       std::string shape;
       for (const auto& ps : t->plan->switches)
-        shape += (shape.empty() ? "" : ", ") + ps.name + "(" + v1::Role_Name(RoleToProto(ps.role)) + ", " +
+        shape += (shape.empty() ? "" : ", ") + ps.name + "(" + RoleName(ps.role) + ", " +
                  std::to_string(ps.children.size()) + " children)";
-      EventLocked("tree_active",
-                  "tree " + std::to_string(t->id) + " (job " + t->job + ", " + std::to_string(t->world) +
-                      " members) active on " + shape,
-                  t->id, t->plan->switches[0].name, t->job);
+      events_.Append("tree_active",
+                     "tree " + std::to_string(t->id) + " (job " + t->job + ", " + std::to_string(t->world) +
+                         " members) active on " + shape,
+                     t->id, t->plan->switches[0].name, t->job);
     }
     cv_.notify_all();
   }
   RunOps(std::move(ops));
 }
 
-Status Manager::LeaveGroup(const v1::LeaveGroupRequest& req) {
-  if (req.job_id().empty()) return InvalidArgument("job_id is empty");
+Status Manager::LeaveGroup(const std::string& job, uint32_t rank) {
+  if (job.empty()) return InvalidArgument("job_id is empty");
   Ops ops;
   {
     std::lock_guard<std::mutex> lk(mu_);
-    auto j = job_live_.find(req.job_id());
+    auto j = job_live_.find(job);
     if (j == job_live_.end()) {
-      if (FindTreeLocked(0, req.job_id())) return Status::Ok();  // already dismantled
-      return NotFound("job " + req.job_id() + " has no tree");
+      if (FindTreeLocked(0, job)) return Status::Ok();  // already dismantled
+      return NotFound("job " + job + " has no tree");
     }
     TreePtr t = live_.at(j->second);
-    if (req.rank() >= t->world)
-      return InvalidArgument("rank " + std::to_string(req.rank()) + " is not below world_size " +
+    if (rank >= t->world)
+      return InvalidArgument("rank " + std::to_string(rank) + " is not below world_size " +
                              std::to_string(t->world));
-    const std::string who = "rank " + std::to_string(req.rank()) + " of job " + t->job;
-    if (!t->members[req.rank()].joined) return NotFound(who + " has not joined");
-    if (t->state == v1::TREE_PENDING && !t->programming) {
-      DropMemberLocked(t, req.rank());
-      EventLocked("member_left", who + " left before the tree was built", t->id, "", t->job);
+    const std::string who = "rank " + std::to_string(rank) + " of job " + t->job;
+    if (!t->members[rank].joined) return NotFound(who + " has not joined");
+    if (t->state == TreeState::kPending && !t->programming) {
+      DropMemberLocked(t, rank);
+      events_.Append("member_left", who + " left before the tree was built", t->id, "", t->job);
     } else {
-      DismantleLocked(t, v1::TREE_DESTROYED,
-                      who + " (host " + t->members[req.rank()].spec.host + ") left the group", &ops);
+      DismantleLocked(t, TreeState::kDestroyed,
+                      who + " (host " + t->members[rank].spec.host + ") left the group", &ops);
     }
   }
   RunOps(std::move(ops));
   return Status::Ok();
 }
 
-Expected<v1::MemberHeartbeatResponse> Manager::MemberHeartbeat(const v1::MemberHeartbeatRequest& req) {
-  if (req.job_id().empty() && req.tree_id() == 0)
+Expected<MemberBeatReply> Manager::MemberHeartbeat(const MemberBeat& beat) {
+  if (beat.tree.job.empty() && beat.tree.tree_id == 0)
     return InvalidArgument("a member heartbeat needs a tree_id or a job_id");
   std::lock_guard<std::mutex> lk(mu_);
-  TreePtr t = FindTreeLocked(req.tree_id(), req.job_id());
+  TreePtr t = FindTreeLocked(beat.tree.tree_id, beat.tree.job);
   if (!t)
-    return NotFound("no tree " + std::to_string(req.tree_id()) +
-                    (req.job_id().empty() ? "" : " of job " + req.job_id()));
-  if (req.rank() >= t->world)
-    return InvalidArgument("rank " + std::to_string(req.rank()) + " is not below world_size " +
+    return NotFound("no tree " + std::to_string(beat.tree.tree_id) +
+                    (beat.tree.job.empty() ? "" : " of job " + beat.tree.job));
+  if (beat.rank >= t->world)
+    return InvalidArgument("rank " + std::to_string(beat.rank) + " is not below world_size " +
                            std::to_string(t->world));
-  v1::MemberHeartbeatResponse resp;
-  resp.set_tree_state(t->state);
-  resp.set_reason(t->reason);
-  resp.set_generation(t->generation);
-  if (t->plan) resp.set_root_switch(t->plan->switches[0].name);
-  if (t->state == v1::TREE_ACTIVE) {
-    MemberRec& m = t->members[req.rank()];
-    if (!m.joined)
-      return NotFound("rank " + std::to_string(req.rank()) + " is not a member of tree " +
+  MemberBeatReply reply;
+  reply.state = t->state;
+  reply.reason = t->reason;
+  reply.generation = t->generation;
+  if (t->plan) reply.root_switch = t->plan->switches[0].name;
+  if (t->state == TreeState::kActive) {
+    if (!t->members[beat.rank].joined)
+      return NotFound("rank " + std::to_string(beat.rank) + " is not a member of tree " +
                       std::to_string(t->id));
-    m.last_heartbeat = Clock::now();
+    t->members.Heartbeat(beat.rank, Clock::now());
   }
-  return resp;
+  return reply;
 }
 
-Status Manager::ReportError(const v1::ReportErrorRequest& req) {
+Status Manager::ReportError(const ErrorReport& report) {
   std::lock_guard<std::mutex> lk(mu_);
-  TreePtr t = FindTreeLocked(req.tree_id(), req.job_id());
-  if (!t) return NotFound("no tree " + std::to_string(req.tree_id()) + " of job " + req.job_id());
+  TreePtr t = FindTreeLocked(report.tree.tree_id, report.tree.job);
+  if (!t) return NotFound("no tree " + std::to_string(report.tree.tree_id) + " of job " + report.tree.job);
   ++t->error_reports;
-  EventLocked("member_error",
-              "rank " + std::to_string(req.rank()) + " of job " + t->job + " on tree " +
-                  std::to_string(t->id) + ": " + req.error() + " (msg " + std::to_string(req.msg_id()) +
-                  ", " + std::to_string(req.timeouts()) + " timeouts)",
-              t->id, "", t->job);
+  events_.Append("member_error",
+                 "rank " + std::to_string(report.rank) + " of job " + t->job + " on tree " +
+                     std::to_string(t->id) + ": " + report.error + " (msg " + std::to_string(report.msg_id) +
+                     ", " + std::to_string(report.timeouts) + " timeouts)",
+                 t->id, "", t->job);
   return Status::Ok();
 }
 
 // -------------------------------------------------------------- switches
 
-Expected<v1::RegisterSwitchResponse> Manager::RegisterSwitch(const v1::RegisterSwitchRequest& req) {
-  const std::string& name = req.switch_name();
+Status Manager::CheckSwitchName(const std::string& name) const {
   if (name.empty()) return InvalidArgument("switch_name is empty");
   if (!topo_.switches.count(name))
     return FailedPrecondition("switch " + name + " is not in the topology file");
-  INC_RETURN_IF_ERROR(ValidateAgentAddress(req.agent_address()).WithContext("switch " + name));
-  auto caps = CapsFromProto(req.capabilities());
-  if (!caps) return caps.status().WithContext("switch " + name);
-  std::map<std::string, PortState> ports;
-  for (const auto& p : req.ports()) {
-    auto ps = PortFromProto(p);
-    if (!ps) return ps.status().WithContext("switch " + name);
-    if (!ports.emplace(ps->name, *ps).second)
-      return InvalidArgument("switch " + name + " reports port " + ps->name + " twice");
-  }
+  return Status::Ok();
+}
+
+Expected<uint32_t> Manager::RegisterSwitch(const SwitchRegistration& reg) {
+  const std::string& name = reg.name;
+  INC_RETURN_IF_ERROR(CheckSwitchName(name));
   Ops ops;
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (stopping_) return Unavailable("the aggregation manager is shutting down");
-    auto known = switches_.find(name);
-    if (store_ && (known == switches_.end() || known->second.agent_address != req.agent_address() ||
-                   known->second.caps.slot_capacity != caps->slot_capacity)) {
+    const SwitchRegistry::Record* known = switches_.Find(name);
+    if (store_ && (!known || known->agent_address != reg.agent_address ||
+                   known->caps.slot_capacity != reg.caps.slot_capacity)) {
       // Where the agent is must survive a restart: trees dismantled before
       // the switch registers again are removed from it there.
-      INC_RETURN_IF_ERROR(store_->PutSwitch({name, req.agent_address(), caps->slot_capacity})
+      INC_RETURN_IF_ERROR(store_->PutSwitch({name, reg.agent_address, reg.caps.slot_capacity})
                               .WithContext("state store: saving switch " + name));
     }
-    SwitchRec& rec = switches_[name];
-    const bool again = rec.registered;
-    const bool after_restart = rec.restored;
-    rec.name = name;
-    rec.agent_address = req.agent_address();
-    rec.caps = *caps;
-    rec.ports = std::move(ports);
-    rec.registered = true;
-    rec.alive = true;
-    rec.restored = false;
-    rec.last_heartbeat = Clock::now();
-    if (!pool_.SetSwitchCapacity(name, caps->slot_capacity)) {
-      LOG_WARN << "switch " << name << " reports slot_capacity " << caps->slot_capacity
+    const SwitchRegistry::Registered how = switches_.Register(reg);
+    const SwitchRegistry::Record& rec = *switches_.Find(name);
+    if (!pool_.SetSwitchCapacity(name, reg.caps.slot_capacity)) {
+      LOG_WARN << "switch " << name << " reports slot_capacity " << reg.caps.slot_capacity
                << " while trees hold slots on it; keeping the old capacity until they are gone";
     }
     for (const auto& p : topo_.hosts) {
@@ -1134,7 +948,7 @@ Expected<v1::RegisterSwitchResponse> Manager::RegisterSwitch(const v1::RegisterS
     // Reconcile: trees the AM wants here are configured again (the agent
     // takes an identical config as a no-op, so a running tree is untouched),
     // trees it does not want are removed.
-    const std::set<uint32_t> reported(req.live_tree_ids().begin(), req.live_tree_ids().end());
+    const std::set<uint32_t> reported(reg.live_tree_ids.begin(), reg.live_tree_ids.end());
     std::set<uint32_t> wanted;
     std::string kept, resent, removed;
     auto add = [](std::string* list, uint32_t id) {
@@ -1170,14 +984,14 @@ Expected<v1::RegisterSwitchResponse> Manager::RegisterSwitch(const v1::RegisterS
       ++n_removed;
       TreePtr old = FindTreeLocked(id, "");
       LOG_INFO << "switch " << name << ": removing tree " << id << ": "
-               << (old ? std::string("it is ") + StateName(old->state) + " (" + old->reason + ")"
+               << (old ? std::string("it is ") + TreeStateName(old->state) + " (" + old->reason + ")"
                        : std::string("the AM does not know it") +
                              (store_ ? " (not in the state store)" : " (the AM keeps no state)"));
     }
-    EventLocked(
-        again ? "switch_reregistered" : "switch_registered",
-        "switch " + name + " at " + rec.agent_address + (after_restart ? " (after an AM restart)" : "") +
-            " (" + std::to_string(rec.ports.size()) + " ports, " + std::to_string(caps->slot_capacity) +
+    events_.Append(
+        how.again ? "switch_reregistered" : "switch_registered",
+        "switch " + name + " at " + rec.agent_address + (how.after_restart ? " (after an AM restart)" : "") +
+            " (" + std::to_string(rec.ports.size()) + " ports, " + std::to_string(reg.caps.slot_capacity) +
             " slots; " + std::to_string(reported.size()) + " live trees: " +
             std::to_string(reported.size() - n_removed) + " kept" + (kept.empty() ? "" : " [" + kept + "]") +
             ", " + std::to_string(n_removed) + " removed" + (removed.empty() ? "" : " [" + removed + "]") +
@@ -1187,64 +1001,29 @@ Expected<v1::RegisterSwitchResponse> Manager::RegisterSwitch(const v1::RegisterS
   // A fresh channel: the old one may sit in gRPC's reconnect back-off after
   // the agent restarted, failing calls with UNAVAILABLE for seconds although
   // the agent is back.
-  clients_.Reconnect(req.agent_address());
+  clients_.Reconnect(reg.agent_address);
   RunOpsAsync(std::move(ops));
-  v1::RegisterSwitchResponse resp;
-  resp.set_heartbeat_interval_ms(opts_.switch_heartbeat_interval_ms);
-  return resp;
+  return opts_.switch_heartbeat_interval_ms;
 }
 
-Expected<v1::SwitchHeartbeatResponse> Manager::SwitchHeartbeat(const v1::SwitchHeartbeatRequest& req) {
-  if (req.switch_name().empty()) return InvalidArgument("switch_name is empty");
-  std::map<std::string, PortState> reported;
-  for (const auto& p : req.ports()) {
-    auto ps = PortFromProto(p);
-    if (!ps) return ps.status().WithContext("switch " + req.switch_name());
-    reported[ps->name] = *ps;
-  }
-  v1::SwitchHeartbeatResponse resp;
+Expected<Manager::SwitchBeatReply> Manager::SwitchHeartbeat(const SwitchBeat& beat) {
+  if (beat.name.empty()) return InvalidArgument("switch_name is empty");
+  SwitchBeatReply reply;
   Ops ops;
   {
     std::lock_guard<std::mutex> lk(mu_);
-    auto it = switches_.find(req.switch_name());
-    if (it == switches_.end() || !it->second.registered || !it->second.alive) {
+    auto changed = switches_.Heartbeat(beat, &events_);
+    if (!changed) {
       // Unknown (AM restarted) or declared dead: the switch registers again
       // and the AM reconciles its trees then.
-      resp.set_reregister(true);
-      return resp;
+      reply.reregister = true;
+      return reply;
     }
-    SwitchRec& rec = it->second;
-    rec.last_heartbeat = Clock::now();
-    bool changed = false;
-    for (auto& [pname, ps] : reported) {
-      auto cur = rec.ports.find(pname);
-      if (cur == rec.ports.end() || cur->second.up != ps.up) {
-        changed = true;
-        EventLocked(ps.up ? "port_up" : "port_down",
-                    "switch " + rec.name + " port " + pname + (ps.up ? " is up" : " is down"), 0, rec.name);
-      }
-      rec.ports[pname] = ps;
-    }
-    std::map<std::string, uint32_t> congested;
-    for (const auto& l : req.arn_links())
-      if (l.condition() == "congested" && !l.port().empty()) congested[l.port()] = l.severity();
-    if (congested != rec.congested_ports) {
-      for (const auto& [port, sev] : congested)
-        if (!rec.congested_ports.count(port) || rec.congested_ports.at(port) != sev)
-          EventLocked("link_congested",
-                      "switch " + rec.name + " port " + port + " congested, severity " + std::to_string(sev),
-                      0, rec.name);
-      for (const auto& [port, sev] : rec.congested_ports)
-        if (!congested.count(port))
-          EventLocked("link_uncongested", "switch " + rec.name + " port " + port + " is no longer congested",
-                      0, rec.name);
-      rec.congested_ports = std::move(congested);
-      changed = true;
-    }
+    const SwitchRegistry::Record& rec = *switches_.Find(beat.name);
     // Congestion that outlasts a hold-down is checked again.
-    if (changed || (Tuned(&AmOptions::move_on_congestion_severity) && !rec.congested_ports.empty()))
+    if (*changed || (Tuned(&AmOptions::move_on_congestion_severity) && !rec.congested_ports.empty()))
       CheckPortsLocked(rec.name, &ops);
-    for (uint32_t id : req.live_tree_ids()) {
+    for (uint32_t id : beat.live_tree_ids) {
       auto t = live_.find(id);
       if (t != live_.end() && WantedOnLocked(*t->second, rec.name)) continue;
       SwitchOp op;
@@ -1257,24 +1036,15 @@ Expected<v1::SwitchHeartbeatResponse> Manager::SwitchHeartbeat(const v1::SwitchH
     }
   }
   RunOpsAsync(std::move(ops));
-  return resp;
+  return reply;
 }
 
 void Manager::CheckHeartbeats() {
   Ops ops;
   {
     std::lock_guard<std::mutex> lk(mu_);
-    for (auto& [name, rec] : switches_) {
-      if (!rec.alive) continue;
-      uint64_t silent = MsSince(rec.last_heartbeat);
-      if (silent <= Tuned(&AmOptions::switch_heartbeat_timeout_ms)) continue;
-      rec.alive = false;
-      const std::string why =
-          rec.restored ? "switch " + name + " did not register within " + std::to_string(silent) +
-                             " ms of the AM's restart"
-                       : "switch " + name + " missed heartbeats for " + std::to_string(silent) + " ms";
-      rec.restored = false;
-      EventLocked("switch_lost", why, 0, name);
+    for (const auto& [name, why] : switches_.ExpireSilent(Tuned(&AmOptions::switch_heartbeat_timeout_ms))) {
+      events_.Append("switch_lost", why, 0, name);
       std::vector<TreePtr> hit;
       for (const auto& [id, t] : live_)
         if (t->plan && t->plan->Find(name)) hit.push_back(t);
@@ -1284,12 +1054,12 @@ void Manager::CheckHeartbeats() {
         if (t->plan->switches.size() > 1 && t->plan->switches[0].name == name &&
             MoveTreeLocked(t, why, &ops, &why_not))
           continue;
-        DismantleLocked(t, v1::TREE_FAILED, why + "; cannot move: " + why_not, &ops);
+        DismantleLocked(t, TreeState::kFailed, why + "; cannot move: " + why_not, &ops);
       }
     }
     std::vector<std::pair<TreePtr, std::string>> doomed;
     for (const auto& [id, t] : live_) {
-      if (t->state != v1::TREE_ACTIVE || t->programming) continue;
+      if (t->state != TreeState::kActive || t->programming) continue;
       for (uint32_t r = 0; r < t->world; ++r) {
         uint64_t silent = MsSince(t->members[r].last_heartbeat);
         if (silent > Tuned(&AmOptions::member_heartbeat_timeout_ms)) {
@@ -1303,7 +1073,7 @@ void Manager::CheckHeartbeats() {
         }
       }
     }
-    for (auto& [t, why] : doomed) DismantleLocked(t, v1::TREE_FAILED, why, &ops);
+    for (auto& [t, why] : doomed) DismantleLocked(t, TreeState::kFailed, why, &ops);
     const uint64_t now_ms = UnixMs();
     while (!dismantled_.empty() &&
            now_ms - dismantled_.front()->dismantled_ms > Tuned(&AmOptions::dismantled_retention_ms))
@@ -1330,106 +1100,80 @@ void Manager::MonitorLoop() {
 
 // ------------------------------------------------------------- operators
 
-v1::SwitchSummary Manager::SummaryLocked(const std::string& name) const {
-  v1::SwitchSummary s;
-  s.set_name(name);
-  auto it = switches_.find(name);
-  if (it == switches_.end()) return s;
-  const SwitchRec& rec = it->second;
-  s.set_agent_address(rec.agent_address);
-  // A switch known from the state store is not alive until it registers.
-  s.set_alive(rec.alive && !rec.restored);
-  const SwitchResources* res = pool_.Get(name);
-  *s.mutable_capabilities() = CapsToProto(rec.caps, res ? res->slots.free_total() : 0);
-  for (const auto& [pname, p] : rec.ports) *s.add_ports() = PortToProto(p);
-  s.set_last_heartbeat_ms_ago(MsSince(rec.last_heartbeat));
+SwitchSummary Manager::SummaryLocked(const std::string& name) const {
+  SwitchSummary s = switches_.Summary(name, pool_);
+  if (!s.known) return s;
   for (const auto& [id, t] : live_)
-    if (t->plan && t->plan->Find(name)) s.add_tree_ids(id);
+    if (t->plan && t->plan->Find(name)) s.tree_ids.push_back(id);
   return s;
 }
 
-v1::ListSwitchesResponse Manager::ListSwitches() {
+std::vector<SwitchSummary> Manager::ListSwitches() {
   std::lock_guard<std::mutex> lk(mu_);
-  v1::ListSwitchesResponse resp;
-  for (const auto& [name, ts] : topo_.switches) *resp.add_switches() = SummaryLocked(name);
-  return resp;
+  std::vector<SwitchSummary> out;
+  for (const auto& [name, ts] : topo_.switches) out.push_back(SummaryLocked(name));
+  return out;
 }
 
-Expected<v1::GetSwitchResponse> Manager::GetSwitch(const v1::GetSwitchRequest& req) {
-  if (req.name().empty()) return InvalidArgument("name is empty");
-  if (!topo_.switches.count(req.name())) return NotFound("no switch " + req.name() + " in the topology");
+Expected<SwitchSummary> Manager::GetSwitch(const std::string& name) {
+  if (name.empty()) return InvalidArgument("name is empty");
+  if (!topo_.switches.count(name)) return NotFound("no switch " + name + " in the topology");
   std::lock_guard<std::mutex> lk(mu_);
-  v1::GetSwitchResponse resp;
-  *resp.mutable_switch_summary() = SummaryLocked(req.name());
-  return resp;
+  return SummaryLocked(name);
 }
 
-v1::GetTopologyResponse Manager::GetTopology() {
+TopologyView Manager::GetTopology() {
   std::lock_guard<std::mutex> lk(mu_);
-  v1::GetTopologyResponse resp;
-  auto port_up = [&](const std::string& sw, const std::string& port) {
-    auto s = switches_.find(sw);
-    if (s == switches_.end() || !s->second.alive) return false;
-    auto p = s->second.ports.find(port);
-    return p != s->second.ports.end() && p->second.up;
-  };
+  TopologyView view;
   for (const auto& [name, ts] : topo_.switches) {
-    v1::TopologyNode* n = resp.add_nodes();
-    n->set_name(name);
-    n->set_kind(SwitchKindName(ts.kind));
-    auto s = switches_.find(name);
-    if (s != switches_.end())
-      for (const auto& [pname, p] : s->second.ports) *n->add_ports() = PortToProto(p);
+    TopologyView::Node n;
+    n.name = name;
+    n.kind = SwitchKindName(ts.kind);
+    if (const SwitchRegistry::Record* rec = switches_.Find(name))
+      for (const auto& [pname, p] : rec->ports) n.ports.push_back(p);
+    view.nodes.push_back(std::move(n));
   }
   for (const auto& [name, h] : topo_.hosts) {
-    v1::TopologyNode* n = resp.add_nodes();
-    n->set_name(name);
-    n->set_kind("host");
-    v1::Port* p = n->add_ports();
-    if (h.has_ip) p->set_ip(h.ip.ToString());
-    if (h.has_mac) p->set_mac(h.mac.ToString());
-    v1::Link* l = resp.add_links();
-    l->set_a_node(name);
-    l->set_b_node(h.switch_name);
-    l->set_b_port(h.switch_port);
-    l->set_up(port_up(h.switch_name, h.switch_port));
+    TopologyView::Node n;
+    n.name = name;
+    n.kind = "host";
+    if (h.has_ip) n.host_ip = h.ip;
+    if (h.has_mac) n.host_mac = h.mac;
+    view.nodes.push_back(std::move(n));
+    view.links.push_back(
+        {name, "", h.switch_name, h.switch_port, switches_.PortUp(h.switch_name, h.switch_port)});
   }
-  for (const auto& tl : topo_.links) {
-    v1::Link* l = resp.add_links();
-    l->set_a_node(tl.a);
-    l->set_a_port(tl.a_port);
-    l->set_b_node(tl.b);
-    l->set_b_port(tl.b_port);
-    l->set_up(port_up(tl.a, tl.a_port) && port_up(tl.b, tl.b_port));
-  }
-  return resp;
+  for (const auto& tl : topo_.links)
+    view.links.push_back({tl.a, tl.a_port, tl.b, tl.b_port,
+                          switches_.PortUp(tl.a, tl.a_port) && switches_.PortUp(tl.b, tl.b_port)});
+  return view;
 }
 
-Expected<v1::CreateTreeResponse> Manager::CreateTree(const v1::CreateTreeRequest& req) {
-  if (req.job_id().empty()) return InvalidArgument("job_id is empty");
-  if (req.hosts().empty()) return InvalidArgument("hosts is empty (rank i runs on hosts[i])");
-  const uint32_t world = req.world_size() ? req.world_size() : req.hosts_size();
-  if (world != static_cast<uint32_t>(req.hosts_size()))
-    return InvalidArgument("world_size " + std::to_string(world) + " but " +
-                           std::to_string(req.hosts_size()) + " hosts");
+Expected<TreeInfo> Manager::CreateTree(const CreateTreeRequest& req) {
+  if (req.job.empty()) return InvalidArgument("job_id is empty");
+  if (req.hosts.empty()) return InvalidArgument("hosts is empty (rank i runs on hosts[i])");
+  const uint32_t hosts = static_cast<uint32_t>(req.hosts.size());
+  const uint32_t world = req.world ? req.world : hosts;
+  if (world != hosts)
+    return InvalidArgument("world_size " + std::to_string(world) + " but " + std::to_string(hosts) +
+                           " hosts");
   if (world > kMaxWorld)
     return InvalidArgument("world_size " + std::to_string(world) + " is over " + std::to_string(kMaxWorld));
   std::vector<MemberPlacement> placements;
   for (uint32_t r = 0; r < world; ++r) {
-    if (!topo_.hosts.count(req.hosts(r)))
-      return NotFound("hosts[" + std::to_string(r) + "] \"" + req.hosts(r) + "\" is not in the topology");
-    placements.push_back({r, req.hosts(r)});
+    if (!topo_.hosts.count(req.hosts[r]))
+      return NotFound("hosts[" + std::to_string(r) + "] \"" + req.hosts[r] + "\" is not in the topology");
+    placements.push_back({r, req.hosts[r]});
   }
-  auto reqs =
-      RequirementsFrom(req.pool_size(), req.elems_per_packet(), req.dtypes(), req.ops(), req.collectives());
+  auto reqs = RequirementsFor(req.ask);
   if (!reqs) return reqs.status();
 
   std::lock_guard<std::mutex> lk(mu_);
-  auto j = job_live_.find(req.job_id());
+  auto j = job_live_.find(req.job);
   if (j != job_live_.end())
-    return AlreadyExists("job " + req.job_id() + " already has tree " + std::to_string(j->second));
+    return AlreadyExists("job " + req.job + " already has tree " + std::to_string(j->second));
   const auto t0 = Clock::now();
-  auto plan = BuildTreePlan(topo_, ViewsLocked(), placements, *reqs);
+  auto plan = BuildTreePlan(topo_, switches_.Views(pool_), placements, *reqs);
   if (!plan) return plan.status();
   auto id = tree_ids_.Allocate();
   if (!id) return id.status();
@@ -1442,13 +1186,13 @@ Expected<v1::CreateTreeResponse> Manager::CreateTree(const v1::CreateTreeRequest
   t->id = *id;
   do t->key = static_cast<uint32_t>(rng_());
   while (t->key == 0);
-  t->job = req.job_id();
+  t->job = req.job;
   t->world = world;
   t->reserved = true;
-  t->reserved_hosts.assign(req.hosts().begin(), req.hosts().end());
+  t->reserved_hosts = req.hosts;
   t->req = *reqs;
-  t->members.resize(world);
-  for (uint32_t r = 0; r < world; ++r) t->members[r].spec.host = req.hosts(r);
+  t->members = GroupMembers(world);
+  for (uint32_t r = 0; r < world; ++r) t->members.SetHost(r, req.hosts[r]);
   t->plan = std::move(*plan);
   t->alloc = std::move(*alloc);
   t->created_ms = UnixMs();
@@ -1462,176 +1206,131 @@ Expected<v1::CreateTreeResponse> Manager::CreateTree(const v1::CreateTreeRequest
     pool_.Free(*t->plan, *t->alloc);
     return saved;
   }
-  EventLocked("tree_reserved",
-              "tree " + std::to_string(t->id) + " reserved for job " + t->job + " on " +
-                  std::to_string(world) + " hosts, root " + t->plan->switches[0].name,
-              t->id, t->plan->switches[0].name, t->job);
-  v1::CreateTreeResponse resp;
-  *resp.mutable_tree() = TreeToProtoLocked(*t);
-  return resp;
+  events_.Append("tree_reserved",
+                 "tree " + std::to_string(t->id) + " reserved for job " + t->job + " on " +
+                     std::to_string(world) + " hosts, root " + t->plan->switches[0].name,
+                 t->id, t->plan->switches[0].name, t->job);
+  return InfoLocked(*t);
 }
 
-v1::Tree Manager::TreeToProtoLocked(const TreeRec& t) const {
-  v1::Tree p;
-  p.set_tree_id(t.id);
-  p.set_job_id(t.job);
-  p.set_state(t.state);
-  p.set_world_size(t.world);
-  p.set_reason(t.reason);
-  p.set_created_unix_ms(t.created_ms);
-  p.set_activated_unix_ms(t.activated_ms);
-  p.set_dismantled_unix_ms(t.dismantled_ms);
-  p.set_build_us(t.build_us);
-  p.set_program_us(t.program_us);
-  p.set_error_reports(t.error_reports);
-  p.set_joined(t.joined);
-  p.set_generation(t.generation);
-  p.set_moves(t.moves);
-  p.set_last_move_unix_ms(t.last_move_ms);
-  p.set_last_move_reason(t.last_move_reason);
-  p.set_pool_size(t.plan ? t.plan->pool_size : t.req.pool_size);
-  p.set_elems_per_packet(t.plan ? t.plan->elems_per_packet : t.req.elems_per_packet);
+TreeInfo Manager::InfoLocked(const TreeRec& t) const {
+  TreeInfo p;
+  p.tree_id = t.id;
+  p.job = t.job;
+  p.state = t.state;
+  p.world = t.world;
+  p.reason = t.reason;
+  p.created_unix_ms = t.created_ms;
+  p.activated_unix_ms = t.activated_ms;
+  p.dismantled_unix_ms = t.dismantled_ms;
+  p.build_us = t.build_us;
+  p.program_us = t.program_us;
+  p.error_reports = t.error_reports;
+  p.joined = t.members.joined();
+  p.generation = t.generation;
+  p.moves = t.moves;
+  p.last_move_unix_ms = t.last_move_ms;
+  p.last_move_reason = t.last_move_reason;
+  p.pool_size = t.plan ? t.plan->pool_size : t.req.pool_size;
+  p.elems_per_packet = t.plan ? t.plan->elems_per_packet : t.req.elems_per_packet;
   if (t.plan) {
-    DtypesFromMask(t.plan->dtype_mask, p.mutable_dtypes());
-    OpsFromMask(t.plan->op_mask, p.mutable_ops());
-    CollsFromMask(t.plan->coll_mask, p.mutable_collectives());
-    p.set_root_switch(t.plan->switches[0].name);
+    p.planned = true;
+    p.dtype_mask = t.plan->dtype_mask;
+    p.op_mask = t.plan->op_mask;
+    p.coll_mask = t.plan->coll_mask;
+    p.root_switch = t.plan->switches[0].name;
     for (const PlanSwitch& ps : t.plan->switches) {
-      v1::TreeSwitch* s = p.add_switches();
-      s->set_switch_name(ps.name);
-      s->set_role(RoleToProto(ps.role));
-      s->set_parent(ps.parent);
-      if (t.alloc) s->set_slot_base(t.alloc->per_switch.at(ps.name).slot_base);
-      s->set_num_children(static_cast<uint32_t>(ps.children.size()));
+      TreeInfo::Switch s;
+      s.name = ps.name;
+      s.role = ps.role;
+      s.parent = ps.parent;
+      if (t.alloc) s.slot_base = t.alloc->per_switch.at(ps.name).slot_base;
+      s.num_children = static_cast<uint32_t>(ps.children.size());
+      p.switches.push_back(std::move(s));
     }
   }
   for (uint32_t r = 0; r < t.world; ++r) {
-    const MemberRec& m = t.members[r];
+    const GroupMembers::Member& m = t.members[r];
     if (!m.joined && m.spec.host.empty()) continue;
-    v1::TreeMember* tm = p.add_members();
-    tm->set_rank(r);
-    tm->set_joined(m.joined);
-    v1::MemberInfo* mi = tm->mutable_info();
-    mi->set_host(m.spec.host);
-    if (m.joined) {
-      mi->set_ip(m.spec.ip.ToString());
-      mi->set_mac(m.spec.mac.ToString());
-      mi->set_qpn(m.spec.qpn);
-      mi->set_rkey(m.spec.rkey);
-      mi->set_va_base(m.spec.va_base);
-      mi->set_slot_stride(m.spec.slot_stride);
-      mi->set_transport(static_cast<v1::Transport>(m.spec.transport));
-    }
+    TreeInfo::Member tm;
+    tm.rank = r;
+    tm.joined = m.joined;
+    tm.spec = m.joined ? m.spec : MemberSpec{};
+    tm.spec.host = m.spec.host;
     if (t.plan) {
       const MemberSlot& slot = t.plan->member_slot[r];
       const PlanSwitch& ps = t.plan->switches[slot.switch_index];
-      tm->set_member_index(t.plan->member_index_of_rank[r]);
-      tm->set_switch_name(ps.name);
-      tm->set_rank_at_switch(slot.rank_at_switch);
-      tm->set_switch_port(ps.children[slot.rank_at_switch].port);
+      tm.member_index = t.plan->member_index_of_rank[r];
+      tm.switch_name = ps.name;
+      tm.rank_at_switch = slot.rank_at_switch;
+      tm.switch_port = ps.children[slot.rank_at_switch].port;
     }
-    if (t.state == v1::TREE_ACTIVE) tm->set_last_heartbeat_ms_ago(MsSince(m.last_heartbeat));
+    if (t.state == TreeState::kActive) tm.last_heartbeat_ms_ago = MsSince(m.last_heartbeat);
+    p.members.push_back(std::move(tm));
   }
   return p;
 }
 
-v1::ListTreesResponse Manager::ListTrees() {
+std::vector<TreeInfo> Manager::ListTrees() {
   std::lock_guard<std::mutex> lk(mu_);
-  v1::ListTreesResponse resp;
-  for (const auto& t : dismantled_) *resp.add_trees() = TreeToProtoLocked(*t);
-  for (const auto& [id, t] : live_) *resp.add_trees() = TreeToProtoLocked(*t);
-  return resp;
+  std::vector<TreeInfo> out;
+  for (const auto& t : dismantled_) out.push_back(InfoLocked(*t));
+  for (const auto& [id, t] : live_) out.push_back(InfoLocked(*t));
+  return out;
 }
 
-Expected<v1::GetTreeResponse> Manager::GetTree(const v1::GetTreeRequest& req) {
-  if (req.tree_id() == 0 && req.job_id().empty()) return InvalidArgument("give a tree_id or a job_id");
+Expected<TreeInfo> Manager::GetTree(const TreeRef& ref) {
+  if (ref.tree_id == 0 && ref.job.empty()) return InvalidArgument("give a tree_id or a job_id");
   std::lock_guard<std::mutex> lk(mu_);
-  TreePtr t = FindTreeLocked(req.tree_id(), req.job_id());
+  TreePtr t = FindTreeLocked(ref.tree_id, ref.job);
   if (!t)
-    return NotFound(req.tree_id() ? "no tree " + std::to_string(req.tree_id()) +
-                                        (req.job_id().empty() ? "" : " of job " + req.job_id())
-                                  : "no tree for job " + req.job_id());
-  v1::GetTreeResponse resp;
-  *resp.mutable_tree() = TreeToProtoLocked(*t);
-  return resp;
+    return NotFound(ref.tree_id ? "no tree " + std::to_string(ref.tree_id) +
+                                      (ref.job.empty() ? "" : " of job " + ref.job)
+                                : "no tree for job " + ref.job);
+  return InfoLocked(*t);
 }
 
-Status Manager::DestroyTree(const v1::DestroyTreeRequest& req) {
-  if (req.tree_id() == 0) return InvalidArgument("tree_id is 0");
+Status Manager::DestroyTree(uint32_t tree_id, const std::string& reason) {
+  if (tree_id == 0) return InvalidArgument("tree_id is 0");
   Ops ops;
   {
     std::lock_guard<std::mutex> lk(mu_);
-    auto it = live_.find(req.tree_id());
+    auto it = live_.find(tree_id);
     if (it == live_.end()) {
-      TreePtr old = FindTreeLocked(req.tree_id(), "");
+      TreePtr old = FindTreeLocked(tree_id, "");
       if (old)
-        return FailedPrecondition("tree " + std::to_string(req.tree_id()) + " is already " +
-                                  StateName(old->state) + ": " + old->reason);
-      return NotFound("no tree " + std::to_string(req.tree_id()));
+        return FailedPrecondition("tree " + std::to_string(tree_id) + " is already " +
+                                  TreeStateName(old->state) + ": " + old->reason);
+      return NotFound("no tree " + std::to_string(tree_id));
     }
-    DismantleLocked(it->second, v1::TREE_DESTROYED,
-                    "destroyed by operator" + (req.reason().empty() ? "" : ": " + req.reason()), &ops);
+    DismantleLocked(it->second, TreeState::kDestroyed,
+                    "destroyed by operator" + (reason.empty() ? "" : ": " + reason), &ops);
   }
   RunOps(std::move(ops));
   return Status::Ok();
 }
 
-Expected<v1::AmGetStatsResponse> Manager::GetStats(const v1::AmGetStatsRequest& req) {
-  std::vector<std::pair<std::string, std::string>> targets;  // (switch, address)
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    if (req.tree_id() == 0) {
-      for (const auto& [name, rec] : switches_)
-        if (rec.alive) targets.emplace_back(name, rec.agent_address);
-    } else {
-      auto it = live_.find(req.tree_id());
-      if (it == live_.end()) {
-        if (FindTreeLocked(req.tree_id(), ""))
-          return FailedPrecondition("tree " + std::to_string(req.tree_id()) +
-                                    " is dismantled; its switches hold no counters for it");
-        return NotFound("no tree " + std::to_string(req.tree_id()));
-      }
-      if (!it->second->plan)
-        return FailedPrecondition("tree " + std::to_string(req.tree_id()) + " has no switches yet");
-      for (const auto& ps : it->second->plan->switches)
-        targets.emplace_back(ps.name, switches_.at(ps.name).agent_address);
-    }
+Expected<std::vector<SwitchTarget>> Manager::StatsTargets(uint32_t tree_id) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (tree_id == 0) return switches_.AliveAgents();
+  auto it = live_.find(tree_id);
+  if (it == live_.end()) {
+    if (FindTreeLocked(tree_id, ""))
+      return FailedPrecondition("tree " + std::to_string(tree_id) +
+                                " is dismantled; its switches hold no counters for it");
+    return NotFound("no tree " + std::to_string(tree_id));
   }
-  std::vector<Expected<v1::SwitchStats>> results(targets.size(), Status(Code::kUnknown, ""));
-  ParallelFor(targets.size(), kSwitchRpcWidth,
-              [&](size_t i) { results[i] = clients_.Stats(targets[i].second, req.tree_id()); });
-  v1::AmGetStatsResponse resp;
-  for (size_t i = 0; i < targets.size(); ++i) {
-    if (results[i]) {
-      v1::SwitchStats* s = resp.add_switches();
-      *s = *results[i];
-      if (s->switch_name().empty()) s->set_switch_name(targets[i].first);
-    } else {
-      resp.add_errors("switch " + targets[i].first + ": " + results[i].status().ToString());
-    }
-  }
-  return resp;
+  if (!it->second->plan)
+    return FailedPrecondition("tree " + std::to_string(tree_id) + " has no switches yet");
+  std::vector<SwitchTarget> targets;
+  for (const auto& ps : it->second->plan->switches)
+    targets.push_back({ps.name, switches_.AgentAddress(ps.name)});
+  return targets;
 }
 
-Status Manager::WatchEvents(const v1::WatchEventsRequest& req, const Cancelled& cancelled,
-                            const std::function<bool(const v1::Event&)>& sink) {
-  std::unique_lock<std::mutex> lk(mu_);
-  uint64_t next =
-      req.replay() ? (events_.empty() ? next_event_seq_ : events_.front().first) : next_event_seq_;
-  for (;;) {
-    std::vector<v1::Event> batch;
-    for (const auto& [seq, e] : events_)
-      if (seq >= next) batch.push_back(e);
-    next = next_event_seq_;
-    lk.unlock();
-    for (const auto& e : batch)
-      if (!sink(e)) return Status::Ok();
-    if (req.stop_after_replay()) return Status::Ok();
-    lk.lock();
-    if (stopping_) return Status::Ok();
-    if (cancelled && cancelled()) return Status(Code::kCancelled, "watcher went away");
-    if (next_event_seq_ == next) cv_.wait_for(lk, std::chrono::milliseconds(200));
-  }
+Status Manager::WatchEvents(const EventLog::WatchOptions& options, const Cancelled& cancelled,
+                            const std::function<bool(const Event&)>& sink) {
+  return events_.Watch(options, cancelled, sink);
 }
 
 void Manager::WriteTimingMetrics(PrometheusText* out) {
@@ -1649,7 +1348,7 @@ Manager::Usage Manager::ResourceUsage() {
   Usage u;
   u.live_trees = live_.size();
   u.tree_ids = tree_ids_.in_use();
-  for (const auto& [name, rec] : switches_) {
+  for (const std::string& name : switches_.Names()) {
     const SwitchResources* r = pool_.Get(name);
     if (!r) continue;
     u.qpns += r->qpns.in_use();

@@ -1,7 +1,10 @@
-// The aggregation manager's state machine: switches (registration,
-// heartbeats), groups and trees (join, build, allocate, program, dismantle),
-// operator queries and events. Thread-safe: one mutex guards the state;
-// switch RPCs run outside it.
+// The aggregation manager's tree lifecycle: groups join, trees are built,
+// allocated, programmed on their switches, moved off bad links and
+// dismantled; switches register and heartbeat; operators query. It works on
+// domain types only (api.h): the gRPC service translates messages at the
+// edge. Membership (membership.h), the switch registry (switch_registry.h)
+// and the event log (events.h) are its parts. Thread-safe: one mutex guards
+// the state; switch RPCs run outside it.
 #pragma once
 
 #include <chrono>
@@ -18,13 +21,16 @@
 #include <thread>
 #include <vector>
 
+#include "am/api.h"
+#include "am/events.h"
+#include "am/membership.h"
 #include "am/model.h"
 #include "am/resources.h"
 #include "am/store.h"
 #include "am/switch_client.h"
+#include "am/switch_registry.h"
 #include "common/metrics.h"
 #include "common/status.h"
-#include "inc/v1/inc.pb.h"
 
 namespace inc::am {
 
@@ -50,9 +56,6 @@ struct AmOptions {
   std::shared_ptr<grpc::ChannelCredentials> switch_credentials;
 };
 
-// Applies the non-zero fields of an AmConfig.
-void ApplyConfig(const v1::AmConfig& config, AmOptions* options);
-
 class Manager {
  public:
   using Clock = std::chrono::steady_clock;
@@ -74,28 +77,39 @@ class Manager {
   // Fails waiting members with UNAVAILABLE and ends WatchEvents streams.
   void Stop();
 
-  // Members.
-  Expected<v1::MemberAssignment> JoinGroup(const v1::JoinGroupRequest& req, const Cancelled& cancelled);
-  Status LeaveGroup(const v1::LeaveGroupRequest& req);
-  Expected<v1::MemberHeartbeatResponse> MemberHeartbeat(const v1::MemberHeartbeatRequest& req);
-  Status ReportError(const v1::ReportErrorRequest& req);
+  // Members. JoinGroup waits until the group's tree is active (or fails,
+  // times out, or `cancelled` says the caller went away).
+  Expected<Assignment> JoinGroup(const JoinRequest& req, const Cancelled& cancelled);
+  Status LeaveGroup(const std::string& job, uint32_t rank);
+  Expected<MemberBeatReply> MemberHeartbeat(const MemberBeat& beat);
+  Status ReportError(const ErrorReport& report);
 
-  // Switches.
-  Expected<v1::RegisterSwitchResponse> RegisterSwitch(const v1::RegisterSwitchRequest& req);
-  Expected<v1::SwitchHeartbeatResponse> SwitchHeartbeat(const v1::SwitchHeartbeatRequest& req);
+  // Switches. The reply of each is the heartbeat interval / whether the
+  // switch must register again.
+  Expected<uint32_t> RegisterSwitch(const SwitchRegistration& reg);
+  // Whether a switch of this name may register (it is in the topology): the
+  // edge asks before it reads the rest of a registration, so an unknown
+  // switch hears that first.
+  Status CheckSwitchName(const std::string& name) const;
+  struct SwitchBeatReply {
+    bool reregister = false;  // the AM does not know the switch (restarted, or declared it lost)
+  };
+  Expected<SwitchBeatReply> SwitchHeartbeat(const SwitchBeat& beat);
 
   // Operators.
-  v1::ListSwitchesResponse ListSwitches();
-  Expected<v1::GetSwitchResponse> GetSwitch(const v1::GetSwitchRequest& req);
-  v1::GetTopologyResponse GetTopology();
-  Expected<v1::CreateTreeResponse> CreateTree(const v1::CreateTreeRequest& req);
-  v1::ListTreesResponse ListTrees();
-  Expected<v1::GetTreeResponse> GetTree(const v1::GetTreeRequest& req);
-  Status DestroyTree(const v1::DestroyTreeRequest& req);
-  Expected<v1::AmGetStatsResponse> GetStats(const v1::AmGetStatsRequest& req);
+  std::vector<SwitchSummary> ListSwitches();
+  Expected<SwitchSummary> GetSwitch(const std::string& name);
+  TopologyView GetTopology();
+  Expected<TreeInfo> CreateTree(const CreateTreeRequest& req);
+  std::vector<TreeInfo> ListTrees();  // dismantled ones still shown, then live ones
+  Expected<TreeInfo> GetTree(const TreeRef& ref);
+  Status DestroyTree(uint32_t tree_id, const std::string& reason);
+  // The agents that hold a tree's counters (every alive switch for tree 0).
+  Expected<std::vector<SwitchTarget>> StatsTargets(uint32_t tree_id);
+  SwitchClients& switch_clients() { return clients_; }
   // Sends events to `sink` until cancelled, Stop(), or a false return from sink.
-  Status WatchEvents(const v1::WatchEventsRequest& req, const Cancelled& cancelled,
-                     const std::function<bool(const v1::Event&)>& sink);
+  Status WatchEvents(const EventLog::WatchOptions& options, const Cancelled& cancelled,
+                     const std::function<bool(const Event&)>& sink);
 
   // One pass of the heartbeat monitor (the monitor thread calls it too).
   void CheckHeartbeats();
@@ -136,29 +150,21 @@ class Manager {
   void WriteTimingMetrics(PrometheusText* out);
 
  private:
-  struct MemberRec {
-    bool joined = false;
-    uint64_t join_seq = 0;
-    MemberSpec spec;
-    Clock::time_point last_heartbeat;
-  };
   struct TreeRec {
     uint32_t id = 0;
     uint32_t key = 0;
     std::string job;
     uint32_t world = 0;
-    v1::TreeState state = v1::TREE_PENDING;
+    TreeState state = TreeState::kPending;
     bool programming = false;
     bool reserved = false;  // made by CreateTree: hosts fixed, resources held
     std::vector<std::string> reserved_hosts;
     Requirements req;
-    std::vector<MemberRec> members;  // by rank
-    uint32_t joined = 0;
-    std::map<std::string, uint32_t> rank_of_host;  // joined members
+    GroupMembers members;
     std::optional<TreePlan> plan;
     std::optional<TreeAlloc> alloc;
-    std::map<std::string, v1::TreeConfig> configs;  // per switch, once programming started
-    Status failure;                                 // what waiting members get when the tree fails
+    std::map<std::string, TreeConfig> configs;  // per switch, once programming started
+    Status failure;                             // what waiting members get when the tree fails
     std::string reason;
     uint64_t created_ms = 0, activated_ms = 0, dismantled_ms = 0;
     uint64_t build_us = 0, program_us = 0;
@@ -174,35 +180,20 @@ class Manager {
     bool restored = false;
     Clock::time_point restored_at{};
   };
-  struct SwitchRec {
-    std::string name;
-    std::string agent_address;
-    Caps caps;
-    std::map<std::string, PortState> ports;
-    std::map<std::string, uint32_t> congested_ports;  // port -> ARN severity, from heartbeats
-    bool registered = false;
-    bool alive = false;
-    // Known from the store, not registered since the AM started: counted
-    // alive so that it is declared lost (and its trees handled) when it does
-    // not register within the switch heartbeat timeout.
-    bool restored = false;
-    Clock::time_point last_heartbeat;
-  };
   struct SwitchOp {
     bool configure = false;  // else remove
     std::string switch_name;
     std::string address;
     uint32_t tree_id = 0;
-    v1::TreeConfig config;
+    TreeConfig config;
   };
   using Ops = std::vector<SwitchOp>;
   using TreePtr = std::shared_ptr<TreeRec>;
 
   // All *Locked functions run with mu_ held.
-  std::map<std::string, SwitchView> ViewsLocked() const;
-  Expected<v1::MemberAssignment> AssignmentLocked(const TreeRec& t, uint32_t rank) const;
-  Expected<std::map<std::string, v1::TreeConfig>> ConfigsLocked(const TreeRec& t) const;
-  void DismantleLocked(TreePtr t, v1::TreeState state, const std::string& reason, Ops* ops);
+  Expected<Assignment> AssignmentLocked(const TreeRec& t, uint32_t rank) const;
+  Expected<std::map<std::string, TreeConfig>> ConfigsLocked(const TreeRec& t) const;
+  void DismantleLocked(TreePtr t, TreeState state, const std::string& reason, Ops* ops);
   void ReleaseLocked(TreePtr t, Ops* ops);
   void FailPendingLocked(TreePtr t, const Status& why);
   void DropMemberLocked(TreePtr t, uint32_t rank);
@@ -221,14 +212,11 @@ class Manager {
   bool PortCongestedLocked(const std::string& switch_name, const std::string& port) const;
   bool WantedOnLocked(const TreeRec& t, const std::string& switch_name) const;
   TreePtr FindTreeLocked(uint32_t tree_id, const std::string& job) const;
-  v1::Tree TreeToProtoLocked(const TreeRec& t) const;
-  v1::SwitchSummary SummaryLocked(const std::string& name) const;
-  void EventLocked(const std::string& kind, const std::string& message, uint32_t tree_id = 0,
-                   const std::string& switch_name = "", const std::string& job = "");
-  Expected<Requirements> RequirementsFrom(uint32_t pool_size, uint32_t elems,
-                                          const google::protobuf::RepeatedField<int>& dtypes,
-                                          const google::protobuf::RepeatedField<int>& ops,
-                                          const google::protobuf::RepeatedField<int>& colls) const;
+  TreeInfo InfoLocked(const TreeRec& t) const;
+  SwitchSummary SummaryLocked(const std::string& name) const;
+  // The ask with the AM's defaults filled in; INVALID_ARGUMENT for a pool
+  // no switch can hold.
+  Expected<Requirements> RequirementsFor(const TreeAsk& ask) const;
 
   // Builds, allocates and programs a complete group; wakes its waiters.
   void BuildAndProgram(const TreePtr& t);
@@ -251,16 +239,15 @@ class Manager {
   Histogram program_seconds_{kTimingBuckets};  // guarded by mu_
   static inline const std::vector<double> kTimingBuckets = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
                                                             0.05,   0.1,   0.25,   0.5,   1,    2.5};
-  std::condition_variable cv_;  // tree state changes, new events, stop
+  std::condition_variable cv_;  // tree state changes, stop
   bool stopping_ = false;
-  std::map<std::string, SwitchRec> switches_;
+  SwitchRegistry switches_;
+  EventLog events_;
   ResourcePool pool_;
   TreeIdAllocator tree_ids_;
   std::map<uint32_t, TreePtr> live_;
   std::map<std::string, uint32_t> job_live_;
   std::deque<TreePtr> dismantled_;
-  std::deque<std::pair<uint64_t, v1::Event>> events_;
-  uint64_t next_event_seq_ = 1;
   uint64_t next_join_seq_ = 1;
   std::mt19937 rng_;
 

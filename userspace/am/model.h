@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,8 +17,17 @@ namespace inc::am {
 
 enum class SwitchKind { kLeaf, kSpine };
 enum class TreeRole { kSingle = 1, kLeaf = 2, kRoot = 3 };
+// A tree's life; the values are v1::TreeState's (the state store keeps them).
+enum class TreeState { kPending = 1, kActive = 2, kFailed = 3, kDestroyed = 4 };
 
 const char* SwitchKindName(SwitchKind kind);
+// "SINGLE", "LEAF", "ROOT": v1::Role's names, for logs.
+const char* RoleName(TreeRole role);
+// "TREE_ACTIVE", ...: the names operators see in the API.
+const char* TreeStateName(TreeState state);
+inline bool Dismantled(TreeState s) {
+  return s == TreeState::kFailed || s == TreeState::kDestroyed;
+}
 
 // Allowed-value sets as bit masks: bit v set = enum value v (inc_wire.h values).
 struct Caps {
@@ -165,6 +175,37 @@ struct SwitchAlloc {
 
 struct TreeAlloc {
   std::map<std::string, SwitchAlloc> per_switch;
+};
+
+// One peer of a switch in a tree: a member or another switch.
+struct EndpointConfig {
+  std::string port;  // this switch's port toward the peer
+  Mac peer_mac;
+  Ipv4 peer_ip;
+  uint32_t peer_qpn = 0;    // DestQP of frames toward the peer
+  uint32_t switch_qpn = 0;  // DestQP the peer's frames carry toward the switch
+  uint32_t rkey = 0;
+  uint64_t va_base = 0;
+  uint32_t slot_stride = 0;
+  uint32_t member_lo = 0;  // members [lo, hi) reachable through this peer
+  uint32_t member_hi = 0;
+  std::string peer_name;
+};
+
+// What one switch holds for one tree (sent to its agent).
+struct TreeConfig {
+  uint32_t tree_id = 0;
+  uint32_t key = 0;
+  TreeRole role = TreeRole::kSingle;
+  uint32_t pool_size = 0;
+  uint32_t elems_per_packet = 0;
+  uint32_t slot_base = 0;
+  uint32_t dtype_mask = 0, op_mask = 0, coll_mask = 0;
+  std::vector<EndpointConfig> children;  // index = rank at this switch
+  std::optional<EndpointConfig> parent;  // LEAF
+  uint32_t rank_at_parent = 0;
+  std::string job;
+  uint32_t generation = 0;
 };
 
 // Largest elements per packet (4-byte) that a port MTU allows: the IB path MTU

@@ -1,16 +1,11 @@
 #include "am/service.h"
 
+#include "am/convert.h"
+#include "am/parallel.h"
 #include "common/rpc_status.h"
 
 namespace inc::am {
 namespace {
-
-template <typename T, typename R>
-grpc::Status Answer(Expected<T> result, R* resp) {
-  if (!result) return ToGrpcStatus(result.status());
-  *resp = std::move(*result);
-  return grpc::Status::OK;
-}
 
 // Operators inspect and manage; the AM itself never calls its own service.
 constexpr std::initializer_list<Role> kOperators = {Role::kOperator};
@@ -29,10 +24,8 @@ std::optional<std::string> AmService::HostIp(const std::string& host) {
   std::lock_guard<std::mutex> lk(mu_);
   if (!host_ips_) {
     host_ips_.emplace();
-    const v1::GetTopologyResponse topology = m_->GetTopology();
-    for (const v1::TopologyNode& n : topology.nodes()) {
-      if (n.kind() == "host") (*host_ips_)[n.name()] = n.ports_size() ? n.ports(0).ip() : "";
-    }
+    for (const TopologyView::Node& n : m_->GetTopology().nodes)
+      if (n.kind == "host") (*host_ips_)[n.name] = n.host_ip ? n.host_ip->ToString() : "";
   }
   auto it = host_ips_->find(host);
   if (it == host_ips_->end()) return std::nullopt;
@@ -58,7 +51,9 @@ grpc::Status AmService::JoinGroup(grpc::ServerContext* ctx, const v1::JoinGroupR
     INC_AUTHORIZE(authz_->AllowJobCredential(*ctx, "JoinGroup", req->job_id(), req->job_credential(),
                                              *job_credentials_));
   }
-  auto a = m_->JoinGroup(*req, [ctx] { return ctx->IsCancelled(); });
+  auto join = JoinFromProto(*req);
+  if (!join) return ToGrpcStatus(join.status());
+  auto a = m_->JoinGroup(*join, [ctx] { return ctx->IsCancelled(); });
   if (!a) return ToGrpcStatus(a.status());
   if (authz_->enforcing()) {
     if (auto peer = authz_->Identify(*ctx); peer.ok()) {
@@ -66,14 +61,14 @@ grpc::Status AmService::JoinGroup(grpc::ServerContext* ctx, const v1::JoinGroupR
       rank_hosts_[{req->job_id(), req->rank()}] = peer->name;
     }
   }
-  *resp->mutable_assignment() = std::move(*a);
+  *resp->mutable_assignment() = AssignmentToProto(*a);
   return grpc::Status::OK;
 }
 
 grpc::Status AmService::LeaveGroup(grpc::ServerContext* ctx, const v1::LeaveGroupRequest* req,
                                    v1::LeaveGroupResponse*) {
   INC_AUTHORIZE(AllowMemberOfRank(*ctx, "LeaveGroup", req->job_id(), req->rank()));
-  Status st = m_->LeaveGroup(*req);
+  Status st = m_->LeaveGroup(req->job_id(), req->rank());
   if (st.ok()) {
     std::lock_guard<std::mutex> lk(mu_);
     rank_hosts_.erase({req->job_id(), req->rank()});
@@ -84,85 +79,128 @@ grpc::Status AmService::LeaveGroup(grpc::ServerContext* ctx, const v1::LeaveGrou
 grpc::Status AmService::MemberHeartbeat(grpc::ServerContext* ctx, const v1::MemberHeartbeatRequest* req,
                                         v1::MemberHeartbeatResponse* resp) {
   INC_AUTHORIZE(AllowMemberOfRank(*ctx, "MemberHeartbeat", req->job_id(), req->rank()));
-  return Answer(m_->MemberHeartbeat(*req), resp);
+  auto reply = m_->MemberHeartbeat({{req->tree_id(), req->job_id()}, req->rank()});
+  if (!reply) return ToGrpcStatus(reply.status());
+  *resp = BeatReplyToProto(*reply);
+  return grpc::Status::OK;
 }
 
 grpc::Status AmService::ReportError(grpc::ServerContext* ctx, const v1::ReportErrorRequest* req,
                                     v1::ReportErrorResponse*) {
   INC_AUTHORIZE(AllowMemberOfRank(*ctx, "ReportError", req->job_id(), req->rank()));
-  return ToGrpcStatus(m_->ReportError(*req));
+  return ToGrpcStatus(m_->ReportError(
+      {{req->tree_id(), req->job_id()}, req->rank(), req->error(), req->msg_id(), req->timeouts()}));
 }
 
 grpc::Status AmService::RegisterSwitch(grpc::ServerContext* ctx, const v1::RegisterSwitchRequest* req,
                                        v1::RegisterSwitchResponse* resp) {
   INC_AUTHORIZE(authz_->AllowSwitch(*ctx, "RegisterSwitch", req->switch_name()));
-  return Answer(m_->RegisterSwitch(*req), resp);
+  // An unknown switch hears that before anything about the rest of its request.
+  if (Status known = m_->CheckSwitchName(req->switch_name()); !known.ok()) return ToGrpcStatus(known);
+  auto reg = RegistrationFromProto(*req);
+  if (!reg) return ToGrpcStatus(reg.status());
+  auto interval = m_->RegisterSwitch(*reg);
+  if (!interval) return ToGrpcStatus(interval.status());
+  resp->set_heartbeat_interval_ms(*interval);
+  return grpc::Status::OK;
 }
 
 grpc::Status AmService::SwitchHeartbeat(grpc::ServerContext* ctx, const v1::SwitchHeartbeatRequest* req,
                                         v1::SwitchHeartbeatResponse* resp) {
   INC_AUTHORIZE(authz_->AllowSwitch(*ctx, "SwitchHeartbeat", req->switch_name()));
-  return Answer(m_->SwitchHeartbeat(*req), resp);
+  auto beat = SwitchBeatFromProto(*req);
+  if (!beat) return ToGrpcStatus(beat.status());
+  auto reply = m_->SwitchHeartbeat(*beat);
+  if (!reply) return ToGrpcStatus(reply.status());
+  resp->set_reregister(reply->reregister);
+  return grpc::Status::OK;
 }
 
 grpc::Status AmService::ListSwitches(grpc::ServerContext* ctx, const v1::ListSwitchesRequest*,
                                      v1::ListSwitchesResponse* resp) {
   INC_AUTHORIZE(authz_->AllowRoles(*ctx, "ListSwitches", kOperators));
-  *resp = m_->ListSwitches();
+  for (const SwitchSummary& s : m_->ListSwitches()) *resp->add_switches() = SummaryToProto(s);
   return grpc::Status::OK;
 }
 
 grpc::Status AmService::GetSwitch(grpc::ServerContext* ctx, const v1::GetSwitchRequest* req,
                                   v1::GetSwitchResponse* resp) {
   INC_AUTHORIZE(authz_->AllowRoles(*ctx, "GetSwitch", kOperators));
-  return Answer(m_->GetSwitch(*req), resp);
+  auto s = m_->GetSwitch(req->name());
+  if (!s) return ToGrpcStatus(s.status());
+  *resp->mutable_switch_summary() = SummaryToProto(*s);
+  return grpc::Status::OK;
 }
 
 grpc::Status AmService::GetTopology(grpc::ServerContext* ctx, const v1::GetTopologyRequest*,
                                     v1::GetTopologyResponse* resp) {
   INC_AUTHORIZE(authz_->AllowRoles(*ctx, "GetTopology", kOperators));
-  *resp = m_->GetTopology();
+  *resp = TopologyToProto(m_->GetTopology());
   return grpc::Status::OK;
 }
 
 grpc::Status AmService::CreateTree(grpc::ServerContext* ctx, const v1::CreateTreeRequest* req,
                                    v1::CreateTreeResponse* resp) {
   INC_AUTHORIZE(authz_->AllowRoles(*ctx, "CreateTree", kOperators));
-  return Answer(m_->CreateTree(*req), resp);
+  auto create = CreateTreeFromProto(*req);
+  if (!create) return ToGrpcStatus(create.status());
+  auto tree = m_->CreateTree(*create);
+  if (!tree) return ToGrpcStatus(tree.status());
+  *resp->mutable_tree() = TreeToProto(*tree);
+  return grpc::Status::OK;
 }
 
 grpc::Status AmService::ListTrees(grpc::ServerContext* ctx, const v1::ListTreesRequest*,
                                   v1::ListTreesResponse* resp) {
   INC_AUTHORIZE(authz_->AllowRoles(*ctx, "ListTrees", kOperators));
-  *resp = m_->ListTrees();
+  for (const TreeInfo& t : m_->ListTrees()) *resp->add_trees() = TreeToProto(t);
   return grpc::Status::OK;
 }
 
 grpc::Status AmService::GetTree(grpc::ServerContext* ctx, const v1::GetTreeRequest* req,
                                 v1::GetTreeResponse* resp) {
   INC_AUTHORIZE(authz_->AllowRoles(*ctx, "GetTree", kOperators));
-  return Answer(m_->GetTree(*req), resp);
+  auto tree = m_->GetTree({req->tree_id(), req->job_id()});
+  if (!tree) return ToGrpcStatus(tree.status());
+  *resp->mutable_tree() = TreeToProto(*tree);
+  return grpc::Status::OK;
 }
 
 grpc::Status AmService::DestroyTree(grpc::ServerContext* ctx, const v1::DestroyTreeRequest* req,
                                     v1::DestroyTreeResponse*) {
   INC_AUTHORIZE(authz_->AllowRoles(*ctx, "DestroyTree", kOperators));
-  return ToGrpcStatus(m_->DestroyTree(*req));
+  return ToGrpcStatus(m_->DestroyTree(req->tree_id(), req->reason()));
 }
 
 grpc::Status AmService::GetStats(grpc::ServerContext* ctx, const v1::AmGetStatsRequest* req,
                                  v1::AmGetStatsResponse* resp) {
   INC_AUTHORIZE(authz_->AllowRoles(*ctx, "GetStats", kOperators));
-  auto stats = m_->GetStats(*req);
-  if (stats) stats->set_authorization_denials(authz_->denials());
-  return Answer(std::move(stats), resp);
+  auto targets = m_->StatsTargets(req->tree_id());
+  if (!targets) return ToGrpcStatus(targets.status());
+  // The switches' counters are relayed as they report them.
+  std::vector<Expected<v1::SwitchStats>> results(targets->size(), Status(Code::kUnknown, ""));
+  ParallelFor(targets->size(), kSwitchRpcWidth, [&](size_t i) {
+    results[i] = m_->switch_clients().Stats((*targets)[i].agent_address, req->tree_id());
+  });
+  for (size_t i = 0; i < targets->size(); ++i) {
+    if (results[i]) {
+      v1::SwitchStats* s = resp->add_switches();
+      *s = *results[i];
+      if (s->switch_name().empty()) s->set_switch_name((*targets)[i].name);
+    } else {
+      resp->add_errors("switch " + (*targets)[i].name + ": " + results[i].status().ToString());
+    }
+  }
+  resp->set_authorization_denials(authz_->denials());
+  return grpc::Status::OK;
 }
 
 grpc::Status AmService::WatchEvents(grpc::ServerContext* ctx, const v1::WatchEventsRequest* req,
                                     grpc::ServerWriter<v1::Event>* writer) {
   INC_AUTHORIZE(authz_->AllowRoles(*ctx, "WatchEvents", kOperators));
   return ToGrpcStatus(m_->WatchEvents(
-      *req, [ctx] { return ctx->IsCancelled(); }, [writer](const v1::Event& e) { return writer->Write(e); }));
+      {req->replay(), req->stop_after_replay()}, [ctx] { return ctx->IsCancelled(); },
+      [writer](const Event& e) { return writer->Write(EventToProto(e)); }));
 }
 
 grpc::Status AmService::IssueJobCredential(grpc::ServerContext* ctx, const v1::IssueJobCredentialRequest* req,

@@ -239,7 +239,13 @@ Status Store::WriteTreeRows(const StoredTree& t) {
   {
     Stmt st(db_,
             "INSERT INTO trees VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    st.Bind(t.id).Bind(t.job).Bind(t.key).Bind(t.world).Bind(t.state).Bind(t.generation).Bind(t.reserved);
+    st.Bind(t.id)
+        .Bind(t.job)
+        .Bind(t.key)
+        .Bind(t.world)
+        .Bind(static_cast<int>(t.state))
+        .Bind(t.generation)
+        .Bind(t.reserved);
     st.Bind(t.req.pool_size).Bind(t.req.elems_per_packet).Bind(t.req.default_elems);
     st.Bind(t.req.dtype_mask).Bind(t.req.op_mask).Bind(t.req.coll_mask);
     st.Bind(t.plan.pool_size).Bind(t.plan.elems_per_packet);
@@ -330,7 +336,7 @@ Expected<StoredState> Store::Load() {
       t.job = st.Text(c++);
       t.key = st.U32(c++);
       t.world = st.U32(c++);
-      t.state = static_cast<int>(st.Int(c++));
+      t.state = static_cast<TreeState>(st.Int(c++));
       t.generation = st.U32(c++);
       t.reserved = st.Int(c++) != 0;
       t.req.pool_size = st.U32(c++);

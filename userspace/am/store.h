@@ -38,7 +38,7 @@ struct StoredTree {
   uint32_t key = 0;
   std::string job;
   uint32_t world = 0;
-  int state = 0;  // v1::TreeState
+  TreeState state = TreeState::kPending;
   uint32_t generation = 0;
   bool reserved = false;
   std::vector<std::string> reserved_hosts;  // by rank, when reserved

@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "am/convert.h"
 #include "common/rpc_status.h"
 
 namespace inc::am {
@@ -57,11 +58,11 @@ void SwitchClients::SetDeadline(grpc::ClientContext* ctx) const {
   ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms_));
 }
 
-Status SwitchClients::Configure(const std::string& address, const v1::TreeConfig& tree) {
+Status SwitchClients::Configure(const std::string& address, const TreeConfig& tree) {
   grpc::ClientContext ctx;
   SetDeadline(&ctx);
   v1::ConfigureTreeRequest req;
-  *req.mutable_tree() = tree;
+  *req.mutable_tree() = TreeConfigToProto(tree);
   v1::ConfigureTreeResponse resp;
   return FromGrpcStatus(StubFor(address)->ConfigureTree(&ctx, req, &resp), "ConfigureTree at " + address);
 }

@@ -1,5 +1,6 @@
 // AM -> switch agent calls (SwitchAgent service), one cached channel per agent
-// address, each call bounded by a deadline.
+// address, each call bounded by a deadline. The AM's edge toward its
+// switches: tree configs are translated to messages here.
 #pragma once
 
 #include <grpcpp/security/credentials.h>
@@ -10,6 +11,7 @@
 #include <mutex>
 #include <string>
 
+#include "am/model.h"
 #include "common/status.h"
 #include "inc/v1/inc.grpc.pb.h"
 
@@ -21,7 +23,7 @@ class SwitchClients {
   SwitchClients(uint32_t timeout_ms, std::shared_ptr<grpc::ChannelCredentials> credentials)
       : timeout_ms_(timeout_ms),
         credentials_(credentials ? std::move(credentials) : grpc::InsecureChannelCredentials()) {}
-  Status Configure(const std::string& address, const v1::TreeConfig& tree);
+  Status Configure(const std::string& address, const TreeConfig& tree);
   Status Remove(const std::string& address, uint32_t tree_id);
   Expected<v1::SwitchStats> Stats(const std::string& address, uint32_t tree_id);
   // Starts connecting to an agent so that the first tree does not pay for it.

@@ -13,6 +13,25 @@ const char* SwitchKindName(SwitchKind kind) {
   return kind == SwitchKind::kSpine ? "spine" : "leaf";
 }
 
+const char* RoleName(TreeRole role) {
+  switch (role) {
+    case TreeRole::kSingle: return "SINGLE";
+    case TreeRole::kLeaf: return "LEAF";
+    case TreeRole::kRoot: return "ROOT";
+  }
+  return "ROLE_UNSPECIFIED";
+}
+
+const char* TreeStateName(TreeState state) {
+  switch (state) {
+    case TreeState::kPending: return "TREE_PENDING";
+    case TreeState::kActive: return "TREE_ACTIVE";
+    case TreeState::kFailed: return "TREE_FAILED";
+    case TreeState::kDestroyed: return "TREE_DESTROYED";
+  }
+  return "TREE_STATE_UNSPECIFIED";
+}
+
 const TopoHost* Topology::HostByIp(const Ipv4& ip) const {
   for (const auto& [name, host] : hosts)
     if (host.has_ip && host.ip == ip) return &host;

@@ -166,21 +166,20 @@ TEST(ManagerResourcesTest, ThousandCreateDestroyCyclesReturnEveryResource) {
   opts.max_dismantled = 16;
   Manager m(opts, *TopologyFromProto(file));
   for (const auto& s : file.switches()) {
-    auto r = m.RegisterSwitch(testing::MakeRegistration(file, s.name(), "127.0.0.1:9", 2048));
+    auto r = m.RegisterSwitch(
+        *RegistrationFromProto(testing::MakeRegistration(file, s.name(), "127.0.0.1:9", 2048)));
     ASSERT_TRUE(r.ok()) << r.status().ToString();
   }
   const Manager::Usage before = m.ResourceUsage();
   for (int cycle = 0; cycle < 1000; ++cycle) {
-    v1::CreateTreeRequest c;
-    c.set_job_id("job" + std::to_string(cycle));
-    for (const char* h : {"h00_0", "h01_1", "h02_2", "h03_3"}) c.add_hosts(h);
-    c.set_pool_size(128 + cycle % 300);
+    CreateTreeRequest c;
+    c.job = "job" + std::to_string(cycle);
+    c.hosts = {"h00_0", "h01_1", "h02_2", "h03_3"};
+    c.ask.pool_size = 128 + cycle % 300;
     auto t = m.CreateTree(c);
     ASSERT_TRUE(t.ok()) << t.status().ToString();
-    ASSERT_EQ(t->tree().switches_size(), 5);
-    v1::DestroyTreeRequest d;
-    d.set_tree_id(t->tree().tree_id());
-    ASSERT_TRUE(m.DestroyTree(d).ok());
+    ASSERT_EQ(t->switches.size(), 5u);
+    ASSERT_TRUE(m.DestroyTree(t->tree_id, "").ok());
   }
   const Manager::Usage after = m.ResourceUsage();
   EXPECT_EQ(after.live_trees, 0u);
@@ -189,9 +188,9 @@ TEST(ManagerResourcesTest, ThousandCreateDestroyCyclesReturnEveryResource) {
   EXPECT_EQ(after.free_slots, before.free_slots);
   // Dismantled trees stay visible (bounded), with their state.
   auto list = m.ListTrees();
-  ASSERT_EQ(list.trees_size(), 16);
-  EXPECT_EQ(list.trees(15).state(), v1::TREE_DESTROYED);
-  EXPECT_EQ(list.trees(15).job_id(), "job999");
+  ASSERT_EQ(list.size(), 16u);
+  EXPECT_EQ(list[15].state, TreeState::kDestroyed);
+  EXPECT_EQ(list[15].job, "job999");
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <future>
 #include <thread>
 
+#include "am/convert.h"
 #include "am/manager.h"
 #include "am/store.h"
 #include "am/tests/recording_agent.h"
@@ -42,7 +43,7 @@ StoredTree SampleTree(uint32_t id, const std::string& job) {
   t.key = 0xC0FFEE00 + id;
   t.job = job;
   t.world = 3;
-  t.state = v1::TREE_ACTIVE;
+  t.state = TreeState::kActive;
   t.generation = 2;
   t.req.pool_size = 64;
   t.req.dtype_mask = 0x6;
@@ -342,21 +343,22 @@ class ManagerRestartTest : public ::testing::Test {
     for (auto& [name, agent] : agents_) {
       auto reg = testing::MakeRegistration(file_, name, agent->address());
       for (uint32_t id : live_trees) reg.add_live_tree_ids(id);
-      auto r = m->RegisterSwitch(reg);
+      auto r = m->RegisterSwitch(*RegistrationFromProto(reg));
       ASSERT_TRUE(r.ok()) << r.status().ToString();
     }
   }
 
   // Joins ranks on h00_0, h00_1, h01_0, h01_1: a two-level tree.
-  std::vector<v1::MemberAssignment> RunJob(Manager* m, const std::string& job) {
+  std::vector<Assignment> RunJob(Manager* m, const std::string& job) {
     const std::vector<std::string> hosts = {"h00_0", "h00_1", "h01_0", "h01_1"};
-    std::vector<std::future<Expected<v1::MemberAssignment>>> joins;
+    std::vector<std::future<Expected<Assignment>>> joins;
     for (uint32_t r = 0; r < hosts.size(); ++r)
       joins.push_back(std::async(std::launch::async, [=] {
-        return m->JoinGroup(testing::MakeJoin(job, r, static_cast<uint32_t>(hosts.size()), hosts[r]),
-                            nullptr);
+        return m->JoinGroup(
+            *JoinFromProto(testing::MakeJoin(job, r, static_cast<uint32_t>(hosts.size()), hosts[r])),
+            nullptr);
       }));
-    std::vector<v1::MemberAssignment> out;
+    std::vector<Assignment> out;
     for (auto& j : joins) {
       auto a = j.get();
       EXPECT_TRUE(a.ok()) << a.status().ToString();
@@ -393,7 +395,7 @@ TEST_F(ManagerRestartTest, ActiveTreeIsKeptAcrossARestart) {
     Register(m.get(), {});
     auto assignments = RunJob(m.get(), "job-1");
     ASSERT_EQ(assignments.size(), 4u);
-    tree_id = assignments[0].tree_id();
+    tree_id = assignments[0].tree_id;
     for (auto& [name, agent] : agents_) programmed[name] = agent->trees().at(tree_id);
     before = m->ResourceUsage();
   }  // the AM's memory is gone; only the store remains
@@ -404,23 +406,15 @@ TEST_F(ManagerRestartTest, ActiveTreeIsKeptAcrossARestart) {
   EXPECT_EQ(after.tree_ids, 1u);
   // Switches not registered yet count no free slots; their QPNs are held.
   EXPECT_EQ(after.qpns, before.qpns);
-  auto tree = m->GetTree([&] {
-    v1::GetTreeRequest r;
-    r.set_tree_id(tree_id);
-    return r;
-  }());
+  auto tree = m->GetTree({tree_id, ""});
   ASSERT_TRUE(tree.ok()) << tree.status().ToString();
-  EXPECT_EQ(tree->tree().state(), v1::TREE_ACTIVE);
-  EXPECT_EQ(tree->tree().job_id(), "job-1");
+  EXPECT_EQ(tree->state, TreeState::kActive);
+  EXPECT_EQ(tree->job, "job-1");
 
   // Members heartbeat against the restarted AM.
-  v1::MemberHeartbeatRequest hb;
-  hb.set_job_id("job-1");
-  hb.set_tree_id(tree_id);
-  hb.set_rank(2);
-  auto beat = m->MemberHeartbeat(hb);
+  auto beat = m->MemberHeartbeat({{tree_id, "job-1"}, 2});
   ASSERT_TRUE(beat.ok()) << beat.status().ToString();
-  EXPECT_EQ(beat->tree_state(), v1::TREE_ACTIVE);
+  EXPECT_EQ(beat->state, TreeState::kActive);
 
   std::map<std::string, size_t> configures_before;
   for (auto& [name, agent] : agents_) configures_before[name] = agent->configures().size();
@@ -440,10 +434,9 @@ TEST_F(ManagerRestartTest, ActiveTreeIsKeptAcrossARestart) {
   // A new job gets another id and other slots.
   auto second = RunJob(m.get(), "job-2");
   ASSERT_EQ(second.size(), 4u);
-  EXPECT_NE(second[0].tree_id(), tree_id);
-  auto list = m->ListTrees();
+  EXPECT_NE(second[0].tree_id, tree_id);
   int active = 0;
-  for (const auto& t : list.trees()) active += t.state() == v1::TREE_ACTIVE;
+  for (const TreeInfo& t : m->ListTrees()) active += t.state == TreeState::kActive;
   EXPECT_EQ(active, 2);
 }
 
@@ -459,18 +452,17 @@ TEST_F(ManagerRestartTest, TreeWhoseMembersAreGoneIsDismantledAndForgotten) {
     Register(m.get(), {});
     auto assignments = RunJob(m.get(), "job-gone");
     ASSERT_EQ(assignments.size(), 4u);
-    tree_id = assignments[0].tree_id();
+    tree_id = assignments[0].tree_id;
   }
   auto m = StartManager(opts);
   Register(m.get(), {tree_id});
-  v1::GetTreeRequest req;
-  req.set_tree_id(tree_id);
+  const TreeRef req{tree_id, ""};
   ASSERT_TRUE(Eventually([&] {
     auto t = m->GetTree(req);
-    return t.ok() && t->tree().state() == v1::TREE_FAILED;
+    return t.ok() && t->state == TreeState::kFailed;
   }));
   auto t = m->GetTree(req);
-  EXPECT_NE(t->tree().reason().find("of the AM's restart"), std::string::npos) << t->tree().reason();
+  EXPECT_NE(t->reason.find("of the AM's restart"), std::string::npos) << t->reason;
   for (auto& [name, agent] : agents_) {
     EXPECT_TRUE(Eventually([&] {
       auto removes = agent->removes();

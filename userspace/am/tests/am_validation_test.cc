@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "am/config.h"
+#include "am/convert.h"
 #include "am/manager.h"
 #include "am/tests/recording_agent.h"
 #include "am/topology.h"
@@ -249,25 +250,43 @@ class RequestValidationTest : public ::testing::Test {
     AmOptions opts;
     m_ = std::make_unique<Manager>(opts, *TopologyFromProto(file_));
     for (const auto& s : file_.switches())
-      ASSERT_TRUE(m_->RegisterSwitch(testing::MakeRegistration(file_, s.name(), "127.0.0.1:9", 1024)).ok());
+      ASSERT_TRUE(Register(testing::MakeRegistration(file_, s.name(), "127.0.0.1:9", 1024)).ok());
+  }
+  // Requests as a client sends them: the service's translation (convert.h)
+  // in front of the manager, as in a gRPC call.
+  Expected<Assignment> JoinUntil(const v1::JoinGroupRequest& r, const Manager::Cancelled& cancelled) {
+    auto join = JoinFromProto(r);
+    if (!join) return join.status();
+    return m_->JoinGroup(*join, cancelled);
   }
   Status Join(const v1::JoinGroupRequest& r) {
-    auto a = m_->JoinGroup(r, [] { return true; });  // caller "gone": never blocks
-    return a.ok() ? Status::Ok() : a.status();
+    return JoinUntil(r, [] { return true; }).status();  // caller "gone": never blocks
   }
   // A member that waits in the group until `stop` is set.
   std::future<Status> JoinInBackground(const v1::JoinGroupRequest& r) {
-    return std::async(std::launch::async, [this, r] {
-      auto a = m_->JoinGroup(r, [this] { return stop_.load(); });
-      return a.ok() ? Status::Ok() : a.status();
-    });
+    return std::async(std::launch::async,
+                      [this, r] { return JoinUntil(r, [this] { return stop_.load(); }).status(); });
+  }
+  Expected<uint32_t> Register(const v1::RegisterSwitchRequest& r) {
+    INC_RETURN_IF_ERROR(m_->CheckSwitchName(r.switch_name()));
+    auto reg = RegistrationFromProto(r);
+    if (!reg) return reg.status();
+    return m_->RegisterSwitch(*reg);
+  }
+  Expected<Manager::SwitchBeatReply> Beat(const v1::SwitchHeartbeatRequest& r) {
+    auto beat = SwitchBeatFromProto(r);
+    if (!beat) return beat.status();
+    return m_->SwitchHeartbeat(*beat);
+  }
+  Expected<TreeInfo> Create(const v1::CreateTreeRequest& r) {
+    auto c = CreateTreeFromProto(r);
+    if (!c) return c.status();
+    return m_->CreateTree(*c);
   }
   void WaitJoined(const std::string& job, uint32_t n) {
     for (int i = 0; i < 2000; ++i) {
-      v1::GetTreeRequest g;
-      g.set_job_id(job);
-      auto t = m_->GetTree(g);
-      if (t.ok() && t->tree().joined() >= n) return;
+      auto t = m_->GetTree({0, job});
+      if (t.ok() && t->joined >= n) return;
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     FAIL() << "members did not join";
@@ -332,12 +351,10 @@ TEST_F(RequestValidationTest, HostIsFoundByIp) {
   r.mutable_member()->set_ip(file_.hosts(1).ip());
   auto waiting = JoinInBackground(r);
   WaitJoined("j", 1);
-  v1::GetTreeRequest g;
-  g.set_job_id("j");
-  auto t = m_->GetTree(g);
+  auto t = m_->GetTree({0, "j"});
   ASSERT_TRUE(t.ok());
-  EXPECT_EQ(t->tree().members(0).info().host(), "h00_1");
-  EXPECT_EQ(t->tree().members(0).info().mac(), file_.hosts(1).mac());
+  EXPECT_EQ(t->members[0].spec.host, "h00_1");
+  EXPECT_EQ(t->members[0].spec.mac.ToString(), file_.hosts(1).mac());
   stop_ = true;
   EXPECT_EQ(waiting.get().code(), Code::kCancelled);
 }
@@ -359,14 +376,12 @@ TEST_F(RequestValidationTest, ConflictsWithAPendingGroupHaveSpecificCodes) {
   stop_ = true;
   EXPECT_EQ(first.get().code(), Code::kCancelled);
   // The abandoned group is gone: the job can start again.
-  v1::GetTreeRequest g;
-  g.set_job_id("j");
-  EXPECT_EQ(m_->GetTree(g).status().code(), Code::kNotFound);
+  EXPECT_EQ(m_->GetTree({0, "j"}).status().code(), Code::kNotFound);
 }
 
 TEST_F(RequestValidationTest, IncompleteGroupTimesOutWithDeadlineExceeded) {
   auto r = testing::MakeJoin("j", 1, 3, "h00_1", /*timeout_ms=*/100);
-  auto a = m_->JoinGroup(r, nullptr);
+  auto a = JoinUntil(r, nullptr);
   ASSERT_FALSE(a.ok());
   EXPECT_EQ(a.status().code(), Code::kDeadlineExceeded);
   EXPECT_NE(a.status().message().find("1 of 3 ranks joined"), std::string::npos) << a.status().message();
@@ -377,35 +392,35 @@ TEST_F(RequestValidationTest, SwitchRegistrationErrors) {
   auto good = testing::MakeRegistration(file_, "leaf00", "127.0.0.1:9");
   auto r = good;
   r.clear_switch_name();
-  EXPECT_EQ(m_->RegisterSwitch(r).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(Register(r).status().code(), Code::kInvalidArgument);
   r = good;
   r.set_switch_name("leaf99");
-  EXPECT_EQ(m_->RegisterSwitch(r).status().code(), Code::kFailedPrecondition);
+  EXPECT_EQ(Register(r).status().code(), Code::kFailedPrecondition);
   for (const char* bad : {"", "nohostport", ":50051", "h:0", "h:99999", "h:12x"}) {
     r = good;
     r.set_agent_address(bad);
-    EXPECT_EQ(m_->RegisterSwitch(r).status().code(), Code::kInvalidArgument) << bad;
+    EXPECT_EQ(Register(r).status().code(), Code::kInvalidArgument) << bad;
   }
   r = good;
   r.mutable_capabilities()->set_slot_capacity(0);
-  EXPECT_EQ(m_->RegisterSwitch(r).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(Register(r).status().code(), Code::kInvalidArgument);
   r = good;
   r.mutable_ports(0)->set_mac("02:00");
-  EXPECT_EQ(m_->RegisterSwitch(r).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(Register(r).status().code(), Code::kInvalidArgument);
   r = good;
   r.add_ports()->CopyFrom(r.ports(0));
-  auto dup = m_->RegisterSwitch(r);
+  auto dup = Register(r);
   EXPECT_EQ(dup.status().code(), Code::kInvalidArgument);
   EXPECT_NE(dup.status().message().find("twice"), std::string::npos);
   r = good;
   r.mutable_capabilities()->add_collectives(static_cast<v1::Collective>(17));
-  EXPECT_EQ(m_->RegisterSwitch(r).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(Register(r).status().code(), Code::kInvalidArgument);
 
   v1::SwitchHeartbeatRequest hb;
   hb.set_switch_name("spine0");
-  EXPECT_FALSE(m_->SwitchHeartbeat(hb)->reregister());
+  EXPECT_FALSE(Beat(hb)->reregister);
   hb.set_switch_name("stranger");
-  EXPECT_TRUE(m_->SwitchHeartbeat(hb)->reregister());
+  EXPECT_TRUE(Beat(hb)->reregister);
 }
 
 // The agent reports each port's XDP program; operators see it in GetSwitch
@@ -423,21 +438,19 @@ TEST_F(RequestValidationTest, GetSwitchShowsEachPortsXdpStateAsTheAgentReportsIt
     reg.mutable_ports(i)->set_xdp_attached(cases[i].attached);
     reg.mutable_ports(i)->set_xdp_mode(cases[i].mode);
   }
-  ASSERT_TRUE(m_->RegisterSwitch(reg).ok());
+  ASSERT_TRUE(Register(reg).ok());
   auto port_of = [&](const std::string& port) {
-    v1::GetSwitchRequest g;
-    g.set_name("leaf00");
-    auto sw = m_->GetSwitch(g);
+    auto sw = m_->GetSwitch("leaf00");
     EXPECT_TRUE(sw.ok());
-    for (const auto& p : sw->switch_summary().ports())
-      if (p.name() == port) return p;
+    for (const PortState& p : sw->ports)
+      if (p.name == port) return p;
     ADD_FAILURE() << "no port " << port;
-    return v1::Port();
+    return PortState();
   };
   for (int i = 0; i < 3; ++i) {
-    v1::Port p = port_of(reg.ports(i).name());
-    EXPECT_EQ(p.xdp_attached(), cases[i].attached) << cases[i].name;
-    EXPECT_EQ(p.xdp_mode(), cases[i].mode) << cases[i].name;
+    PortState p = port_of(reg.ports(i).name());
+    EXPECT_EQ(p.xdp_attached, cases[i].attached) << cases[i].name;
+    EXPECT_EQ(p.xdp_mode, cases[i].mode) << cases[i].name;
   }
   // A heartbeat: the detached port got its program back.
   v1::SwitchHeartbeatRequest hb;
@@ -445,72 +458,57 @@ TEST_F(RequestValidationTest, GetSwitchShowsEachPortsXdpStateAsTheAgentReportsIt
   *hb.mutable_ports() = reg.ports();
   hb.mutable_ports(2)->set_xdp_attached(true);
   hb.mutable_ports(2)->set_xdp_mode("native");
-  ASSERT_TRUE(m_->SwitchHeartbeat(hb).ok());
-  v1::Port p = port_of(reg.ports(2).name());
-  EXPECT_TRUE(p.xdp_attached());
-  EXPECT_EQ(p.xdp_mode(), "native");
+  ASSERT_TRUE(Beat(hb).ok());
+  PortState p = port_of(reg.ports(2).name());
+  EXPECT_TRUE(p.xdp_attached);
+  EXPECT_EQ(p.xdp_mode, "native");
 }
 
 TEST_F(RequestValidationTest, UnknownIdsAreNotFound) {
-  v1::MemberHeartbeatRequest mh;
-  mh.set_job_id("nojob");
-  mh.set_tree_id(5);
-  EXPECT_EQ(m_->MemberHeartbeat(mh).status().code(), Code::kNotFound);
-  v1::GetTreeRequest gt;
-  EXPECT_EQ(m_->GetTree(gt).status().code(), Code::kInvalidArgument);
-  gt.set_tree_id(44);
-  EXPECT_EQ(m_->GetTree(gt).status().code(), Code::kNotFound);
-  v1::DestroyTreeRequest dt;
-  EXPECT_EQ(m_->DestroyTree(dt).code(), Code::kInvalidArgument);
-  dt.set_tree_id(44);
-  EXPECT_EQ(m_->DestroyTree(dt).code(), Code::kNotFound);
-  v1::GetSwitchRequest gs;
-  gs.set_name("leaf42");
-  EXPECT_EQ(m_->GetSwitch(gs).status().code(), Code::kNotFound);
-  v1::LeaveGroupRequest lg;
-  lg.set_job_id("nojob");
-  EXPECT_EQ(m_->LeaveGroup(lg).code(), Code::kNotFound);
-  v1::AmGetStatsRequest st;
-  st.set_tree_id(44);
-  EXPECT_EQ(m_->GetStats(st).status().code(), Code::kNotFound);
-  v1::ReportErrorRequest re;
-  re.set_tree_id(44);
+  EXPECT_EQ(m_->MemberHeartbeat({{5, "nojob"}, 0}).status().code(), Code::kNotFound);
+  EXPECT_EQ(m_->GetTree({}).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(m_->GetTree({44, ""}).status().code(), Code::kNotFound);
+  EXPECT_EQ(m_->DestroyTree(0, "").code(), Code::kInvalidArgument);
+  EXPECT_EQ(m_->DestroyTree(44, "").code(), Code::kNotFound);
+  EXPECT_EQ(m_->GetSwitch("leaf42").status().code(), Code::kNotFound);
+  EXPECT_EQ(m_->LeaveGroup("nojob", 0).code(), Code::kNotFound);
+  EXPECT_EQ(m_->StatsTargets(44).status().code(), Code::kNotFound);
+  ErrorReport re;
+  re.tree.tree_id = 44;
   EXPECT_EQ(m_->ReportError(re).code(), Code::kNotFound);
 }
 
 TEST_F(RequestValidationTest, CreateTreeChecks) {
   v1::CreateTreeRequest c;
   c.set_job_id("c");
-  EXPECT_EQ(m_->CreateTree(c).status().code(), Code::kInvalidArgument);  // no hosts
+  EXPECT_EQ(Create(c).status().code(), Code::kInvalidArgument);  // no hosts
   c.add_hosts("h00_0");
   c.add_hosts("h01_0");
   c.set_world_size(3);
-  EXPECT_EQ(m_->CreateTree(c).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(Create(c).status().code(), Code::kInvalidArgument);
   c.set_world_size(2);
   c.set_hosts(1, "ghost");
-  EXPECT_EQ(m_->CreateTree(c).status().code(), Code::kNotFound);
+  EXPECT_EQ(Create(c).status().code(), Code::kNotFound);
   c.set_hosts(1, "h01_0");
   c.set_pool_size(2000);  // switches have 1024 slots
-  auto over = m_->CreateTree(c);
+  auto over = Create(c);
   EXPECT_EQ(over.status().code(), Code::kResourceExhausted);
   c.set_pool_size(512);
-  auto t = m_->CreateTree(c);
+  auto t = Create(c);
   ASSERT_TRUE(t.ok()) << t.status().ToString();
-  EXPECT_EQ(t->tree().state(), v1::TREE_PENDING);
-  EXPECT_EQ(t->tree().root_switch(), "spine0");
-  EXPECT_EQ(m_->CreateTree(c).status().code(), Code::kAlreadyExists);
+  EXPECT_EQ(t->state, TreeState::kPending);
+  EXPECT_EQ(t->root_switch, "spine0");
+  EXPECT_EQ(Create(c).status().code(), Code::kAlreadyExists);
   // The reservation holds 512 of spine0's 1024 slots: a second job cannot have 768.
   c.set_job_id("d");
   c.set_pool_size(768);
-  EXPECT_EQ(m_->CreateTree(c).status().code(), Code::kResourceExhausted);
+  EXPECT_EQ(Create(c).status().code(), Code::kResourceExhausted);
   // A member on the wrong host is refused.
   Status wrong = Join(testing::MakeJoin("c", 0, 2, "h00_1"));
   EXPECT_EQ(wrong.code(), Code::kFailedPrecondition);
   EXPECT_NE(wrong.message().find("reserved on host h00_0"), std::string::npos);
-  v1::DestroyTreeRequest d;
-  d.set_tree_id(t->tree().tree_id());
-  ASSERT_TRUE(m_->DestroyTree(d).ok());
-  Status again = m_->DestroyTree(d);
+  ASSERT_TRUE(m_->DestroyTree(t->tree_id, "").ok());
+  Status again = m_->DestroyTree(t->tree_id, "");
   EXPECT_EQ(again.code(), Code::kFailedPrecondition);
   EXPECT_NE(again.message().find("already TREE_DESTROYED"), std::string::npos) << again.message();
 }

@@ -1,0 +1,67 @@
+// Who belongs to a group: checking a join request, finding the member's host
+// and addresses in the topology, and the ranks of one tree (joined or not,
+// which host, last heartbeat). Not thread-safe: the manager calls it under
+// its own lock.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "am/api.h"
+#include "am/model.h"
+#include "common/status.h"
+
+namespace inc::am {
+
+constexpr uint32_t kMaxWorld = 64 * 64;  // two levels of 64 children
+constexpr uint32_t kMaxQpn = 0xFFFFFF;
+
+// INVALID_ARGUMENT naming the field when a join cannot be for any tree:
+// empty job, world or rank out of range, a QPN outside 1..0xFFFFFF.
+Status CheckJoin(const JoinRequest& req);
+
+// The member's host (by name, else by IP) and its IP and MAC (the
+// topology's when the member gives none), with its own queue pair facts.
+Expected<MemberSpec> ResolveMember(const Topology& topo, const MemberInfo& member);
+
+class GroupMembers {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  struct Member {
+    bool joined = false;
+    uint64_t join_seq = 0;  // distinguishes a join from a later one of the same rank
+    MemberSpec spec;
+    Clock::time_point last_heartbeat;
+  };
+
+  GroupMembers() = default;
+  explicit GroupMembers(uint32_t world) : members_(world) {}
+
+  uint32_t world() const { return static_cast<uint32_t>(members_.size()); }
+  uint32_t joined() const { return joined_; }
+  bool complete() const { return joined_ == world(); }
+  const Member& operator[](uint32_t rank) const { return members_[rank]; }
+
+  // The rank that joined from `host`, if any (a tree has one member per host port).
+  const uint32_t* RankOnHost(const std::string& host) const;
+  void Join(uint32_t rank, const MemberSpec& spec, uint64_t seq);
+  // False when the rank had not joined.
+  bool Drop(uint32_t rank);
+  // Reserved trees know their hosts before anyone joins.
+  void SetHost(uint32_t rank, const std::string& host) { members_[rank].spec.host = host; }
+  void Heartbeat(uint32_t rank, Clock::time_point when) { members_[rank].last_heartbeat = when; }
+  void HeartbeatAll(Clock::time_point when);
+  // Up to `limit` ranks that have not joined, "0,3,7".
+  std::string Missing(size_t limit) const;
+
+ private:
+  std::vector<Member> members_;  // by rank
+  uint32_t joined_ = 0;
+  std::map<std::string, uint32_t> rank_of_host_;  // joined members
+};
+
+}  // namespace inc::am
