@@ -20,7 +20,7 @@ file(MAKE_DIRECTORY ${INC_BPF_OUT})
 
 function(inc_bpf_object name source)
   cmake_parse_arguments(ARG "" "" "DEPENDS" ${ARGN})
-  file(GLOB _bpf_headers ${CMAKE_SOURCE_DIR}/bpf/*.h ${CMAKE_SOURCE_DIR}/bpf/bench/*.h
+  file(GLOB _bpf_headers CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/bpf/*.h ${CMAKE_SOURCE_DIR}/bpf/bench/*.h
        ${CMAKE_SOURCE_DIR}/bpf/include/*.h)
   set(_obj ${INC_BPF_OUT}/${name}.bpf.o)
   set(_skel ${INC_BPF_OUT}/${name}.skel.h)
