@@ -22,6 +22,29 @@ void FromMask(uint32_t mask, google::protobuf::RepeatedField<int>* out) {
     if (mask & (1u << v)) out->Add(v);
 }
 
+struct Masks {
+  uint32_t dtype = 0, op = 0, coll = 0;
+};
+
+// The three allowed-value sets of a request, capabilities or config; the
+// fields are named prefix + "dtypes", "ops", "collectives" in errors.
+Expected<Masks> MasksFromProto(const google::protobuf::RepeatedField<int>& dtypes,
+                               const google::protobuf::RepeatedField<int>& ops,
+                               const google::protobuf::RepeatedField<int>& collectives,
+                               const std::string& prefix) {
+  Masks m;
+  auto dt = Mask(dtypes, prefix + "dtypes", v1::DataType_MAX);
+  if (!dt) return dt.status();
+  auto op = Mask(ops, prefix + "ops", v1::ReduceOp_MAX);
+  if (!op) return op.status();
+  auto co = Mask(collectives, prefix + "collectives", v1::Collective_MAX);
+  if (!co) return co.status();
+  m.dtype = *dt;
+  m.op = *op;
+  m.coll = *co;
+  return m;
+}
+
 }  // namespace
 
 Expected<uint32_t> DtypeMask(const google::protobuf::RepeatedField<int>& values, const std::string& what) {
@@ -45,15 +68,11 @@ void CollsFromMask(uint32_t mask, google::protobuf::RepeatedField<int>* out) {
 
 Expected<Caps> CapsFromProto(const v1::Capabilities& c) {
   Caps caps;
-  auto dt = DtypeMask(c.dtypes(), "capabilities.dtypes");
-  if (!dt) return dt.status();
-  auto op = OpMask(c.ops(), "capabilities.ops");
-  if (!op) return op.status();
-  auto co = CollMask(c.collectives(), "capabilities.collectives");
-  if (!co) return co.status();
-  caps.dtype_mask = *dt;
-  caps.op_mask = *op;
-  caps.coll_mask = *co;
+  auto masks = MasksFromProto(c.dtypes(), c.ops(), c.collectives(), "capabilities.");
+  if (!masks) return masks.status();
+  caps.dtype_mask = masks->dtype;
+  caps.op_mask = masks->op;
+  caps.coll_mask = masks->coll;
   if (c.slot_capacity() == 0) return InvalidArgument("capabilities.slot_capacity is 0");
   if (c.max_children() == 0) return InvalidArgument("capabilities.max_children is 0");
   caps.max_children = c.max_children();
@@ -135,9 +154,6 @@ v1::Role RoleToProto(TreeRole role) {
   return v1::ROLE_UNSPECIFIED;
 }
 
-}  // namespace inc::am
-
-namespace inc::am {
 namespace {
 
 static_assert(static_cast<int>(TreeState::kPending) == v1::TREE_PENDING &&
@@ -217,15 +233,11 @@ Expected<TreeAsk> AskFromProto(uint32_t pool_size, uint32_t elems_per_packet,
   TreeAsk ask;
   ask.pool_size = pool_size;
   ask.elems_per_packet = elems_per_packet;
-  auto dt = DtypeMask(dtypes, "dtypes");
-  if (!dt) return dt.status();
-  auto op = OpMask(ops, "ops");
-  if (!op) return op.status();
-  auto co = CollMask(collectives, "collectives");
-  if (!co) return co.status();
-  ask.dtype_mask = *dt;
-  ask.op_mask = *op;
-  ask.coll_mask = *co;
+  auto masks = MasksFromProto(dtypes, ops, collectives, "");
+  if (!masks) return masks.status();
+  ask.dtype_mask = masks->dtype;
+  ask.op_mask = masks->op;
+  ask.coll_mask = masks->coll;
   return ask;
 }
 
@@ -468,15 +480,11 @@ Expected<TreeConfig> TreeConfigFromProto(const v1::TreeConfig& p) {
   c.pool_size = p.pool_size();
   c.elems_per_packet = p.elems_per_packet();
   c.slot_base = p.slot_base();
-  auto dt = DtypeMask(p.dtypes(), "dtypes");
-  if (!dt) return dt.status();
-  auto op = OpMask(p.ops(), "ops");
-  if (!op) return op.status();
-  auto co = CollMask(p.collectives(), "collectives");
-  if (!co) return co.status();
-  c.dtype_mask = *dt;
-  c.op_mask = *op;
-  c.coll_mask = *co;
+  auto masks = MasksFromProto(p.dtypes(), p.ops(), p.collectives(), "");
+  if (!masks) return masks.status();
+  c.dtype_mask = masks->dtype;
+  c.op_mask = masks->op;
+  c.coll_mask = masks->coll;
   c.rank_at_parent = p.rank_at_parent();
   c.job = p.job_id();
   c.generation = p.generation();

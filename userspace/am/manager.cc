@@ -240,6 +240,25 @@ Expected<Requirements> Manager::RequirementsFor(const TreeAsk& ask) const {
   return r;
 }
 
+// Plans the tree over what the switches report now and takes its slots and
+// QPNs, whichever of the two it lacks: the one path by which a group whose
+// members all joined and an operator's reservation get their resources.
+Status Manager::PlaceLocked(TreeRec& t) {
+  if (!t.plan) {
+    std::vector<MemberPlacement> placements;
+    for (uint32_t r = 0; r < t.world; ++r) placements.push_back({r, t.members[r].spec.host});
+    auto plan = BuildTreePlan(topo_, switches_.Views(pool_), placements, t.req);
+    if (!plan) return plan.status().WithContext("building tree for job " + t.job);
+    t.plan = std::move(*plan);
+  }
+  if (!t.alloc) {
+    auto alloc = pool_.Allocate(*t.plan);
+    if (!alloc) return alloc.status().WithContext("allocating tree for job " + t.job);
+    t.alloc = std::move(*alloc);
+  }
+  return Status::Ok();
+}
+
 Manager::TreePtr Manager::FindTreeLocked(uint32_t tree_id, const std::string& job) const {
   if (tree_id != 0) {
     auto it = live_.find(tree_id);
@@ -759,25 +778,10 @@ void Manager::BuildAndProgram(const TreePtr& t) {
       return;
     }
     const auto t0 = Clock::now();
-    if (!t->plan) {
-      std::vector<MemberPlacement> placements;
-      for (uint32_t r = 0; r < t->world; ++r) placements.push_back({r, t->members[r].spec.host});
-      auto plan = BuildTreePlan(topo_, switches_.Views(pool_), placements, t->req);
-      if (!plan) {
-        t->programming = false;
-        FailPendingLocked(t, plan.status().WithContext("building tree for job " + t->job));
-        return;
-      }
-      t->plan = std::move(*plan);
-    }
-    if (!t->alloc) {
-      auto alloc = pool_.Allocate(*t->plan);
-      if (!alloc) {
-        t->programming = false;
-        FailPendingLocked(t, alloc.status().WithContext("allocating tree for job " + t->job));
-        return;
-      }
-      t->alloc = std::move(*alloc);
+    if (Status placed = PlaceLocked(*t); !placed.ok()) {
+      t->programming = false;
+      FailPendingLocked(t, placed);
+      return;
     }
     ++t->generation;
     auto cfgs = ConfigsLocked(*t);
@@ -1159,12 +1163,9 @@ Expected<TreeInfo> Manager::CreateTree(const CreateTreeRequest& req) {
                            " hosts");
   if (world > kMaxWorld)
     return InvalidArgument("world_size " + std::to_string(world) + " is over " + std::to_string(kMaxWorld));
-  std::vector<MemberPlacement> placements;
-  for (uint32_t r = 0; r < world; ++r) {
+  for (uint32_t r = 0; r < world; ++r)
     if (!topo_.hosts.count(req.hosts[r]))
       return NotFound("hosts[" + std::to_string(r) + "] \"" + req.hosts[r] + "\" is not in the topology");
-    placements.push_back({r, req.hosts[r]});
-  }
   auto reqs = RequirementsFor(req.ask);
   if (!reqs) return reqs.status();
 
@@ -1173,15 +1174,8 @@ Expected<TreeInfo> Manager::CreateTree(const CreateTreeRequest& req) {
   if (j != job_live_.end())
     return AlreadyExists("job " + req.job + " already has tree " + std::to_string(j->second));
   const auto t0 = Clock::now();
-  auto plan = BuildTreePlan(topo_, switches_.Views(pool_), placements, *reqs);
-  if (!plan) return plan.status();
   auto id = tree_ids_.Allocate();
   if (!id) return id.status();
-  auto alloc = pool_.Allocate(*plan);
-  if (!alloc) {
-    tree_ids_.Free(*id);
-    return alloc.status();
-  }
   auto t = std::make_shared<TreeRec>();
   t->id = *id;
   do t->key = static_cast<uint32_t>(rng_());
@@ -1193,8 +1187,10 @@ Expected<TreeInfo> Manager::CreateTree(const CreateTreeRequest& req) {
   t->req = *reqs;
   t->members = GroupMembers(world);
   for (uint32_t r = 0; r < world; ++r) t->members.SetHost(r, req.hosts[r]);
-  t->plan = std::move(*plan);
-  t->alloc = std::move(*alloc);
+  if (Status placed = PlaceLocked(*t); !placed.ok()) {
+    tree_ids_.Free(*id);
+    return placed;
+  }
   t->created_ms = UnixMs();
   t->build_us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count();
   live_[t->id] = t;

@@ -191,6 +191,8 @@ class Manager {
   using TreePtr = std::shared_ptr<TreeRec>;
 
   // All *Locked functions run with mu_ held.
+  // Plans and allocates what the tree lacks (JoinGroup and CreateTree alike).
+  Status PlaceLocked(TreeRec& t);
   Expected<Assignment> AssignmentLocked(const TreeRec& t, uint32_t rank) const;
   Expected<std::map<std::string, TreeConfig>> ConfigsLocked(const TreeRec& t) const;
   void DismantleLocked(TreePtr t, TreeState state, const std::string& reason, Ops* ops);
