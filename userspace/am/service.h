@@ -1,8 +1,9 @@
-// The AggregationManager gRPC service: a thin edge over Manager that turns
-// inc::Status into grpc::Status and authorizes each call by the caller's
-// certificate (common/authz.h): members join as their own host and speak
-// only for the ranks they joined as, switches register and heartbeat as
-// themselves, operators do the rest.
+// The AggregationManager gRPC service: the AM's edge. It authorizes each
+// call by the caller's certificate (common/authz.h): members join as their
+// own host and speak only for the ranks they joined as, switches register
+// and heartbeat as themselves, operators do the rest; translates each
+// message to the manager's domain types and back (convert.h); and turns
+// inc::Status into grpc::Status.
 #pragma once
 
 #include <map>
