@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# lab.ompi_coll: the unmodified mpi_coverage program across the lab's four
+# worker namespaces with Open MPI's coll component coll/incin
+# (build/userspace/ompi/mca_coll_incin.so, loaded from a component path,
+# no LD_PRELOAD; docs/openmpi.md):
+#   1. plain Open MPI (no component path): exact results, the reference digest;
+#   2. ompi_info lists coll/incin and its parameters from the component path;
+#   3. with the component: exact results, the same digest, the component
+#      selected and offloading every collective it offers at least once on
+#      every rank with the same counts on every rank, libincmpi's fallback
+#      reasons counted and logged ("coll/incin: fallback reason=..."), libinc
+#      moved frames, and the AM has no tree of the job left after MPI_Finalize;
+#   4. with coll_incin_enable=0: exact results and no trace of the component
+#      (the checks of run 3 can tell a run without it).
+. "$(dirname "$0")/lib.sh" "$1" ompicoll
+KIND=single
+require_bins incamd incswitchd incinctl mpi_coverage mca_coll_incin.so
+# shellcheck disable=SC2034  # TEST_OK is lib.sh's (keeps the lab logs quiet on a skip)
+skip() { echo "SKIP: $*" >&2; TEST_OK=1; exit 77; }
+command -v mpirun >/dev/null || skip "mpirun not installed (openmpi-bin)"
+command -v ompi_info >/dev/null || skip "ompi_info not installed (openmpi-bin)"
+COVERAGE=$(find "$INCLAB_BUILD" -maxdepth 4 -type f -name mpi_coverage -perm -u+x | head -n1)
+COMPONENT=$(readlink -f "$(find "$INCLAB_BUILD" -maxdepth 4 -type f -name mca_coll_incin.so | head -n1)")
+# Open MPI's own components stay on the path, ours is added after them.
+PKGLIB=$(ompi_info --path pkglibdir --parsable | sed -n 's/^path:pkglibdir://p')
+[ -d "$PKGLIB" ] || skip "ompi_info names no pkglibdir (Open MPI's component directory)"
+CPATH_MCA="$PKGLIB:$(dirname "$COMPONENT")"
+
+note "ompi_info with the component path"
+INFO=$(OMPI_MCA_mca_component_path=$CPATH_MCA ompi_info --param coll incin --level 9 2>&1)
+echo "$INFO" | grep -q 'MCA coll: incin (MCA v2.1.0, API v2.0.0' || fail "ompi_info does not list coll/incin: $INFO"
+echo "$INFO" | grep -q 'coll_incin_priority" (current value: "90"' || fail "no coll_incin_priority 90 in ompi_info"
+echo "$INFO" | grep -q 'coll_incin_enable"' || fail "no coll_incin_enable in ompi_info"
+echo "$INFO" | grep 'MCA coll: incin' | sed 's/^ */  /'
+
+lab_up m "$KIND"
+L="${P}m"
+OUT="/tmp/inclab-$L/ompicoll"
+mkdir -p "$OUT"
+
+run() {
+  mpi_run "$1" "$COVERAGE" "^mpi_coverage: ranks 4 checks [0-9]* failures 0 " "${@:2}"
+}
+digest() { sed -n 's/^mpi_coverage: .* digest \([0-9a-f]*\)$/\1/p' "$1"; }
+
+run plain --
+[ -n "$(digest "$OUT/plain.log")" ] || fail "no digest in the plain run"
+
+# The launcher's part on an AM with mTLS (inc-mpirun does it only for
+# --preload): the job's credential for every rank; the component joins as
+# the job it names, as libincmpi does.
+JOB="mpi-$L-coll-$$"
+CREDENTIAL=$("$INCLAB" ctl "$L" job credential "$JOB") || fail "no job credential for $JOB from the AM"
+# INCMPI_MIN_BYTES=8: single int/float elements (4 bytes) stay on MPI.
+run coll --mca mca_component_path "$CPATH_MCA" -x "INC_JOB_CREDENTIAL=$CREDENTIAL" -x INCMPI_MIN_BYTES=8 -x INCMPI_LOG_LEVEL=info \
+  -x "INCMPI_SUMMARY_JSON=$OUT/coll-%r.json" -x INCMPI_SUMMARY=1 --
+[ "$(digest "$OUT/plain.log")" = "$(digest "$OUT/coll.log")" ] ||
+  fail "results differ with and without coll/incin (digests $(digest "$OUT/plain.log") / $(digest "$OUT/coll.log"))"
+for r in 0 1 2 3; do
+  grep -q "coll/incin: coll/incin selected on rank $r\$" "$OUT/coll.log" || fail "no selection line for rank $r"
+  grep -q "coll/incin: rank $r: MPI_COMM_WORLD on INC tree" "$OUT/coll.log" || fail "rank $r joined no INC tree"
+done
+python3 - "$OUT" <<'PY' || fail "summary JSON checks failed (files $OUT/coll-*.json)"
+import json, sys
+out = sys.argv[1]
+docs = [json.load(open(f"{out}/coll-{r}.json")) for r in range(4)]
+calls = ["MPI_Allreduce", "MPI_Reduce", "MPI_Bcast", "MPI_Barrier", "MPI_Reduce_scatter_block", "MPI_Allgather"]
+# Two of libincmpi's reasons never reach a coll component: single_rank
+# (coll/incin is not selected for MPI_COMM_SELF) and noncontiguous_dtype
+# (Open MPI's MPI_Allreduce rejects a predefined op on a struct datatype
+# before any component runs).
+want = ["user_op", "unsupported_op", "unsupported_dtype", "unsupported_op_for_dtype", "below_min_bytes",
+        "subcomm"]
+bad = []
+for d in docs:
+    r = d["rank"]
+    if d["group"] != "ok" or d["tree_id"] < 0:
+        bad.append(f"rank {r}: group {d['group']} ({d['group_detail']})")
+    for c in calls:
+        if d["calls"][c]["offloaded"]["calls"] == 0:
+            bad.append(f"rank {r}: {c} never offloaded")
+        if d["calls"][c]["offloaded"]["calls"] != docs[0]["calls"][c]["offloaded"]["calls"]:
+            bad.append(f"rank {r}: {c} offloaded {d['calls'][c]['offloaded']['calls']} times, rank 0 "
+                       f"{docs[0]['calls'][c]['offloaded']['calls']}")
+    for w in want:
+        if d["fallback_reasons"].get(w, 0) == 0:
+            bad.append(f"rank {r}: no fallback counted as {w}")
+    for never in ("single_rank", "no_group", "group_failed"):
+        if d["fallback_reasons"].get(never, 0):
+            bad.append(f"rank {r}: {never} counted")
+    if d["calls"]["MPI_Bcast"]["packed"] == 0:
+        bad.append(f"rank {r}: no MPI_Bcast was packed")
+    if d["libinc"]["tx_packets"] == 0 or d["libinc"]["rx_packets"] == 0:
+        bad.append(f"rank {r}: libinc moved no frames")
+d = docs[0]
+print("  offloaded per call:", {c: d["calls"][c]["offloaded"]["calls"] for c in calls})
+print("  fallback reasons:", d["fallback_reasons"])
+print(f"  libinc: tx {d['libinc']['tx_packets']} rx {d['libinc']['rx_packets']} frames")
+for b in bad:
+    print("  " + b, file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+for reason in user_op unsupported_op subcomm below_min_bytes unsupported_op_for_dtype; do
+  grep -q "coll/incin: fallback reason=$reason call=" "$OUT/coll.log" || fail "no log line for reason=$reason"
+done
+"$INCLAB" ctl "$L" -o json tree list | python3 -c '
+import json, sys
+trees = json.load(sys.stdin).get("trees", [])
+mine = [t for t in trees if t.get("job_id", "") == sys.argv[1]]
+left = [t for t in mine if str(t.get("state", "")).upper().replace("TREE_", "") in ("ACTIVE", "PENDING")]
+print(f"  MPI job trees at the AM after MPI_Finalize: {len(mine)}, still active or pending: {len(left)}")
+sys.exit(1 if left or len(mine) != 1 else 0)' "$JOB" ||
+  fail "the job did not have exactly one tree, or it is still live after MPI_Finalize"
+
+# The same path with the component switched off: plain results, no trace.
+run off --mca mca_component_path "$CPATH_MCA" --mca coll_incin_enable 0 -x INCMPI_LOG_LEVEL=info \
+  -x "INCMPI_SUMMARY_JSON=$OUT/off-%r.json" -- --quick
+! grep -q "coll/incin" "$OUT/off.log" || fail "coll/incin ran with coll_incin_enable=0"
+! ls "$OUT"/off-*.json >/dev/null 2>&1 || fail "coll/incin wrote a summary with coll_incin_enable=0"
+pass

@@ -1,0 +1,55 @@
+// The boundary between the Open MPI component (component.c, which needs
+// Open MPI's internal C headers) and the offload logic (coll.cc, which needs
+// libinc's C++ API and only the public MPI C API). Handles cross as the
+// public MPI types: an Open MPI communicator/datatype/op pointer is the
+// MPI_Comm/MPI_Datatype/MPI_Op handle.
+#pragma once
+
+#include <mpi.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// Per-communicator offload state, owned by the communicator's module.
+struct incin_comm;
+struct incin_comm* incin_comm_new(void);
+// Freeing MPI_COMM_WORLD's state ends the INC group (MPI_Finalize).
+void incin_comm_free(struct incin_comm* state, MPI_Comm comm);
+// Ends the INC group and writes the summary, once (component close).
+void incin_shutdown(void);
+// Whether the component stands down in this process: libincmpi is
+// preloaded (both would join the job's group), with the reason in *why.
+int incin_should_stand_down(const char** why);
+
+// The collectives the switch may run; `m` is the module, handed back to
+// the incin_prev_* functions on fallback.
+int incin_allreduce(struct incin_comm* st, void* m, const void* sbuf, void* rbuf, int count, MPI_Datatype dt,
+                    MPI_Op op, MPI_Comm comm);
+int incin_reduce(struct incin_comm* st, void* m, const void* sbuf, void* rbuf, int count, MPI_Datatype dt,
+                 MPI_Op op, int root, MPI_Comm comm);
+int incin_bcast(struct incin_comm* st, void* m, void* buf, int count, MPI_Datatype dt, int root,
+                MPI_Comm comm);
+int incin_barrier(struct incin_comm* st, void* m, MPI_Comm comm);
+int incin_reduce_scatter_block(struct incin_comm* st, void* m, const void* sbuf, void* rbuf, int rcount,
+                               MPI_Datatype dt, MPI_Op op, MPI_Comm comm);
+int incin_allgather(struct incin_comm* st, void* m, const void* sbuf, int scount, MPI_Datatype sdt,
+                    void* rbuf, int rcount, MPI_Datatype rdt, MPI_Comm comm);
+
+// Implemented by component.c: the next component's functions saved for the
+// communicator, and one turn of Open MPI's progress engine.
+int incin_prev_allreduce(void* m, const void* sbuf, void* rbuf, int count, MPI_Datatype dt, MPI_Op op,
+                         MPI_Comm comm);
+int incin_prev_reduce(void* m, const void* sbuf, void* rbuf, int count, MPI_Datatype dt, MPI_Op op, int root,
+                      MPI_Comm comm);
+int incin_prev_bcast(void* m, void* buf, int count, MPI_Datatype dt, int root, MPI_Comm comm);
+int incin_prev_barrier(void* m, MPI_Comm comm);
+int incin_prev_reduce_scatter_block(void* m, const void* sbuf, void* rbuf, int rcount, MPI_Datatype dt,
+                                    MPI_Op op, MPI_Comm comm);
+int incin_prev_allgather(void* m, const void* sbuf, int scount, MPI_Datatype sdt, void* rbuf, int rcount,
+                         MPI_Datatype rdt, MPI_Comm comm);
+void incin_progress(void);
+
+#ifdef __cplusplus
+}
+#endif
