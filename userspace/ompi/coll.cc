@@ -564,15 +564,6 @@ void incin_comm_free(incin_comm* st, MPI_Comm comm) {
   if (comm == MPI_COMM_WORLD) incin_shutdown();
 }
 
-int incin_should_stand_down(const char** why) {
-  const char* preload = std::getenv("LD_PRELOAD");
-  if (preload && std::strstr(preload, "libincmpi")) {
-    *why = "libincmpi is preloaded and offloads this process's collectives itself";
-    return 1;
-  }
-  return 0;
-}
-
 void incin_shutdown(void) {
   Global& g = G();
   if (g.done) return;

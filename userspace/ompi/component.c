@@ -184,15 +184,8 @@ static int incin_init_query(bool enable_progress_threads, bool enable_mpi_thread
 // the switch has nothing to do there and coll/inter and coll/self serve
 // them unchanged.
 static mca_coll_base_module_t* incin_comm_query(struct ompi_communicator_t* comm, int* priority) {
-  static int warned = 0;
-  const char* why = NULL;
   if (!incin_enable || incin_priority < 0 || OMPI_COMM_IS_INTER(comm) || ompi_comm_size(comm) < 2)
     return NULL;
-  if (incin_should_stand_down(&why)) {
-    if (!warned) opal_output(0, "coll/incin: not used: %s", why);
-    warned = 1;
-    return NULL;
-  }
   incin_module_t* m = OBJ_NEW(incin_module_t);
   if (!m) return NULL;
   *priority = incin_priority;

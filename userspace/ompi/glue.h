@@ -18,9 +18,6 @@ struct incin_comm* incin_comm_new(void);
 void incin_comm_free(struct incin_comm* state, MPI_Comm comm);
 // Ends the INC group and writes the summary, once (component close).
 void incin_shutdown(void);
-// Whether the component stands down in this process: libincmpi is
-// preloaded (both would join the job's group), with the reason in *why.
-int incin_should_stand_down(const char** why);
 
 // The collectives the switch may run; `m` is the module, handed back to
 // the incin_prev_* functions on fallback.
