@@ -10,7 +10,9 @@
 #      every rank with the same counts on every rank, libincmpi's fallback
 #      reasons counted and logged ("coll/incin: fallback reason=..."), libinc
 #      moved frames, and the AM has no tree of the job left after MPI_Finalize;
-#   4. with coll_incin_enable=0: exact results and no trace of the component
+#   4. with an unreachable AM and with INCMPI_ENABLE=0: the plain results,
+#      every call counted as a no_group / disabled fallback;
+#   5. with coll_incin_enable=0: exact results and no trace of the component
 #      (the checks of run 3 can tell a run without it).
 . "$(dirname "$0")/lib.sh" "$1" ompicoll
 KIND=single
@@ -112,9 +114,32 @@ print(f"  MPI job trees at the AM after MPI_Finalize: {len(mine)}, still active 
 sys.exit(1 if left or len(mine) != 1 else 0)' "$JOB" ||
   fail "the job did not have exactly one tree, or it is still live after MPI_Finalize"
 
+# The AM's port is closed: every rank fails to join, all fall back together;
+# INCMPI_ENABLE=0: the component stays selected and sends everything on.
+run noam --mca mca_component_path "$CPATH_MCA" -x INCMPI_AM=172.31.0.1:1 -x INCMPI_JOIN_TIMEOUT_MS=2000 \
+  -x "INCMPI_SUMMARY_JSON=$OUT/noam-%r.json" -- --quick
+run disabled --mca mca_component_path "$CPATH_MCA" -x INCMPI_ENABLE=0 \
+  -x "INCMPI_SUMMARY_JSON=$OUT/disabled-%r.json" -- --quick
+grep -q "coll/incin: fallback reason=no_group call=MPI_Allreduce" "$OUT/noam.log" || fail "no log line for reason=no_group"
+python3 - "$OUT" <<'PY' || fail "fallback-everything JSON checks failed"
+import json, sys
+out = sys.argv[1]
+for tag, reason in (("noam", "no_group"), ("disabled", "disabled")):
+    for r in range(4):
+        d = json.load(open(f"{out}/{tag}-{r}.json"))
+        n = d["fallback_reasons"].get(reason, 0)
+        if d["totals"]["offloaded"]["calls"] != 0 or n == 0 or n != d["totals"]["fallback"]["calls"]:
+            sys.exit(f"{tag} rank {r}: offloaded {d['totals']['offloaded']['calls']}, {reason} {n}, "
+                     f"fallback {d['totals']['fallback']['calls']}")
+    print(f"  {tag}: every call fell back as {reason} ({n} calls per rank)")
+PY
+
 # The same path with the component switched off: plain results, no trace.
 run off --mca mca_component_path "$CPATH_MCA" --mca coll_incin_enable 0 -x INCMPI_LOG_LEVEL=info \
   -x "INCMPI_SUMMARY_JSON=$OUT/off-%r.json" -- --quick
 ! grep -q "coll/incin" "$OUT/off.log" || fail "coll/incin ran with coll_incin_enable=0"
 ! ls "$OUT"/off-*.json >/dev/null 2>&1 || fail "coll/incin wrote a summary with coll_incin_enable=0"
+for tag in noam disabled; do
+  [ "$(digest "$OUT/$tag.log")" = "$(digest "$OUT/off.log")" ] || fail "run $tag: results differ from plain Open MPI"
+done
 pass
