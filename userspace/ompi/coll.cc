@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <climits>
 #include <cstdio>
@@ -38,6 +39,8 @@
 #include "mpi/dtype.h"
 #include "mpi/stats.h"
 
+extern char** environ;
+
 using inc::Code;
 using inc::Expected;
 using inc::LogLevel;
@@ -58,9 +61,11 @@ using Clock = std::chrono::steady_clock;
 
 struct Global {
   Config cfg;
-  bool attempted = false;  // group formation ran (once, at the first eligible call)
-  bool forming = false;    // inside formation: every call goes to the saved functions
-  bool done = false;       // shut down
+  // Atomic: under MPI_THREAD_MULTIPLE another thread's call on another
+  // communicator may read them while the group is formed or ended.
+  std::atomic<bool> attempted{false};  // group formation ran (once, at the first eligible call)
+  std::atomic<bool> forming{false};    // inside formation: every call goes to the saved functions
+  std::atomic<bool> done{false};       // shut down
   int rank = 0;
   int world = 1;
   std::unique_ptr<inc::client::Communicator> inc;
@@ -199,10 +204,7 @@ void FormGroup() {
 
 // Configuration is read once, at the first call (the environment is the
 // ranks' by then).
-void Configure() {
-  static bool once = false;
-  if (once) return;
-  once = true;
+void ConfigureOnce() {
   Global& g = G();
   inc::SetLogComponent("coll/incin");
   auto cfg = ParseConfig([](const char* n) { return static_cast<const char*>(std::getenv(n)); });
@@ -223,7 +225,14 @@ void Configure() {
     g.group_reason = Reason::kDisabled;
     g.attempted = true;
   }
+  for (const std::string& n : UnknownEnvNames(environ))
+    LogLine(LogLevel::kWarn, "unknown variable " + n + " ignored (see docs/mpi.md for the INCMPI_* names)");
   LogLine(LogLevel::kInfo, "coll/incin selected on rank " + std::to_string(g.rank));
+}
+
+void Configure() {
+  static std::once_flag once;
+  std::call_once(once, ConfigureOnce);
 }
 
 void Classify(incin_comm* st, MPI_Comm comm) {
@@ -260,8 +269,7 @@ Reason CommReason(incin_comm* st, MPI_Comm comm) {
   Global& g = G();
   if (!g.attempted && st->reason == Reason::kNone) FormGroup();
   if (g.group_reason != Reason::kNone) return g.group_reason;
-  if (!g.attempted) return st->reason;  // a subcomm before any world collective
-  return st->reason;
+  return st->reason;  // also for a subcomm before any collective with the world's group
 }
 
 // A datatype: the element type of its signature (the only part that enters
@@ -566,8 +574,7 @@ void incin_comm_free(incin_comm* st, MPI_Comm comm) {
 
 void incin_shutdown(void) {
   Global& g = G();
-  if (g.done) return;
-  g.done = true;
+  if (g.done.exchange(true)) return;
   std::string libinc_json;
   if (g.inc) {
     libinc_json = g.inc->GetStatus().ToJson();
