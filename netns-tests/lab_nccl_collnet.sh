@@ -8,7 +8,10 @@
 # 100003 and 262144 elements) polled with test(), every element checked:
 # int32 SUM and float32 SUM of exact values exactly, float32 SUM of random
 # values against a double reference and bit-identical on every rank, int32
-# MAX in place. Single-level with the v8 struct, then two-level with v10.
+# MAX in place; whole-buffer iallgather and ireducescatter; then the
+# library's net plugin (ncclNetPlugin_v8, TCP): a ring of sends between the
+# namespaces, byte by byte. Single-level with the v8 CollNet struct, then
+# two-level with v10.
 . "$(dirname "$0")/lib.sh" "$1" nc
 require_bins incswitchd incamd nccl_collnet_harness
 HARNESS=$(find "$INCLAB_BUILD" -maxdepth 4 -type f -name nccl_collnet_harness -perm -u+x | head -n1)

@@ -189,10 +189,37 @@ typedef struct {
   incinNcclResult (*makeVDevice)(int* d, incinNcclVDeviceProps* props);
 } incinNcclCollNet_v9;
 
+/* ncclNet_v8_t: the point-to-point plugin. NCCL uses a library's CollNet
+ * only together with that library's net plugin. */
+typedef struct {
+  const char* name;
+  incinNcclResult (*init)(incinNcclLogger logFunction);
+  incinNcclResult (*devices)(int* ndev);
+  incinNcclResult (*getProperties)(int dev, incinNcclProps_v8* props);
+  incinNcclResult (*listen)(int dev, void* handle, void** listenComm);
+  incinNcclResult (*connect)(int dev, void* handle, void** sendComm, void** sendDevComm);
+  incinNcclResult (*accept)(void* listenComm, void** recvComm, void** recvDevComm);
+  incinNcclResult (*regMr)(void* comm, void* data, size_t size, int type, void** mhandle);
+  incinNcclResult (*regMrDmaBuf)(void* comm, void* data, size_t size, int type, uint64_t offset, int fd,
+                                 void** mhandle);
+  incinNcclResult (*deregMr)(void* comm, void* mhandle);
+  incinNcclResult (*isend)(void* sendComm, void* data, int size, int tag, void* mhandle, void** request);
+  incinNcclResult (*irecv)(void* recvComm, int n, void** data, int* sizes, int* tags, void** mhandles,
+                           void** request);
+  incinNcclResult (*iflush)(void* recvComm, int n, void** data, int* sizes, void** mhandles, void** request);
+  incinNcclResult (*test)(void* request, int* done, int* sizes);
+  incinNcclResult (*closeSend)(void* sendComm);
+  incinNcclResult (*closeRecv)(void* recvComm);
+  incinNcclResult (*closeListen)(void* listenComm);
+  incinNcclResult (*getDeviceMr)(void* comm, void* mhandle, void** dptr_mhandle);
+  incinNcclResult (*irecvConsumed)(void* recvComm, int n, void* request);
+} incinNcclNet_v8;
+
 /* The symbols NCCL looks up (newest first). */
 extern const incinNcclCollNet_v9 ncclCollNetPlugin_v10;
 extern const incinNcclCollNet_v9 ncclCollNetPlugin_v9;
 extern const incinNcclCollNet_v8 ncclCollNetPlugin_v8;
+extern const incinNcclNet_v8 ncclNetPlugin_v8;
 
 #ifdef __cplusplus
 }

@@ -433,6 +433,69 @@ int main(int argc, char** argv) {
       free(rs_recv);
     }
     {
+      /* The library's net plugin (point-to-point, what NCCL's rings and
+       * bootstrap-free p2p use): each rank sends to the next, receives from
+       * the previous, two messages in flight (one of an odd size). */
+      const incinNcclNet_v8* net = dlsym(lib, "ncclNetPlugin_v8");
+      char nh[INCIN_NCCL_NET_HANDLE_MAXSIZE];
+      char* nhs = malloc((size_t)world * sizeof nh);
+      void *nlisten = NULL, *nsend = NULL, *nrecv = NULL, *dev = NULL, *mh = NULL;
+      enum { BIG = (1 << 20) + 3 };
+      unsigned char *out = malloc(BIG), *in = malloc(BIG + 64);
+      int next = (rank + 1) % world, prev = (rank + world - 1) % world, k2, tries;
+      void *sreq[2], *rreq[2];
+      int msz[2] = {BIG, 17};
+      if (!net) {
+        fprintf(stderr, "rank %d: no ncclNetPlugin_v8 in the plugin\n", rank);
+        return 1;
+      }
+      CHECK(net->init(logger));
+      memset(nh, 0, sizeof nh);
+      CHECK(net->listen(0, nh, &nlisten));
+      exchange(dir, "nethandle", rank, world, nh, sizeof nh, nhs);
+      CHECK(net->connect(0, nhs + (size_t)next * sizeof nh, &nsend, &dev));
+      for (tries = 0; !nrecv && tries < 30000; tries++) {
+        CHECK(net->accept(nlisten, &nrecv, &dev));
+        if (!nrecv) usleep(1000);
+      }
+      if (!nsend || !nrecv) {
+        fprintf(stderr, "rank %d: net connect/accept did not complete\n", rank);
+        return 1;
+      }
+      CHECK(net->regMr(nsend, out, BIG, INCIN_NCCL_PTR_HOST, &mh));
+      for (k2 = 0; k2 < BIG; k2++) out[k2] = (unsigned char)(k2 * 7 + rank * 13);
+      /* The big message lands at in + 64, the small one at in (posted in
+       * that order, as the sends). */
+      for (i = 0; i < 2; i++) {
+        void* d = i == 0 ? in + 64 : in;
+        int cap = i == 0 ? BIG : 64, tag = 100 + i;
+        CHECK(net->irecv(nrecv, 1, &d, &cap, &tag, &mh, &rreq[i]));
+        CHECK(net->isend(nsend, out, msz[i], 100 + i, mh, &sreq[i]));
+      }
+      for (i = 0; i < 2; i++) {
+        int done = 0, size = -1;
+        while (!done) CHECK(net->test(sreq[i], &done, &size));
+        done = 0;
+        while (!done) CHECK(net->test(rreq[i], &done, &size));
+        if (size != msz[i]) wrong++;
+        if (i == 0) {
+          for (k2 = 0; k2 < BIG; k2++) wrong += in[64 + k2] != (unsigned char)(k2 * 7 + prev * 13);
+        } else {
+          for (k2 = 0; k2 < 17; k2++) wrong += in[k2] != (unsigned char)(k2 * 7 + prev * 13);
+        }
+        checks += msz[i] + 1;
+      }
+      CHECK(net->deregMr(nsend, mh));
+      CHECK(net->closeSend(nsend));
+      CHECK(net->closeRecv(nrecv));
+      CHECK(net->closeListen(nlisten));
+      printf("rank %d: ncclNetPlugin_v8 (%s): %d + 17 bytes to rank %d, from rank %d: checked\n", rank,
+             net->name, (int)BIG, next, prev);
+      free(nhs);
+      free(out);
+      free(in);
+    }
+    {
       /* A CUDA buffer is refused. */
       void* mh = (void*)1;
       if (reg(coll, handle, sizeof handle, INCIN_NCCL_PTR_CUDA, &mh) == incinNcclSuccess || mh) wrong++;
