@@ -5,7 +5,7 @@
 # here): dlopen + dlsym of ncclCollNetPlugin_vN, listen, handles exchanged
 # through files in a shared directory (NCCL's bootstrap all-gather),
 # connect, regMr, four iallreduce requests in flight per size (1, 1000,
-# 100003 and 262144 elements) polled with test(), every element checked:
+# 100003 and 262144 elements; and 0) polled with test(), every element checked:
 # int32 SUM and float32 SUM of exact values exactly, float32 SUM of random
 # values against a double reference and bit-identical on every rank, int32
 # MAX in place; whole-buffer iallgather and ireducescatter; then the

@@ -419,6 +419,12 @@ incinNcclResult plugin_iallreduce_sz(void* coll_comm, void* send, void* recv, si
   r->dtype = dt;
   r->op = iop;
   r->bytes = count * dtype_bytes(dt);
+  if (count == 0) {
+    // Every rank posts the same count, so every rank skips it alike.
+    r->state.store(1, std::memory_order_release);
+    *request = r;
+    return incinNcclSuccess;
+  }
   return post(coll_comm, r, request);
 }
 

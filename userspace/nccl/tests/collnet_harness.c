@@ -143,9 +143,9 @@ int main(int argc, char** argv) {
   void** handles;
   void *listen_comm = NULL, *coll = NULL;
   long wrong = 0, checks = 0;
-  /* 1 element, a few packets, an odd tail (not a multiple of any packet
-   * size), 1 MiB of elements */
-  static const size_t sizes[] = {1, 1000, 100003, 1 << 18};
+  /* nothing (completes without the switch), 1 element, a few packets, an
+   * odd tail (not a multiple of any packet size), 1 MiB of elements */
+  static const size_t sizes[] = {0, 1, 1000, 100003, 1 << 18};
   enum { NSIZES = sizeof sizes / sizeof sizes[0] };
   double t0, t_connect, t_ops;
 
@@ -260,8 +260,9 @@ int main(int argc, char** argv) {
     for (s = 0; s < NSIZES; s++) {
       size_t n = sizes[s], k;
       struct job jobs[4];
-      int32_t *is = malloc(n * 4), *ir = malloc(n * 4), *im = malloc(n * 4);
-      float *fs = malloc(n * 4), *fr = malloc(n * 4), *gs = malloc(n * 4), *gr = malloc(n * 4);
+      int32_t *is = malloc(n * 4 + 4), *ir = malloc(n * 4 + 4), *im = malloc(n * 4 + 4);
+      float *fs = malloc(n * 4 + 4), *fr = malloc(n * 4 + 4), *gs = malloc(n * 4 + 4),
+            *gr = malloc(n * 4 + 4);
       int pending = 4, spins = 0;
       void* flush_req = (void*)1;
       int32_t tri = world * (world + 1) / 2;
@@ -323,7 +324,7 @@ int main(int argc, char** argv) {
       {
         /* float32 sums of random values: each rank's stream again, summed
          * in double; and the same bits on every rank (hash exchange). */
-        double* ref = calloc(n, sizeof(double));
+        double* ref = calloc(n + 1, sizeof(double));
         int r;
         for (r = 0; r < world; r++) {
           rng_state = 0x9e3779b9u ^ (uint32_t)(r * 7919 + 1);
