@@ -1,8 +1,13 @@
 #include "mpi/config.h"
 
+#include <unistd.h>
+
 #include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 
 namespace inc::mpi {
 
@@ -165,6 +170,30 @@ std::string SummaryPathForRank(const std::string& pattern, int rank) {
   std::string out = pattern;
   while ((pos = out.find("%r")) != std::string::npos) out.replace(pos, 2, std::to_string(rank));
   return out;
+}
+
+std::string DefaultRouteInterface() {
+  std::ifstream f("/proc/net/route");
+  std::string line;
+  std::getline(f, line);  // header
+  while (std::getline(f, line)) {
+    char ifname[64] = {0};
+    unsigned long dest = 1;
+    if (std::sscanf(line.c_str(), "%63s %lx", ifname, &dest) == 2 && dest == 0) return ifname;
+  }
+  return "eth0";
+}
+
+std::string MakeJobId() {
+  char host[64] = {0};
+  gethostname(host, sizeof(host) - 1);
+  const char* ns = std::getenv("PMIX_NAMESPACE");
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                std::chrono::system_clock::now().time_since_epoch())
+                .count();
+  std::string id = std::string("mpi-") + (ns && *ns ? ns : host) + "-" + std::to_string(getpid()) + "-" +
+                   std::to_string(ms % 100000000);
+  return id.substr(0, 100);
 }
 
 }  // namespace inc::mpi

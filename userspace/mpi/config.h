@@ -55,4 +55,12 @@ std::vector<std::string> UnknownEnvNames(char** environ_list);
 // writes nothing (no %r: only rank 0 writes).
 std::string SummaryPathForRank(const std::string& pattern, int rank);
 
+// INCMPI_IFACE's default: the interface of the default route (eth0 when
+// /proc/net/route names none).
+std::string DefaultRouteInterface();
+
+// INCMPI_JOB_ID's default, made by rank 0 and broadcast: the launcher's
+// PMIx namespace (else the host), the pid and the time, at most 100 bytes.
+std::string MakeJobId();
+
 }  // namespace inc::mpi

@@ -1,7 +1,10 @@
 #include "mpi/stats.h"
 
 #include <cstdio>
+#include <fstream>
 #include <sstream>
+
+#include "common/log.h"
 
 namespace inc::mpi {
 
@@ -149,6 +152,20 @@ std::string Stats::ToText(const Header& h) const {
     }
   }
   return o.str();
+}
+
+void WriteSummary(const Stats& stats, const Stats::Header& h, const Config& cfg) {
+  if (cfg.summary == SummaryMode::kAll || (cfg.summary == SummaryMode::kRank0 && h.rank == 0)) {
+    std::string text = stats.ToText(h);
+    std::fputs(text.c_str(), stderr);
+    std::fflush(stderr);
+  }
+  std::string path = SummaryPathForRank(cfg.summary_json, h.rank);
+  if (!path.empty()) {
+    std::ofstream f(path, std::ios::trunc);
+    f << stats.ToJson(h) << "\n";
+    if (!f) LogLine(LogLevel::kError, "cannot write INCMPI_SUMMARY_JSON file " + path);
+  }
 }
 
 }  // namespace inc::mpi

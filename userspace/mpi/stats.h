@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 
+#include "mpi/config.h"
 #include "mpi/decision.h"
 
 namespace inc::mpi {
@@ -46,6 +47,10 @@ class Stats {
   std::array<std::array<Tally, static_cast<size_t>(Reason::kCount)>, static_cast<size_t>(Call::kCount)> t_{};
   std::array<uint64_t, static_cast<size_t>(Call::kCount)> packed_{};
 };
+
+// The summary as INCMPI_SUMMARY and INCMPI_SUMMARY_JSON ask for it: the
+// text table on stderr, the JSON document in this rank's file.
+void WriteSummary(const Stats& stats, const Stats::Header& h, const Config& cfg);
 
 // JSON string literal (quotes included).
 std::string JsonString(const std::string& s);

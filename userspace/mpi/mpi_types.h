@@ -1,0 +1,76 @@
+// The MPI side of the datatype rules in dtype.h, shared by libincmpi
+// (interpose.cc) and coll/incin (userspace/ompi/coll.cc): what a datatype
+// and an op are as the decision table sees them, packing of non-contiguous
+// layouts around an offload, and the communicator facts both need. Calls
+// go through PMPI_* so that libincmpi's own MPI_* definitions are not
+// re-entered. Kept out of incmpi_core, which must build and be tested
+// without MPI.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "common/status.h"
+#include "mpi/decision.h"
+#include "mpi/dtype.h"
+
+namespace inc::mpi {
+
+// A datatype: the element type of its signature (the only part that enters
+// a decision) and its local layout (whether this rank packs).
+struct TypeInfo {
+  bool valid = false;
+  bool contiguous = false;  // count items are count x size bytes at the buffer
+  Elem elem = Elem::kBytes;
+  uint64_t size = 0;   // bytes of data per item
+  int64_t extent = 0;  // bytes from one item to the next
+};
+
+// Decodes `t` through MPI_Type_get_envelope/_contents (not cached: callers
+// that see the same derived type often cache the result themselves).
+TypeInfo DescribeType(MPI_Datatype t);
+
+// A predefined datatype (MPI_COMBINER_NAMED).
+bool IsNamedType(MPI_Datatype t);
+
+// Elements of `bytes` of a signature, as libinc counts them.
+uint64_t Elements(const TypeInfo& t, uint64_t bytes);
+
+// Copies `count` items of datatype `t` at `buf` to (Pack) or from (Unpack)
+// `run`, their count x size bytes in signature order. MPI_Pack in a
+// homogeneous job writes exactly those bytes (PackIsRaw); its sizes are
+// ints, so the items go in chunks of at most 2 GiB.
+Status Pack(const void* buf, int64_t count, MPI_Datatype t, const TypeInfo& ti, uint8_t* run);
+Status Unpack(const uint8_t* run, void* buf, int64_t count, MPI_Datatype t, const TypeInfo& ti);
+
+// Ranks whose layouts differ exchange packed bytes with ranks that pass
+// their buffers as they are: that is right only if MPI_Pack writes exactly
+// the data bytes in signature order (a homogeneous job).
+bool PackIsRaw();
+
+// The contiguous bytes of `count` items at `buf`: the buffer itself when
+// the layout is contiguous, else a packed copy.
+class Staged {
+ public:
+  Status Load(const void* buf, int64_t count, MPI_Datatype t, const TypeInfo& ti);
+  const uint8_t* data() const { return data_; }
+  // Writable only when packed (a copy).
+  uint8_t* copy() { return copy_.data(); }
+
+ private:
+  const uint8_t* data_ = nullptr;
+  std::vector<uint8_t> copy_;
+};
+
+OpKind ClassifyOp(MPI_Op op);
+
+int CommRank(MPI_Comm comm);
+int CommSize(MPI_Comm comm);
+
+// comm rank -> MPI_COMM_WORLD rank, for a communicator whose group is the
+// world's in another order (libinc addresses ranks and blocks by world rank).
+std::vector<int> WorldRanks(MPI_Comm comm);
+
+}  // namespace inc::mpi
