@@ -45,43 +45,8 @@ run inc --preload "$LIBINCMPI" -x INCMPI_MIN_BYTES=8 -x "INCMPI_SUMMARY_JSON=$OU
 [ "$(digest "$OUT/plain.log")" = "$(digest "$OUT/inc.log")" ] ||
   fail "results differ with and without libincmpi (digests $(digest "$OUT/plain.log") / $(digest "$OUT/inc.log"))"
 grep -q "incmpi: summary rank 0/4: group ok" "$OUT/inc.log" || fail "no summary on stderr"
-python3 - "$OUT" <<'PY' || fail "summary JSON checks failed (files $OUT/inc-*.json)"
-import json, sys
-out = sys.argv[1]
-docs = [json.load(open(f"{out}/inc-{r}.json")) for r in range(4)]
-calls = ["MPI_Allreduce", "MPI_Reduce", "MPI_Bcast", "MPI_Barrier", "MPI_Reduce_scatter_block", "MPI_Allgather"]
-want = ["user_op", "unsupported_op", "unsupported_dtype", "unsupported_op_for_dtype", "noncontiguous_dtype",
-        "below_min_bytes", "subcomm", "single_rank"]
-bad = []
-for d in docs:
-    r = d["rank"]
-    if d["group"] != "ok" or d["tree_id"] < 0:
-        bad.append(f"rank {r}: group {d['group']} ({d['group_detail']})")
-    for c in calls:
-        if d["calls"][c]["offloaded"]["calls"] == 0:
-            bad.append(f"rank {r}: {c} never offloaded")
-    for w in want:
-        if d["fallback_reasons"].get(w, 0) == 0:
-            bad.append(f"rank {r}: no fallback counted as {w}")
-    # The vector datatype's broadcast went through MPI_Pack/MPI_Unpack.
-    if d["calls"]["MPI_Bcast"]["packed"] == 0:
-        bad.append(f"rank {r}: no MPI_Bcast was packed")
-    if d["libinc"]["tx_packets"] == 0 or d["libinc"]["rx_packets"] == 0:
-        bad.append(f"rank {r}: libinc moved no frames")
-    # Every rank takes the same path for the same call.
-    for c in calls:
-        if d["calls"][c]["offloaded"]["calls"] != docs[0]["calls"][c]["offloaded"]["calls"]:
-            bad.append(f"rank {r}: {c} offloaded {d['calls'][c]['offloaded']['calls']} times, rank 0 "
-                       f"{docs[0]['calls'][c]['offloaded']['calls']}")
-d = docs[0]
-print("  offloaded per call:", {c: d["calls"][c]["offloaded"]["calls"] for c in calls})
-print("  fallback reasons:", d["fallback_reasons"])
-print(f"  libinc: tx {d['libinc']['tx_packets']} rx {d['libinc']['rx_packets']} frames, "
-      f"retransmissions {d['libinc']['retransmissions']}")
-for b in bad:
-    print("  " + b, file=sys.stderr)
-sys.exit(1 if bad else 0)
-PY
+mpi_offloaded_summary inc 4 "user_op unsupported_op unsupported_dtype unsupported_op_for_dtype \
+  noncontiguous_dtype below_min_bytes subcomm single_rank"
 for reason in user_op unsupported_op subcomm below_min_bytes noncontiguous_dtype; do
   grep -q "incmpi: fallback reason=$reason call=" "$OUT/inc.log" || fail "no log line for reason=$reason"
 done
@@ -104,16 +69,5 @@ run noam --preload "$LIBINCMPI" -x INCMPI_AM=172.31.0.1:1 -x INCMPI_JOIN_TIMEOUT
   -x "INCMPI_SUMMARY_JSON=$OUT/noam-%r.json" -- --quick "${ARGS[@]}"
 run off --preload "$LIBINCMPI" -x INCMPI_ENABLE=0 -x "INCMPI_SUMMARY_JSON=$OUT/off-%r.json" -- --quick "${ARGS[@]}"
 grep -q "incmpi: fallback reason=no_group call=MPI_Allreduce" "$OUT/noam.log" || fail "no log line for reason=no_group"
-python3 - "$OUT" <<'PY' || fail "fallback-everything JSON checks failed"
-import json, sys
-out = sys.argv[1]
-for tag, reason in (("noam", "no_group"), ("off", "disabled")):
-    for r in range(4):
-        d = json.load(open(f"{out}/{tag}-{r}.json"))
-        n = d["fallback_reasons"].get(reason, 0)
-        if d["totals"]["offloaded"]["calls"] != 0 or n == 0 or n != d["totals"]["fallback"]["calls"]:
-            sys.exit(f"{tag} rank {r}: offloaded {d['totals']['offloaded']['calls']}, {reason} {n}, "
-                     f"fallback {d['totals']['fallback']['calls']}")
-    print(f"  {tag}: every call fell back as {reason} ({n} calls per rank)")
-PY
+mpi_all_fell_back 4 noam:no_group off:disabled
 pass

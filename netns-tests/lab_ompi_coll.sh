@@ -62,46 +62,12 @@ for r in 0 1 2 3; do
   grep -q "coll/incin: coll/incin selected on rank $r\$" "$OUT/coll.log" || fail "no selection line for rank $r"
   grep -q "coll/incin: rank $r: MPI_COMM_WORLD on INC tree" "$OUT/coll.log" || fail "rank $r joined no INC tree"
 done
-python3 - "$OUT" <<'PY' || fail "summary JSON checks failed (files $OUT/coll-*.json)"
-import json, sys
-out = sys.argv[1]
-docs = [json.load(open(f"{out}/coll-{r}.json")) for r in range(4)]
-calls = ["MPI_Allreduce", "MPI_Reduce", "MPI_Bcast", "MPI_Barrier", "MPI_Reduce_scatter_block", "MPI_Allgather"]
 # Two of libincmpi's reasons never reach a coll component: single_rank
 # (coll/incin is not selected for MPI_COMM_SELF) and noncontiguous_dtype
 # (Open MPI's MPI_Allreduce rejects a predefined op on a struct datatype
 # before any component runs).
-want = ["user_op", "unsupported_op", "unsupported_dtype", "unsupported_op_for_dtype", "below_min_bytes",
-        "subcomm"]
-bad = []
-for d in docs:
-    r = d["rank"]
-    if d["group"] != "ok" or d["tree_id"] < 0:
-        bad.append(f"rank {r}: group {d['group']} ({d['group_detail']})")
-    for c in calls:
-        if d["calls"][c]["offloaded"]["calls"] == 0:
-            bad.append(f"rank {r}: {c} never offloaded")
-        if d["calls"][c]["offloaded"]["calls"] != docs[0]["calls"][c]["offloaded"]["calls"]:
-            bad.append(f"rank {r}: {c} offloaded {d['calls'][c]['offloaded']['calls']} times, rank 0 "
-                       f"{docs[0]['calls'][c]['offloaded']['calls']}")
-    for w in want:
-        if d["fallback_reasons"].get(w, 0) == 0:
-            bad.append(f"rank {r}: no fallback counted as {w}")
-    for never in ("single_rank", "no_group", "group_failed"):
-        if d["fallback_reasons"].get(never, 0):
-            bad.append(f"rank {r}: {never} counted")
-    if d["calls"]["MPI_Bcast"]["packed"] == 0:
-        bad.append(f"rank {r}: no MPI_Bcast was packed")
-    if d["libinc"]["tx_packets"] == 0 or d["libinc"]["rx_packets"] == 0:
-        bad.append(f"rank {r}: libinc moved no frames")
-d = docs[0]
-print("  offloaded per call:", {c: d["calls"][c]["offloaded"]["calls"] for c in calls})
-print("  fallback reasons:", d["fallback_reasons"])
-print(f"  libinc: tx {d['libinc']['tx_packets']} rx {d['libinc']['rx_packets']} frames")
-for b in bad:
-    print("  " + b, file=sys.stderr)
-sys.exit(1 if bad else 0)
-PY
+mpi_offloaded_summary coll 4 "user_op unsupported_op unsupported_dtype unsupported_op_for_dtype below_min_bytes \
+  subcomm" "single_rank no_group group_failed"
 for reason in user_op unsupported_op subcomm below_min_bytes unsupported_op_for_dtype; do
   grep -q "coll/incin: fallback reason=$reason call=" "$OUT/coll.log" || fail "no log line for reason=$reason"
 done
@@ -121,18 +87,7 @@ run noam --mca mca_component_path "$CPATH_MCA" -x INCMPI_AM=172.31.0.1:1 -x INCM
 run disabled --mca mca_component_path "$CPATH_MCA" -x INCMPI_ENABLE=0 \
   -x "INCMPI_SUMMARY_JSON=$OUT/disabled-%r.json" -- --quick
 grep -q "coll/incin: fallback reason=no_group call=MPI_Allreduce" "$OUT/noam.log" || fail "no log line for reason=no_group"
-python3 - "$OUT" <<'PY' || fail "fallback-everything JSON checks failed"
-import json, sys
-out = sys.argv[1]
-for tag, reason in (("noam", "no_group"), ("disabled", "disabled")):
-    for r in range(4):
-        d = json.load(open(f"{out}/{tag}-{r}.json"))
-        n = d["fallback_reasons"].get(reason, 0)
-        if d["totals"]["offloaded"]["calls"] != 0 or n == 0 or n != d["totals"]["fallback"]["calls"]:
-            sys.exit(f"{tag} rank {r}: offloaded {d['totals']['offloaded']['calls']}, {reason} {n}, "
-                     f"fallback {d['totals']['fallback']['calls']}")
-    print(f"  {tag}: every call fell back as {reason} ({n} calls per rank)")
-PY
+mpi_all_fell_back 4 noam:no_group disabled:disabled
 
 # The same path with the component switched off: plain results, no trace.
 run off --mca mca_component_path "$CPATH_MCA" --mca coll_incin_enable 0 -x INCMPI_LOG_LEVEL=info \

@@ -194,3 +194,69 @@ mpi_run() {
   fi
   grep "$pass" "$OUT/$tag.log" | sed 's/^/  /'
 }
+
+# mpi_offloaded_summary TAG RANKS WANT [NEVER]: the INCMPI_SUMMARY_JSON of
+# the offloading run TAG ($OUT/TAG-<rank>.json) on each of RANKS ranks: the
+# group formed, every collective offloaded at least once and as often as on
+# rank 0 (every rank takes the same path), a fallback counted for each
+# reason in WANT and none for those in NEVER (space-separated lists), the
+# vector datatype's broadcast packed (MPI_Pack/MPI_Unpack), libinc moved
+# frames. Prints rank 0's counts.
+mpi_offloaded_summary() {
+  python3 - "$OUT" "$@" <<'PY' || fail "summary JSON checks failed (files $OUT/$1-*.json)"
+import json, sys
+out, tag, ranks, want = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4].split()
+never = sys.argv[5].split() if len(sys.argv) > 5 else []
+docs = [json.load(open(f"{out}/{tag}-{r}.json")) for r in range(ranks)]
+calls = ["MPI_Allreduce", "MPI_Reduce", "MPI_Bcast", "MPI_Barrier", "MPI_Reduce_scatter_block", "MPI_Allgather"]
+bad = []
+for d in docs:
+    r = d["rank"]
+    if d["group"] != "ok" or d["tree_id"] < 0:
+        bad.append(f"rank {r}: group {d['group']} ({d['group_detail']})")
+    for c in calls:
+        if d["calls"][c]["offloaded"]["calls"] == 0:
+            bad.append(f"rank {r}: {c} never offloaded")
+        if d["calls"][c]["offloaded"]["calls"] != docs[0]["calls"][c]["offloaded"]["calls"]:
+            bad.append(f"rank {r}: {c} offloaded {d['calls'][c]['offloaded']['calls']} times, rank 0 "
+                       f"{docs[0]['calls'][c]['offloaded']['calls']}")
+    for w in want:
+        if d["fallback_reasons"].get(w, 0) == 0:
+            bad.append(f"rank {r}: no fallback counted as {w}")
+    for n in never:
+        if d["fallback_reasons"].get(n, 0):
+            bad.append(f"rank {r}: {n} counted")
+    if d["calls"]["MPI_Bcast"]["packed"] == 0:
+        bad.append(f"rank {r}: no MPI_Bcast was packed")
+    if d["libinc"]["tx_packets"] == 0 or d["libinc"]["rx_packets"] == 0:
+        bad.append(f"rank {r}: libinc moved no frames")
+d = docs[0]
+print("  offloaded per call:", {c: d["calls"][c]["offloaded"]["calls"] for c in calls})
+print("  fallback reasons:", d["fallback_reasons"])
+print(f"  libinc: tx {d['libinc']['tx_packets']} rx {d['libinc']['rx_packets']} frames, "
+      f"retransmissions {d['libinc']['retransmissions']}")
+for b in bad:
+    print("  " + b, file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+}
+
+# mpi_all_fell_back RANKS TAG:REASON...: in each run TAG, every one of RANKS
+# ranks' INCMPI_SUMMARY_JSON ($OUT/TAG-<rank>.json) counts no offloaded call
+# and every call as a fallback for REASON: the check that a job without a
+# usable INC group still ran everything, on MPI, for the right reason.
+mpi_all_fell_back() {
+  python3 - "$OUT" "$@" <<'PY' || fail "fallback-everything JSON checks failed"
+import json, sys
+out, ranks = sys.argv[1], int(sys.argv[2])
+for run in sys.argv[3:]:
+    tag, reason = run.split(":")
+    for r in range(ranks):
+        d = json.load(open(f"{out}/{tag}-{r}.json"))
+        n = d["fallback_reasons"].get(reason, 0)
+        if d["totals"]["offloaded"]["calls"] != 0 or n == 0 or n != d["totals"]["fallback"]["calls"]:
+            sys.exit(f"{tag} rank {r}: offloaded {d['totals']['offloaded']['calls']}, {reason} {n}, "
+                     f"fallback {d['totals']['fallback']['calls']}")
+    print(f"  {tag}: every call fell back as {reason} ({n} calls per rank)")
+PY
+}
