@@ -28,26 +28,14 @@
 #include <thread>
 
 #include "collnet_abi.h"
+#include "log.h"
 
 namespace {
 
 incinNcclLogger g_logger = nullptr;
 std::string g_iface;
 
-__attribute__((format(printf, 4, 5))) void net_log(incinNcclLogLevel level, const char* file, int line,
-                                                   const char* fmt, ...) {
-  char msg[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  if (g_logger) {
-    g_logger(level, INCIN_NCCL_LOG_NET, file, line, "NET/incin-tcp: %s", msg);
-  } else if (level == INCIN_NCCL_LOG_WARN) {
-    fprintf(stderr, "NET/incin-tcp: %s\n", msg);
-  }
-}
-#define NET_LOG(level, ...) net_log(level, __FILE__, __LINE__, __VA_ARGS__)
+#define NET_LOG(level, ...) IncinNcclLog(g_logger, "NET/incin-tcp", level, __FILE__, __LINE__, __VA_ARGS__)
 
 constexpr char kMagic[8] = {'i', 'n', 'c', 'i', 'n', 'N', 'T', '1'};
 struct Handle {

@@ -22,27 +22,13 @@
 #include <vector>
 
 #include "collnet_abi.h"
+#include "log.h"
 
 namespace {
 
 incinNcclLogger g_logger = nullptr;
 
-#define INCIN_LOG(level, ...) plugin_log(level, __FILE__, __LINE__, __VA_ARGS__)
-
-__attribute__((format(printf, 4, 5))) void plugin_log(incinNcclLogLevel level, const char* file, int line,
-                                                      const char* fmt, ...) {
-  char msg[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  if (g_logger) {
-    g_logger(level, INCIN_NCCL_LOG_NET, file, line, "NET/incin: %s", msg);
-  } else if (level == INCIN_NCCL_LOG_WARN) {
-    // Without NCCL's logger (a bad init order) a failure still says why.
-    fprintf(stderr, "NET/incin: %s\n", msg);
-  }
-}
+#define INCIN_LOG(level, ...) IncinNcclLog(g_logger, "NET/incin", level, __FILE__, __LINE__, __VA_ARGS__)
 
 const char* env_or(const char* name, const char* fallback) {
   const char* v = getenv(name);
