@@ -30,7 +30,7 @@ trap 'rc=$?; pk_cleanup; (exit $rc); cleanup' EXIT
 note "building the packages (cpack)"
 cpack -G DEB --config "$INCLAB_BUILD/CPackConfig.cmake" -B "$WORK/pkgs" >"$WORK/cpack.log" 2>&1 ||
   { cat "$WORK/cpack.log"; fail "cpack failed"; }
-PKGS=(incin-switch incin-manager incin-cli incin-client incin-mpi libinc0 libinc-dev)
+PKGS=(incin-switch incin-manager incin-cli incin-client incin-mpi incin-nccl libinc0 libinc-dev)
 for p in "${PKGS[@]}"; do
   ls "$WORK/pkgs/${p}_"*.deb >/dev/null 2>&1 || fail "package $p was not built"
 done
@@ -51,6 +51,12 @@ dpkg --root="$ROOT" -s incin-manager | grep -q '^ /etc/incin/incamd.json ' || fa
 dpkg --root="$ROOT" -s incin-switch | grep -q '^ /etc/incin/switch-example.json ' ||
   fail "switch-example.json is not a conffile"
 ! ldd "$ROOT/usr/lib/incin/libincmpi.so" | grep -q "not found" || fail "libincmpi.so has unresolved libraries"
+COMPONENT=$(find "$ROOT/usr/lib" -path '*/incin/openmpi/mca_coll_incin.so' | head -n1)
+[ -n "$COMPONENT" ] || fail "incin-mpi does not install the Open MPI component mca_coll_incin.so"
+! ldd "$COMPONENT" | grep -q "not found" || fail "mca_coll_incin.so has unresolved libraries"
+PKGLIB=$(ompi_info --path pkglibdir --parsable | cut -d: -f3)
+OMPI_MCA_mca_component_path="$PKGLIB:$(dirname "$COMPONENT")" ompi_info --param coll incin --level 9 |
+  grep -q 'coll_incin_priority' || fail "ompi_info does not list the installed coll/incin component"
 "$ROOT/usr/sbin/incamd" --version | grep -q '^incamd [0-9]' || fail "installed incamd --version"
 "$ROOT/usr/sbin/incswitchd" --version | grep -q '^incswitchd [0-9]' || fail "installed incswitchd --version"
 "$ROOT/usr/bin/incinctl" --version | grep -q '^incinctl [0-9]' || fail "installed incinctl --version"
@@ -68,6 +74,12 @@ cmake -S "$EXAMPLES" -B "$WORK/example-cmake" -DCMAKE_PREFIX_PATH="$ROOT/usr" >"
   cmake --build "$WORK/example-cmake" >>"$WORK/cmake.log" 2>&1 ||
   { cat "$WORK/cmake.log"; fail "the example does not build with find_package(inc)"; }
 ldd "$WORK/inc-c-example" | grep -q "$LIBDIR/libinc.so.0" || fail "the example does not use the installed libinc.so.0"
+[ -f "$LIBDIR/libnccl-net-incin.so" ] || fail "incin-nccl does not install libnccl-net-incin.so next to libinc.so.0"
+LD_LIBRARY_PATH="$LIBDIR" ldd "$LIBDIR/libnccl-net-incin.so" | grep -q "$LIBDIR/libinc.so.0" ||
+  fail "the installed NCCL plugin does not resolve the installed libinc.so.0"
+for sym in ncclCollNetPlugin_v10 ncclNetPlugin_v8; do
+  nm -D --defined-only "$LIBDIR/libnccl-net-incin.so" | grep -qw "$sym" || fail "installed NCCL plugin lacks $sym"
+done
 
 note "systemd-analyze verify of the installed units"
 cp "$ROOT/usr/lib/systemd/system/incswitchd@.service" "$ROOT/etc/systemd/system/incswitchd@leaf0.service"
