@@ -8,7 +8,7 @@
 #   scripts/fuzz.sh --seeds                 rewrite fuzz/corpus/*/seed-* from the
 #                                           project's builders and serializers
 # Targets: frame rsvp arn_message switch_config am_config am_topology
-# switch_translate am_convert mpi_env job_credential (default: all, one after
+# switch_translate am_convert mpi_env job_credential netconf_edit (default: all, one after
 # another).
 # New inputs of a campaign collect in $FUZZ_BUILD_DIR/fuzz/work/<target>/new;
 # crashes in .../artifacts. fuzz/README.md says how to keep what a campaign finds.
@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 FUZZ_BUILD_DIR=${FUZZ_BUILD_DIR:-build-fuzz}
 FUZZ_CXX=${FUZZ_CXX:-clang++}
 ALL_TARGETS=(frame rsvp arn_message switch_config am_config am_topology switch_translate am_convert mpi_env
-  job_credential)
+  job_credential netconf_edit)
 
 seconds=60
 build_only=0

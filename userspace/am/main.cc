@@ -159,6 +159,19 @@ int main(int argc, char** argv) {
   }
 
   inc::am::Manager manager(options, std::move(*topo), std::move(*store));
+  if (config->netconf().enabled()) {
+    auto nc_options = inc::am::NetconfClientOptionsFromConfig(*config);
+    if (!nc_options.ok()) {
+      LOG_ERROR << "config: " << nc_options.status().message();
+      return kExitBadConfig;
+    }
+    auto netconf = inc::am::NetconfSwitchClient::Create(*nc_options);
+    if (!netconf.ok()) {
+      LOG_ERROR << "config: " << netconf.status().message();
+      return kExitBadConfig;
+    }
+    manager.switch_clients().UseNetconf(std::move(*netconf));
+  }
   if (inc::Status st = manager.Restore(); !st.ok()) {
     LOG_ERROR << "state: " << st.ToString();
     return kExitBadConfig;

@@ -41,12 +41,17 @@ std::shared_ptr<v1::SwitchAgent::Stub> SwitchClients::StubFor(const std::string&
 }
 
 void SwitchClients::Connect(const std::string& address) {
+  if (netconf_) return;  // connects on the first call
   StubFor(address);
   std::lock_guard<std::mutex> lk(mu_);
   channels_.at(address)->GetState(/*try_to_connect=*/true);
 }
 
 void SwitchClients::Reconnect(const std::string& address) {
+  if (netconf_) {
+    netconf_->Forget(address);
+    return;
+  }
   std::lock_guard<std::mutex> lk(mu_);
   auto channel = NewChannel(address, credentials_);
   channels_[address] = channel;
@@ -59,6 +64,7 @@ void SwitchClients::SetDeadline(grpc::ClientContext* ctx) const {
 }
 
 Status SwitchClients::Configure(const std::string& address, const TreeConfig& tree) {
+  if (netconf_) return netconf_->Configure(address, TreeConfigToProto(tree));
   grpc::ClientContext ctx;
   SetDeadline(&ctx);
   v1::ConfigureTreeRequest req;
@@ -68,6 +74,7 @@ Status SwitchClients::Configure(const std::string& address, const TreeConfig& tr
 }
 
 Status SwitchClients::Remove(const std::string& address, uint32_t tree_id) {
+  if (netconf_) return netconf_->Remove(address, tree_id);
   grpc::ClientContext ctx;
   SetDeadline(&ctx);
   v1::RemoveTreeRequest req;
@@ -77,6 +84,7 @@ Status SwitchClients::Remove(const std::string& address, uint32_t tree_id) {
 }
 
 Expected<v1::SwitchStats> SwitchClients::Stats(const std::string& address, uint32_t tree_id) {
+  if (netconf_) return netconf_->Stats(address, tree_id);
   grpc::ClientContext ctx;
   SetDeadline(&ctx);
   v1::GetStatsRequest req;

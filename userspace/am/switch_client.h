@@ -12,6 +12,7 @@
 #include <string>
 
 #include "am/model.h"
+#include "am/netconf_client.h"
 #include "common/status.h"
 #include "inc/v1/inc.grpc.pb.h"
 
@@ -33,6 +34,9 @@ class SwitchClients {
   // then be waiting out gRPC's reconnect back-off (calls fail UNAVAILABLE
   // meanwhile). Calls in flight finish on the old channel.
   void Reconnect(const std::string& address);
+  // From now on Configure, Remove and Stats go over NETCONF (docs/netconf.md)
+  // to the same switches; call before the AM serves.
+  void UseNetconf(std::shared_ptr<NetconfSwitchClient> netconf) { netconf_ = std::move(netconf); }
 
  private:
   std::shared_ptr<v1::SwitchAgent::Stub> StubFor(const std::string& address);
@@ -43,6 +47,7 @@ class SwitchClients {
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<grpc::Channel>> channels_;
   std::map<std::string, std::shared_ptr<v1::SwitchAgent::Stub>> stubs_;
+  std::shared_ptr<NetconfSwitchClient> netconf_;
 };
 
 }  // namespace inc::am

@@ -196,6 +196,7 @@ void ApplyFlags(const FlagOverrides& f, v1::SwitchAgentConfig* c) {
   if (f.log_level) c->set_log_level(*f.log_level);
   if (f.log_format) c->set_log_format(*f.log_format);
   if (f.insecure) c->set_insecure(*f.insecure);
+  if (f.netconf_listen) c->mutable_netconf()->set_listen(*f.netconf_listen);
 }
 
 Expected<std::string> ResolveListen(const v1::SwitchAgentConfig& c) {

@@ -50,6 +50,7 @@ struct FlagOverrides {
   std::optional<std::string> log_level;
   std::optional<std::string> log_format;
   std::optional<bool> insecure;
+  std::optional<std::string> netconf_listen;  // --netconf-listen (docs/netconf.md)
 };
 
 // How incswitchd serves and dials the AM: mTLS with config "tls" {cert,

@@ -59,6 +59,12 @@ Expected<SwitchPlan> PlanSwitch(v1::SwitchAgentConfig config, const std::string&
   auto am_credentials = MakeWatchedChannelCredentials(*security);
   if (!am_credentials.ok()) return InvalidArgument(InConfig(config_path, am_credentials.status()));
   plan.am_credentials = *am_credentials;
+  if (!config.netconf().listen().empty()) {
+    auto nc = netconf::NetconfOptionsFromConfig(config);
+    if (!nc.ok()) return InvalidArgument(InConfig(config_path, nc.status()));
+    nc->management_address = advertise.empty() ? AdvertisedAddress(plan.listen, plan.ports) : advertise;
+    plan.netconf = std::move(*nc);
+  }
   plan.config = std::move(config);
   return plan;
 }
@@ -99,6 +105,7 @@ Status SwitchDaemon::StartParts() {
     credit_ = std::move(*c);
   }
   INC_RETURN_IF_ERROR(StartServer());
+  INC_RETURN_IF_ERROR(StartNetconf());
   INC_RETURN_IF_ERROR(StartMetrics());
   StartAmClient();
   monitor_ = std::thread([this] { MonitorLinks(); });
@@ -123,6 +130,17 @@ Status SwitchDaemon::StartServer() {
   LOG_INFO << "serving SwitchAgent on " << plan_.listen
            << (plan_.listen.rfind("unix:", 0) == 0 ? "" : " (port " + std::to_string(bound_port) + ")")
            << "; " << Describe(plan_.security);
+  return Status::Ok();
+}
+
+Status SwitchDaemon::StartNetconf() {
+  if (!plan_.netconf) return Status::Ok();
+  auto started = netconf::NetconfServer::Start(*plan_.netconf, agent_.get(), routing_.get(), credit_.get());
+  if (!started.ok()) {
+    LOG_ERROR << started.status().ToString();
+    return started.status();
+  }
+  netconf_ = std::move(*started);
   return Status::Ok();
 }
 
@@ -254,6 +272,7 @@ Status SwitchDaemon::Stop(bool keep_datapath) {
     server_->Wait();
     LOG_INFO << "stopped serving SwitchAgent";
   }
+  netconf_.reset();  // its sessions end before the agent they drive
   Status st = Status::Ok();
   if (agent_) agent_->SetLinkReporter(nullptr);
   credit_.reset();  // ends its flows (PathTear) while the data path still runs

@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -25,6 +26,7 @@
 #include "switch/config.h"
 #include "switch/credit/credit_agent.h"
 #include "switch/credit/credit_config.h"
+#include "switch/netconf/server.h"
 #include "switch/routing/arn_config.h"
 #include "switch/routing/routing_agent.h"
 #include "switch/service.h"
@@ -46,6 +48,8 @@ struct SwitchPlan {
   TransportSecurity security;
   std::shared_ptr<grpc::ServerCredentials> server_credentials;
   std::shared_ptr<grpc::ChannelCredentials> am_credentials;
+  // NETCONF next to gRPC (docs/netconf.md); absent = off.
+  std::optional<netconf::NetconfOptions> netconf;
 };
 
 // Errors name the config file when there is one.
@@ -76,6 +80,7 @@ class SwitchDaemon {
   Status StartParts();
   Status StartServer();
   Status StartMetrics();
+  Status StartNetconf();
   void StartAmClient();
   // Link state: a port going down, or ARN finding a link congested or
   // healthy again, must reach the AM in the next heartbeat (it moves trees
@@ -93,6 +98,7 @@ class SwitchDaemon {
   std::unique_ptr<Authorizer> authorizer_;
   std::unique_ptr<SwitchAgentService> service_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<netconf::NetconfServer> netconf_;
   std::unique_ptr<MetricsServer> metrics_;
   std::unique_ptr<AmClient> am_client_;
 

@@ -73,6 +73,11 @@ int main(int argc, char** argv) {
   app.add_option(
       "--advertise", advertise,
       "address the AM dials back (default: --listen, wildcard host replaced by the first port's IP)");
+  std::string netconf_listen;
+  auto* o_netconf =
+      app.add_option("--netconf-listen", netconf_listen,
+                     "serve NETCONF over SSH on host:port (docs/netconf.md; keys from the config's "
+                     "netconf and tls)");
   bool insecure = false;
   auto* o_insecure = app.add_flag("--insecure", insecure,
                                   "plaintext gRPC without authorization (instead of the config's tls)");
@@ -93,6 +98,7 @@ int main(int argc, char** argv) {
   if (o_mode->count()) flags.xdp_mode = xdp_mode;
   if (o_keep->count()) flags.keep_datapath_on_exit = keep;
   if (o_insecure->count()) flags.insecure = insecure;
+  if (o_netconf->count()) flags.netconf_listen = netconf_listen;
   if (o_log->count()) flags.log_level = log_level;
   if (o_format->count()) {
     flags.log_format = log_format;

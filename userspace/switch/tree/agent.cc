@@ -233,6 +233,15 @@ Expected<v1::SwitchStats> Agent::GetStats(uint32_t tree_id) {
   return out;
 }
 
+std::map<uint16_t, v1::TreeConfig> Agent::ConfiguredTrees() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<uint16_t, v1::TreeConfig> out;
+  for (const auto& [id, config] : desired_) {
+    if (live_.count(id)) out.emplace(id, config);
+  }
+  return out;
+}
+
 Status Agent::Health(v1::HealthResponse* out) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!dp_) return Unavailable("switch agent " + name() + " is shutting down");

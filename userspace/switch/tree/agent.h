@@ -35,6 +35,9 @@ class Agent {
   Expected<bool> RemoveTree(uint32_t tree_id);               // true if it existed
   Expected<v1::SwitchStats> GetStats(uint32_t tree_id);
   Status Health(v1::HealthResponse* out);
+  // The TreeConfig last applied per tree (the NETCONF running datastore;
+  // trees re-adopted at start show once the AM re-sends them).
+  std::map<uint16_t, v1::TreeConfig> ConfiguredTrees();
 
   // AM registration and heartbeats.
   v1::RegisterSwitchRequest BuildRegister(const std::string& agent_address);
