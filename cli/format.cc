@@ -430,14 +430,32 @@ void PrintTree(const v1::Tree& tr, std::ostream& out) {
         {s.switch_name(), RoleName(s.role()), OrDash(s.parent()), Num(s.slot_base()), Num(s.num_children())});
   sw.Print(out, "  ");
   out << "members\n";
-  Table m({">RANK", "HOST", "IP", ">QPN", "TRANSPORT", "SWITCH", "PORT", ">RANK@SWITCH", "LAST HEARTBEAT"});
+  // Several ranks per host: a RANKS column with the job's ranks behind each
+  // member (the member's RANK then numbers the hosts).
+  bool ranks = false;
+  for (const v1::TreeMember& mb : tr.members()) ranks = ranks || !mb.host_ranks().empty();
+  std::vector<std::string> cols = {">RANK",  "HOST", "IP",           ">QPN",          "TRANSPORT",
+                                   "SWITCH", "PORT", ">RANK@SWITCH", "LAST HEARTBEAT"};
+  if (ranks) cols.insert(cols.begin() + 2, "RANKS");
+  Table m(cols);
   for (const v1::TreeMember& mb : tr.members()) {
     const v1::MemberInfo& info = mb.info();
     bool joined = mb.joined();
-    m.AddRow({Num(mb.rank()), OrDash(info.host()), OrDash(info.ip()), joined ? Num(info.qpn()) : "-",
-              joined ? TransportName(info.transport()) : "-", OrDash(mb.switch_name()),
-              OrDash(mb.switch_port()), Num(mb.rank_at_switch()),
-              joined ? FormatAgo(mb.last_heartbeat_ms_ago()) : "-"});
+    std::vector<std::string> row = {Num(mb.rank()),
+                                    OrDash(info.host()),
+                                    OrDash(info.ip()),
+                                    joined ? Num(info.qpn()) : "-",
+                                    joined ? TransportName(info.transport()) : "-",
+                                    OrDash(mb.switch_name()),
+                                    OrDash(mb.switch_port()),
+                                    Num(mb.rank_at_switch()),
+                                    joined ? FormatAgo(mb.last_heartbeat_ms_ago()) : "-"};
+    if (ranks) {
+      std::string list;
+      for (uint32_t r : mb.host_ranks()) list += (list.empty() ? "" : ",") + std::to_string(r);
+      row.insert(row.begin() + 2, list.empty() ? "-" : list);
+    }
+    m.AddRow(row);
   }
   m.Print(out, "  ");
 }

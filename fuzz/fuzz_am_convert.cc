@@ -10,6 +10,7 @@
 #include <string>
 
 #include "am/convert.h"
+#include "am/membership.h"
 #include "fuzz_check.h"
 
 namespace {
@@ -83,8 +84,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   inc::v1::JoinGroupRequest join;
   if (join.ParseFromArray(data, static_cast<int>(size))) {
     auto j = inc::am::JoinFromProto(join);
-    if (j.ok())
+    if (j.ok()) {
       FUZZ_CHECK(j->job == join.job_id() && j->rank == join.rank() && j->world == join.world_size());
+      FUZZ_CHECK(j->host_ranks.size() == static_cast<size_t>(join.host_ranks_size()) &&
+                 j->total_ranks == join.total_ranks());
+      // Several ranks per host: the check either accepts or names the field.
+      inc::Status c = inc::am::CheckJoin(*j);
+      FUZZ_CHECK(c.ok() || c.code() == inc::Code::kInvalidArgument);
+    }
   }
   // A stored tree config: whatever decodes encodes to bytes that decode the same.
   auto config = inc::am::DecodeTreeConfig(std::string(reinterpret_cast<const char*>(data), size));

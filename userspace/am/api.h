@@ -45,6 +45,11 @@ struct JoinRequest {
   MemberInfo member;
   TreeAsk ask;
   uint32_t timeout_ms = 0;  // 0: the AM's join timeout
+  // Several ranks per host: the job's ranks behind this member (empty: the
+  // member is one rank) out of total_ranks (docs/architecture.md "Several
+  // ranks per host").
+  std::vector<uint32_t> host_ranks;
+  uint32_t total_ranks = 0;
 };
 
 // What a member needs to run collectives on its tree.
@@ -151,7 +156,8 @@ struct TreeInfo {
   struct Member {
     uint32_t rank = 0;
     bool joined = false;
-    MemberSpec spec;  // only the host unless joined
+    MemberSpec spec;                   // only the host unless joined
+    std::vector<uint32_t> host_ranks;  // the job's ranks behind this member, if several per host
     // With a plan:
     std::optional<uint32_t> member_index;
     std::string switch_name;

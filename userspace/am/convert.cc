@@ -247,6 +247,8 @@ Expected<JoinRequest> JoinFromProto(const v1::JoinGroupRequest& req) {
   j.world = req.world_size();
   j.rank = req.rank();
   j.timeout_ms = req.timeout_ms();
+  j.host_ranks.assign(req.host_ranks().begin(), req.host_ranks().end());
+  j.total_ranks = req.total_ranks();
   const v1::MemberInfo& mi = req.member();
   if (!v1::Transport_IsValid(mi.transport()))
     return InvalidArgument("member.transport " + std::to_string(mi.transport()) + " is unknown");
@@ -420,6 +422,7 @@ v1::Tree TreeToProto(const TreeInfo& t) {
     v1::TreeMember* tm = p.add_members();
     tm->set_rank(m.rank);
     tm->set_joined(m.joined);
+    for (uint32_t r : m.host_ranks) tm->add_host_ranks(r);
     v1::MemberInfo* mi = tm->mutable_info();
     mi->set_host(m.spec.host);
     if (m.joined) {

@@ -706,6 +706,7 @@ Expected<Assignment> Manager::JoinGroup(const JoinRequest& req, const Cancelled&
         return FailedPrecondition(rank_name +
                                   " asks for a pool size, packet size or capability "
                                   "set different from the one the job's group was started with");
+      INC_RETURN_IF_ERROR(t->members.CheckHostRanks(rank, req.host_ranks, req.total_ranks));
       if (const uint32_t* same = t->members.RankOnHost(spec->host))
         return FailedPrecondition(rank_name + " is on host " + spec->host + ", as rank " +
                                   std::to_string(*same) + " already is; a tree has one member per " +
@@ -731,6 +732,7 @@ Expected<Assignment> Manager::JoinGroup(const JoinRequest& req, const Cancelled&
     }
     seq = next_join_seq_++;
     t->members.Join(rank, *spec, seq);
+    t->members.SetHostRanks(rank, req.host_ranks, req.total_ranks);
     LOG_DEBUG << rank_name << " joined from host " << spec->host << " (" << t->members.joined() << "/"
               << t->world << ")";
     complete = t->members.complete();
@@ -1253,6 +1255,7 @@ TreeInfo Manager::InfoLocked(const TreeRec& t) const {
     tm.joined = m.joined;
     tm.spec = m.joined ? m.spec : MemberSpec{};
     tm.spec.host = m.spec.host;
+    if (m.joined) tm.host_ranks = m.host_ranks;
     if (t.plan) {
       const MemberSlot& slot = t.plan->member_slot[r];
       const PlanSwitch& ps = t.plan->switches[slot.switch_index];

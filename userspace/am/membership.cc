@@ -1,5 +1,7 @@
 #include "am/membership.h"
 
+#include <algorithm>
+
 namespace inc::am {
 
 Status CheckJoin(const JoinRequest& req) {
@@ -12,6 +14,65 @@ Status CheckJoin(const JoinRequest& req) {
                            std::to_string(req.world));
   if (req.member.qpn == 0 || req.member.qpn > kMaxQpn)
     return InvalidArgument("member.qpn " + std::to_string(req.member.qpn) + " is not in 1..0xFFFFFF");
+  if (req.host_ranks.empty()) {
+    if (req.total_ranks)
+      return InvalidArgument("total_ranks " + std::to_string(req.total_ranks) + " without host_ranks");
+    return Status::Ok();
+  }
+  // Several ranks per host: world_size counts hosts, total_ranks ranks.
+  if (req.total_ranks < req.world || req.total_ranks > kMaxTotalRanks)
+    return InvalidArgument("total_ranks " + std::to_string(req.total_ranks) + " is not in world_size " +
+                           std::to_string(req.world) + ".." + std::to_string(kMaxTotalRanks));
+  if (req.host_ranks.size() > req.total_ranks - (req.world - 1))
+    return InvalidArgument(std::to_string(req.host_ranks.size()) + " host_ranks leave fewer than one of " +
+                           std::to_string(req.total_ranks) + " total_ranks for each of the other " +
+                           std::to_string(req.world - 1) + " members");
+  if (req.world == 1 && req.host_ranks.size() != req.total_ranks)
+    return InvalidArgument("the only member gives " + std::to_string(req.host_ranks.size()) +
+                           " host_ranks, total_ranks is " + std::to_string(req.total_ranks));
+  std::vector<uint32_t> sorted = req.host_ranks;
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 0; i < sorted.size(); i++) {
+    if (sorted[i] >= req.total_ranks)
+      return InvalidArgument("host_ranks has rank " + std::to_string(sorted[i]) + ", not below total_ranks " +
+                             std::to_string(req.total_ranks));
+    if (i && sorted[i] == sorted[i - 1])
+      return InvalidArgument("host_ranks has rank " + std::to_string(sorted[i]) + " twice");
+  }
+  return Status::Ok();
+}
+
+Status GroupMembers::CheckHostRanks(uint32_t rank, const std::vector<uint32_t>& ranks,
+                                    uint32_t total_ranks) const {
+  uint64_t behind = ranks.size(), joined = 1;
+  for (uint32_t r = 0; r < world(); r++) {
+    const Member& m = members_[r];
+    if (!m.joined || r == rank) continue;
+    if (m.host_ranks.empty() != ranks.empty())
+      return InvalidArgument("member " + std::to_string(rank) + (ranks.empty() ? " has no" : " has") +
+                             " host_ranks, member " + std::to_string(r) +
+                             (ranks.empty() ? " has" : " has none") +
+                             " (every member of a job gives them, or none)");
+    if (m.total_ranks != total_ranks)
+      return InvalidArgument("member " + std::to_string(rank) + " says total_ranks " +
+                             std::to_string(total_ranks) + ", member " + std::to_string(r) + " said " +
+                             std::to_string(m.total_ranks));
+    behind += m.host_ranks.size();
+    joined++;
+    for (uint32_t x : ranks)
+      if (std::find(m.host_ranks.begin(), m.host_ranks.end(), x) != m.host_ranks.end())
+        return InvalidArgument("member " + std::to_string(rank) + " gives rank " + std::to_string(x) +
+                               ", already behind member " + std::to_string(r) + " (host " + m.spec.host +
+                               ")");
+  }
+  // Each member not yet joined still has at least one rank behind it.
+  if (!ranks.empty() && behind + (world() - joined) > total_ranks)
+    return InvalidArgument("members give " + std::to_string(behind) + " ranks with " +
+                           std::to_string(world() - joined) +
+                           " members still to join, more than total_ranks " + std::to_string(total_ranks));
+  if (!ranks.empty() && joined == world() && behind != total_ranks)
+    return InvalidArgument("the " + std::to_string(world()) + " members give " + std::to_string(behind) +
+                           " ranks, total_ranks is " + std::to_string(total_ranks));
   return Status::Ok();
 }
 

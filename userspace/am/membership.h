@@ -18,6 +18,7 @@ namespace inc::am {
 
 constexpr uint32_t kMaxWorld = 64 * 64;  // two levels of 64 children
 constexpr uint32_t kMaxQpn = 0xFFFFFF;
+constexpr uint32_t kMaxTotalRanks = kMaxWorld * 256;  // several ranks per host
 
 // INVALID_ARGUMENT naming the field when a join cannot be for any tree:
 // empty job, world or rank out of range, a QPN outside 1..0xFFFFFF.
@@ -36,6 +37,8 @@ class GroupMembers {
     uint64_t join_seq = 0;  // distinguishes a join from a later one of the same rank
     MemberSpec spec;
     Clock::time_point last_heartbeat;
+    std::vector<uint32_t> host_ranks;  // the job's ranks behind the member (several per host)
+    uint32_t total_ranks = 0;
   };
 
   GroupMembers() = default;
@@ -54,6 +57,14 @@ class GroupMembers {
   // Reserved trees know their hosts before anyone joins.
   void SetHost(uint32_t rank, const std::string& host) { members_[rank].spec.host = host; }
   void Heartbeat(uint32_t rank, Clock::time_point when) { members_[rank].last_heartbeat = when; }
+  void SetHostRanks(uint32_t rank, std::vector<uint32_t> ranks, uint32_t total_ranks) {
+    members_[rank].host_ranks = std::move(ranks);
+    members_[rank].total_ranks = total_ranks;
+  }
+  // INVALID_ARGUMENT when a member joining with these ranks behind it does
+  // not fit the joined ones: some of them without ranks behind them and some
+  // with, or a rank already behind another member.
+  Status CheckHostRanks(uint32_t rank, const std::vector<uint32_t>& ranks, uint32_t total_ranks) const;
   void HeartbeatAll(Clock::time_point when);
   // Up to `limit` ranks that have not joined, "0,3,7".
   std::string Missing(size_t limit) const;

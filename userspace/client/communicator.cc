@@ -16,6 +16,7 @@
 #include "client/block_op.h"
 #include "client/engine.h"
 #include "client/gather_sum.h"
+#include "client/host_stage.h"
 #include "client/numerics.h"
 #include "client/verbs_transport.h"
 #include "client/xdp_io.h"
@@ -206,6 +207,12 @@ class Communicator::Impl {
   std::shared_ptr<grpc::Channel> channel;
   uint64_t saturated = 0;
   bool joined = false;  // JoinGroup succeeded: leave on destruction
+  // The job's rank and world; with several ranks per host opt.rank and
+  // opt.world_size number the hosts (this rank's leader is the member).
+  uint32_t g_rank = 0, g_world = 1;
+  std::unique_ptr<HostStage> stage;     // several ranks per host
+  std::unique_ptr<HostNet> host_net;    // the leader's tree member for stage
+  std::unique_ptr<HostCollectives> hc;  // set: collectives go through stage
   std::chrono::steady_clock::time_point last_op_end = std::chrono::steady_clock::now();
 
   std::thread hb_thread;
@@ -252,10 +259,23 @@ class Communicator::Impl {
   }
 
   Status CheckRoot(uint32_t root) const {
-    if (root >= opt.world_size)
-      return InvalidArgument("root " + std::to_string(root) + " >= world size " +
-                             std::to_string(opt.world_size));
+    if (root >= g_world)
+      return InvalidArgument("root " + std::to_string(root) + " >= world size " + std::to_string(g_world));
     return Status::Ok();
+  }
+
+  // Broadcast and typed reduction by global root rank, through the host
+  // stage when there is one.
+  Status Bcast(const void* send, void* recv, size_t bytes, uint32_t root) {
+    if (hc) return hc->Broadcast(send, recv, bytes, root);
+    return BroadcastBytes(send, recv, bytes, root);
+  }
+  Status TRed(uint8_t collective, const void* send, void* recv, size_t count, DataType t, ReduceOp op,
+              uint32_t root, bool want) {
+    if (hc) return hc->Reduce(collective, send, recv, count, t, op, root, want);
+    if (collective == INC_COLL_ALLREDUCE)
+      return TypedReduction(collective, send, recv, count, t, op, 0, true);
+    return TypedReduction(collective, send, recv, count, t, op, MemberIndexOf(root), want);
   }
 
   static bool Allowed(const std::vector<uint32_t>& set, uint32_t v) {
@@ -613,6 +633,40 @@ class Communicator::Impl {
 
 namespace {
 
+// The leader's tree member, as the host stage uses it (node numbers are
+// this member's rank space).
+class ImplNet : public HostNet {
+ public:
+  explicit ImplNet(Communicator::Impl* impl) : impl_(impl) {}
+  Status Reduce(uint8_t collective, uint8_t wire_dtype, uint8_t op, void* lanes, uint64_t count,
+                uint32_t root_node, bool recv) override {
+    uint8_t root_index = impl_->MemberIndexOf(root_node);
+    if (collective == INC_COLL_REDUCE && impl_->opt.reduce_mode == "allreduce" &&
+        Communicator::Impl::Allowed(impl_->asg.collectives, INC_COLL_ALLREDUCE)) {
+      collective = INC_COLL_ALLREDUCE;
+      root_index = 0;
+    }
+    BlockSpec s = impl_->Base(collective, wire_dtype, op, count);
+    s.root_index = root_index;
+    s.send = lanes;
+    s.recv = recv ? lanes : nullptr;
+    s.recv_data = recv;
+    return impl_->Run(s);
+  }
+  Status Broadcast(const void* send, void* recv, size_t bytes, uint32_t root_node) override {
+    return impl_->BroadcastBytes(send, recv, bytes, root_node);
+  }
+  Status Barrier() override {
+    BlockSpec s = impl_->Base(INC_COLL_BARRIER, INC_DTYPE_INT32, INC_OP_SUM, 0);
+    s.send_data = false;
+    s.recv_data = false;
+    return impl_->Run(s);
+  }
+
+ private:
+  Communicator::Impl* impl_;
+};
+
 Status ValidateOptions(const CommunicatorOptions& o) {
   if (o.world_size == 0 || o.world_size > 4096) return InvalidArgument("world_size must be in 1..4096");
   if (o.rank >= o.world_size)
@@ -645,6 +699,8 @@ Expected<std::unique_ptr<Communicator::Impl>> MakeImpl(const CommunicatorOptions
   INC_RETURN_IF_ERROR(ValidateOptions(options));
   auto impl = std::make_unique<Communicator::Impl>();
   impl->opt = options;
+  impl->g_rank = options.rank;
+  impl->g_world = options.world_size;
   auto info = GetInterfaceInfo(options.iface);
   if (!info.ok()) return info.status();
   if (!info->ip.host) return FailedPrecondition("interface " + options.iface + " has no IPv4 address");
@@ -711,9 +767,40 @@ Expected<std::unique_ptr<Communicator>> Communicator::Create(const CommunicatorO
     if (*job != options.job_id)
       return InvalidArgument(source + " is for job '" + *job + "', not for job '" + options.job_id + "'");
   }
+  // Several ranks per host?
+  uint32_t local_size = options.local_size;
+  if (local_size == 0) {
+    const char* env = std::getenv("INC_LOCAL_SIZE");
+    local_size = 1;
+    if (env && *env) {
+      char* end = nullptr;
+      unsigned long v = std::strtoul(env, &end, 10);
+      if (*end || v == 0 || v > 256)
+        return InvalidArgument("INC_LOCAL_SIZE must be in 1..256, not '" + std::string(env) + "'");
+      local_size = static_cast<uint32_t>(v);
+    }
+  }
+  std::optional<uint32_t> local_rank = options.local_rank;
+  if (!local_rank && local_size > 1) {
+    if (const char* env = std::getenv("INC_LOCAL_RANK"); env && *env) {
+      char* end = nullptr;
+      unsigned long v = std::strtoul(env, &end, 10);
+      if (*end || v >= local_size)
+        return InvalidArgument("INC_LOCAL_RANK must be below INC_LOCAL_SIZE " + std::to_string(local_size) +
+                               ", not '" + std::string(env) + "'");
+      local_rank = static_cast<uint32_t>(v);
+    }
+  }
+  if (local_size > 1) return CreateLocal(options, credential, local_size, local_rank);
   auto made = MakeImpl(options);
   if (!made.ok()) return made.status();
   std::unique_ptr<Impl> impl = std::move(*made);
+  INC_RETURN_IF_ERROR(JoinAm(impl.get(), options, credential, {}, 0));
+  return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
+}
+
+Status Communicator::JoinAm(Impl* impl, const CommunicatorOptions& options, const std::string& credential,
+                            const std::vector<uint32_t>& host_ranks, uint32_t total_ranks) {
   inc::v1::JoinGroupRequest req;
   req.set_job_id(options.job_id);
   req.set_job_credential(credential);
@@ -722,6 +809,8 @@ Expected<std::unique_ptr<Communicator>> Communicator::Create(const CommunicatorO
   req.set_timeout_ms(options.join_timeout_ms);
   req.set_pool_size(options.pool_size);
   req.set_elems_per_packet(options.elems_per_packet);
+  for (uint32_t r : host_ranks) req.add_host_ranks(r);
+  req.set_total_ranks(total_ranks);
   auto* m = req.mutable_member();
   m->set_ip(impl->ifinfo.ip.ToString());
   m->set_mac(impl->ifinfo.mac.ToString());
@@ -752,8 +841,72 @@ Expected<std::unique_ptr<Communicator>> Communicator::Create(const CommunicatorO
   if (impl->asg.world_size && impl->asg.world_size != options.world_size)
     return FailedPrecondition("AM assigned world size " + std::to_string(impl->asg.world_size) +
                               ", expected " + std::to_string(options.world_size));
-  Status st = impl->Start();
-  if (!st.ok()) return st;
+  return impl->Start();
+}
+
+Expected<std::unique_ptr<Communicator>> Communicator::CreateLocal(const CommunicatorOptions& options,
+                                                                  const std::string& credential,
+                                                                  uint32_t local_size,
+                                                                  std::optional<uint32_t> local_rank) {
+  if (options.world_size == 0 || options.world_size > 4096)
+    return InvalidArgument("world_size must be in 1..4096");
+  if (options.rank >= options.world_size)
+    return InvalidArgument("rank " + std::to_string(options.rank) + " >= world_size " +
+                           std::to_string(options.world_size));
+  if (options.world_size % local_size)
+    return InvalidArgument("world_size " + std::to_string(options.world_size) + " is not a multiple of " +
+                           std::to_string(local_size) + " ranks per host");
+  if (local_rank && *local_rank != options.rank % local_size)
+    return InvalidArgument("local rank " + std::to_string(*local_rank) + " of rank " +
+                           std::to_string(options.rank) + " must be rank % " + std::to_string(local_size) +
+                           " = " + std::to_string(options.rank % local_size) +
+                           " (ranks go in blocks per host)");
+  const uint32_t node = options.rank / local_size, nodes = options.world_size / local_size;
+  HostStageOptions so;
+  so.name = HostStageName(options.job_id, node);
+  so.local_rank = options.rank % local_size;
+  so.local_size = local_size;
+  so.slot_bytes = options.local_slot_bytes;
+  so.attach_timeout_ms = options.join_timeout_ms;
+  auto stage = HostStage::Open(so);
+  if (!stage.ok()) return stage.status().WithContext("host stage " + so.name);
+  std::unique_ptr<Impl> impl;
+  HostInfo info;
+  if ((*stage)->leader()) {
+    INC_RETURN_IF_ERROR((*stage)->WaitAttached());
+    CommunicatorOptions member = options;
+    member.rank = node;
+    member.world_size = nodes;
+    std::vector<uint32_t> ranks;
+    for (uint32_t l = 0; l < local_size; l++) ranks.push_back(node * local_size + l);
+    auto made = MakeImpl(member);
+    Status st =
+        made.ok() ? JoinAm(made->get(), member, credential, ranks, options.world_size) : made.status();
+    if (st.ok()) {
+      impl = std::move(*made);
+      info.elems4 = impl->asg.elems_per_packet;
+      info.gather_sum = impl->opt.small_sum == "gather" && Impl::Allowed(impl->asg.dtypes, INC_DTYPE_INT32) &&
+                        Impl::Allowed(impl->asg.ops, INC_OP_SUM);
+    }
+    (*stage)->PublishJoin(st, info);
+    if (!st.ok()) return st;
+    impl->host_net = std::make_unique<ImplNet>(impl.get());
+  } else {
+    auto joined = (*stage)->WaitJoin();
+    if (!joined.ok()) return joined.status();
+    info = *joined;
+    impl = std::make_unique<Impl>();
+    impl->opt = options;
+    impl->asg.elems_per_packet = info.elems4;
+  }
+  impl->g_rank = options.rank;
+  impl->g_world = options.world_size;
+  impl->stage = std::move(*stage);
+  impl->hc = std::make_unique<HostCollectives>(impl->stage.get(), impl->host_net.get(), options.rank,
+                                               options.world_size, info);
+  LOG_INFO << "rank " << options.rank << "/" << options.world_size << ": local rank " << so.local_rank
+           << " of " << local_size << " on host " << node << " of " << nodes
+           << (so.local_rank == 0 ? " (the host's tree member)" : "");
   return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
 }
 
@@ -763,6 +916,8 @@ Expected<std::unique_ptr<Communicator>> Communicator::CreateWithAssignment(const
   if (!made.ok()) return made.status();
   std::unique_ptr<Impl> impl = std::move(*made);
   impl->asg = assignment;
+  impl->g_rank = options.rank;
+  impl->g_world = options.world_size;
   // Without a JoinGroup there is no membership to leave.
   impl->am.reset();
   Status st = impl->Start();
@@ -771,18 +926,22 @@ Expected<std::unique_ptr<Communicator>> Communicator::CreateWithAssignment(const
 }
 
 void Communicator::Abort(const std::string& why) {
-  impl_->engine->Abort(why);
+  if (impl_->stage) impl_->stage->Abort(why);
+  if (impl_->engine) impl_->engine->Abort(why);
 }
 
 uint32_t Communicator::rank() const {
-  return impl_->opt.rank;
+  return impl_->g_rank;
 }
 uint32_t Communicator::world_size() const {
-  return impl_->opt.world_size;
+  return impl_->g_world;
 }
 
 Status Communicator::AllReduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op) {
   if (count && (!send || !recv)) return InvalidArgument("AllReduce: null buffer");
+  if (impl_->hc)
+    return impl_->hc->Reduce(INC_COLL_ALLREDUCE, send, recv, count, type, op, 0, true)
+        .WithContext("AllReduce");
   return impl_->TypedReduction(INC_COLL_ALLREDUCE, send, recv, count, type, op, 0, true)
       .WithContext("AllReduce");
 }
@@ -790,8 +949,11 @@ Status Communicator::AllReduce(const void* send, void* recv, size_t count, DataT
 Status Communicator::Reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op,
                             uint32_t root) {
   INC_RETURN_IF_ERROR(impl_->CheckRoot(root));
-  bool is_root = impl_->opt.rank == root;
+  bool is_root = rank() == root;
   if (count && (!send || (is_root && !recv))) return InvalidArgument("Reduce: null buffer");
+  if (impl_->hc)
+    return impl_->hc->Reduce(INC_COLL_REDUCE, send, recv, count, type, op, root, is_root)
+        .WithContext("Reduce");
   return impl_
       ->TypedReduction(INC_COLL_REDUCE, send, is_root ? recv : nullptr, count, type, op,
                        impl_->MemberIndexOf(root), is_root)
@@ -801,10 +963,11 @@ Status Communicator::Reduce(const void* send, void* recv, size_t count, DataType
 Status Communicator::Broadcast(void* buf, size_t count, DataType type, uint32_t root) {
   INC_RETURN_IF_ERROR(impl_->CheckRoot(root));
   if (count && !buf) return InvalidArgument("Broadcast: null buffer");
-  return impl_->BroadcastBytes(buf, buf, count * DataTypeSize(type), root).WithContext("Broadcast");
+  return impl_->Bcast(buf, buf, count * DataTypeSize(type), root).WithContext("Broadcast");
 }
 
 Status Communicator::Barrier() {
+  if (impl_->hc) return impl_->hc->Barrier().WithContext("Barrier");
   BlockSpec s = impl_->Base(INC_COLL_BARRIER, INC_DTYPE_INT32, INC_OP_SUM, 0);
   s.send_data = false;
   s.recv_data = false;
@@ -816,7 +979,7 @@ Status Communicator::AllGather(const void* send, void* recv, size_t count, DataT
   if (count && (!send || !recv)) return InvalidArgument("AllGather: null buffer");
   for (uint32_t r = 0; r < world_size(); r++) {
     auto* dst = static_cast<uint8_t*>(recv) + r * block;
-    INC_RETURN_IF_ERROR(impl_->BroadcastBytes(r == rank() ? send : nullptr, dst, block, r)
+    INC_RETURN_IF_ERROR(impl_->Bcast(r == rank() ? send : nullptr, dst, block, r)
                             .WithContext("AllGather block " + std::to_string(r)));
   }
   return Status::Ok();
@@ -828,9 +991,7 @@ Status Communicator::ReduceScatter(const void* send, void* recv, size_t count, D
   for (uint32_t r = 0; r < world_size(); r++) {
     const auto* src = static_cast<const uint8_t*>(send) + r * block;
     bool mine = r == rank();
-    INC_RETURN_IF_ERROR(impl_
-                            ->TypedReduction(INC_COLL_REDUCE, src, mine ? recv : nullptr, count, type, op,
-                                             impl_->MemberIndexOf(r), mine)
+    INC_RETURN_IF_ERROR(impl_->TRed(INC_COLL_REDUCE, src, mine ? recv : nullptr, count, type, op, r, mine)
                             .WithContext("ReduceScatter block " + std::to_string(r)));
   }
   return Status::Ok();
@@ -842,7 +1003,7 @@ Status Communicator::Scatter(const void* send, void* recv, size_t count, DataTyp
   if (count && (!recv || (rank() == root && !send))) return InvalidArgument("Scatter: null buffer");
   std::vector<uint8_t> all(block * world_size());
   if (rank() == root && block) std::memcpy(all.data(), send, all.size());
-  INC_RETURN_IF_ERROR(impl_->BroadcastBytes(all.data(), all.data(), all.size(), root).WithContext("Scatter"));
+  INC_RETURN_IF_ERROR(impl_->Bcast(all.data(), all.data(), all.size(), root).WithContext("Scatter"));
   if (block) std::memcpy(recv, all.data() + rank() * block, block);
   return Status::Ok();
 }
@@ -857,11 +1018,17 @@ Status Communicator::Gather(const void* send, void* recv, size_t count, DataType
   const size_t lanes = (block * world_size() + 3) / 4;
   std::vector<int32_t> mine(lanes, 0), out(rank() == root ? lanes : 0);
   std::memcpy(reinterpret_cast<uint8_t*>(mine.data()) + rank() * block, send, block);
-  INC_RETURN_IF_ERROR(impl_
-                          ->Reduction(INC_COLL_REDUCE, DataType::kInt32, ReduceOp::kSum, mine.data(),
-                                      rank() == root ? out.data() : nullptr, lanes,
-                                      impl_->MemberIndexOf(root), rank() == root)
-                          .WithContext("Gather"));
+  if (impl_->hc)
+    INC_RETURN_IF_ERROR(impl_->hc
+                            ->Reduce(INC_COLL_REDUCE, mine.data(), rank() == root ? out.data() : nullptr,
+                                     lanes, DataType::kInt32, ReduceOp::kSum, root, rank() == root)
+                            .WithContext("Gather"));
+  else
+    INC_RETURN_IF_ERROR(impl_
+                            ->Reduction(INC_COLL_REDUCE, DataType::kInt32, ReduceOp::kSum, mine.data(),
+                                        rank() == root ? out.data() : nullptr, lanes,
+                                        impl_->MemberIndexOf(root), rank() == root)
+                            .WithContext("Gather"));
   if (rank() == root) std::memcpy(recv, out.data(), block * world_size());
   return Status::Ok();
 }
@@ -874,7 +1041,7 @@ Status Communicator::AllToAll(const void* send, void* recv, size_t count, DataTy
   std::vector<uint8_t> all(block * world_size());
   for (uint32_t s = 0; s < world_size(); s++) {
     if (s == rank() && block) std::memcpy(all.data(), send, all.size());
-    INC_RETURN_IF_ERROR(impl_->BroadcastBytes(all.data(), all.data(), all.size(), s)
+    INC_RETURN_IF_ERROR(impl_->Bcast(all.data(), all.data(), all.size(), s)
                             .WithContext("AllToAll source " + std::to_string(s)));
     if (block) std::memcpy(static_cast<uint8_t*>(recv) + s * block, all.data() + rank() * block, block);
   }
@@ -884,14 +1051,15 @@ Status Communicator::AllToAll(const void* send, void* recv, size_t count, DataTy
 CommunicatorStatus Communicator::GetStatus() const {
   CommunicatorStatus s;
   s.assignment = impl_->asg;
-  s.rank = impl_->opt.rank;
-  s.world_size = impl_->opt.world_size;
+  s.rank = impl_->g_rank;
+  s.world_size = impl_->g_world;
   s.iface = impl_->opt.iface;
   s.member_ip = impl_->ifinfo.ip.ToString();
   s.member_mac = impl_->ifinfo.mac.ToString();
   s.member_qpn = impl_->qpn;
   s.transport = impl_->transport;
   if (impl_->verbs) s.rdma_device = impl_->verbs->gid().device;
+  if (!impl_->io || !impl_->engine) return s;  // a local rank other than its host's member
   PacketIoStats io = impl_->io->Stats();
   s.tx_packets = io.tx_packets;
   s.tx_bytes = io.tx_bytes;

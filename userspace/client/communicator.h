@@ -110,6 +110,15 @@ struct CommunicatorOptions {
   // long after the last collective, so that a rank whose last result was
   // lost can still get it by retransmission from the switch.
   uint32_t leave_linger_ms = 1000;
+  // Several ranks per host (docs/architecture.md "Several ranks per host"):
+  // local_size ranks of this host share a shared-memory segment, local rank
+  // 0 is the host's tree member. Ranks go in blocks: rank = node *
+  // local_size + local_rank. 0 = from INC_LOCAL_SIZE (and INC_LOCAL_RANK,
+  // which must equal rank % local_size) in the environment, else 1 (one
+  // rank per host: no shared memory).
+  uint32_t local_size = 0;
+  std::optional<uint32_t> local_rank;
+  size_t local_slot_bytes = 4u << 20;  // shared memory per local rank
 };
 
 // What the AM assigned (mirrors inc.v1.MemberAssignment), also accepted
@@ -198,6 +207,12 @@ class Communicator {
 
  private:
   explicit Communicator(std::unique_ptr<Impl> impl);
+  static Status JoinAm(Impl* impl, const CommunicatorOptions& options, const std::string& credential,
+                       const std::vector<uint32_t>& host_ranks, uint32_t total_ranks);
+  static Expected<std::unique_ptr<Communicator>> CreateLocal(const CommunicatorOptions& options,
+                                                             const std::string& credential,
+                                                             uint32_t local_size,
+                                                             std::optional<uint32_t> local_rank);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -52,8 +52,13 @@ void SignalThread(sigset_t set) {
 // Element value of rank r at index i: multiples of 1/4 in [-1.75, 1.75],
 // so sums over up to 64 ranks are exact even in bfloat16 and every
 // block-fixed-point quantisation is exact.
+// --inexact: float values whose sums round (a float32 SUM then depends on
+// how it is computed; checked for identical bits with --digest instead).
+bool g_inexact = false;
 double Gen(uint32_t r, uint64_t i) {
-  return static_cast<double>(static_cast<int64_t>((i * 3 + r * 5) % 15) - 7) * 0.25;
+  double v = static_cast<double>(static_cast<int64_t>((i * 3 + r * 5) % 15) - 7) * 0.25;
+  if (g_inexact) v += static_cast<double>((i * 7919 + r * 104729) % 1000003) / 3000009.0 - 0.1666;
+  return v;
 }
 // Integer types get a wider range.
 int64_t GenInt(uint32_t r, uint64_t i) {
@@ -159,6 +164,7 @@ int main(int argc, char** argv) {
   int iters = 20, warmup = 5;
   uint32_t root = 0;
   bool json = false, check = true;
+  std::string digest_file;
   CommunicatorOptions o;
   app.add_option("collective", coll,
                  "allreduce | reduce | broadcast | barrier | allgather | reduce_scatter | alltoall | scatter "
@@ -189,6 +195,15 @@ int main(int argc, char** argv) {
                  "credential in INC_JOB_CREDENTIAL (incinctl job credential JOB)");
   app.add_option("--assignment", assignment_file,
                  "AM-less run: this rank's inc.v1.MemberAssignment in protobuf JSON (no heartbeats)");
+  app.add_option(
+         "--ranks-per-host", o.local_size,
+         "ranks on this host (0 = INC_LOCAL_SIZE, else 1); ranks go in blocks per host and local rank "
+         "0 is the host's tree member (docs/operations.md \"Several ranks per host\")")
+      ->check(CLI::Range(0, 256));
+  app.add_flag("--inexact", g_inexact,
+               "float values whose sums round (float results are then not checked; see --digest)");
+  app.add_option("--digest", digest_file,
+                 "append 'size hash' of this rank's result (last iteration) per size to this file");
   app.add_option("--rank", o.rank, "this rank")->required();
   app.add_option("--world", o.world_size, "number of ranks")->required();
   app.add_option("--iface", o.iface, "interface toward the attachment switch")->required();
@@ -254,6 +269,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "inc-perf: unknown log level '%s'\n", log_s.c_str());
     return kExitUsage;
   }
+  if (g_inexact && dtype != DataType::kInt32 && dtype != DataType::kInt64) check = false;
   if (root >= o.world_size) {
     std::fprintf(stderr, "inc-perf: root %u >= world %u\n", root, o.world_size);
     return kExitUsage;
@@ -420,6 +436,14 @@ int main(int argc, char** argv) {
                    st.ToString().c_str());
       rc = g_stop ? kExitSignal : kExitFailed;
       break;
+    }
+    if (!digest_file.empty() && expect_data) {
+      uint64_t hash = 1469598103934665603ull;  // FNV-1a of the result bytes
+      for (uint8_t b : recv) hash = (hash ^ b) * 1099511628211ull;
+      if (FILE* f = std::fopen(digest_file.c_str(), "a")) {
+        std::fprintf(f, "%zu %016" PRIx64 "\n", bytes, hash);
+        std::fclose(f);
+      }
     }
     my_wrong_total += wrong;
     // #wrong over all ranks, summed through the switch as well.

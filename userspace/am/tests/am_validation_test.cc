@@ -379,6 +379,48 @@ TEST_F(RequestValidationTest, ConflictsWithAPendingGroupHaveSpecificCodes) {
   EXPECT_EQ(m_->GetTree({0, "j"}).status().code(), Code::kNotFound);
 }
 
+// Several ranks per host: the leader of each host joins with the job's
+// ranks behind it (docs/architecture.md "Several ranks per host").
+TEST_F(RequestValidationTest, HostRanksAreChecked) {
+  auto with = [](uint32_t rank, uint32_t world, const std::string& host, std::vector<uint32_t> ranks,
+                 uint32_t total) {
+    auto r = testing::MakeJoin("j", rank, world, host);
+    for (uint32_t x : ranks) r.add_host_ranks(x);
+    r.set_total_ranks(total);
+    return r;
+  };
+  auto expect = [&](const v1::JoinGroupRequest& r, const std::string& needle) {
+    Status s = Join(r);
+    EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();
+    EXPECT_NE(s.message().find(needle), std::string::npos) << s.message();
+  };
+  expect(with(0, 2, "h00_0", {0, 1}, 1), "total_ranks 1 is not in world_size 2");
+  expect(with(0, 2, "h00_0", {0, 0}, 4), "host_ranks has rank 0 twice");
+  expect(with(0, 2, "h00_0", {0, 4}, 4), "rank 4, not below total_ranks 4");
+  expect(with(0, 2, "h00_0", {0, 1, 2, 3}, 4), "leave fewer than one");
+  expect(with(0, 1, "h00_0", {0}, 2), "the only member gives 1 host_ranks, total_ranks is 2");
+  expect(with(0, 2, "h00_0", {}, 4), "total_ranks 4 without host_ranks");
+  auto first = JoinInBackground(with(0, 3, "h00_0", {0, 1}, 6));
+  WaitJoined("j", 1);
+  expect(with(1, 3, "h00_1", {1, 2}, 6), "gives rank 1, already behind member 0 (host h00_0)");
+  expect(with(1, 3, "h00_1", {2, 3}, 7), "says total_ranks 7, member 0 said 6");
+  expect(with(1, 3, "h00_1", {2, 3, 4, 5}, 6), "members give 6 ranks with 1 members still to join");
+  Status plain = Join(testing::MakeJoin("j", 1, 3, "h00_1"));
+  EXPECT_EQ(plain.code(), Code::kInvalidArgument);
+  EXPECT_NE(plain.message().find("has no host_ranks"), std::string::npos) << plain.message();
+  auto second = JoinInBackground(with(1, 3, "h00_1", {2, 3}, 6));
+  WaitJoined("j", 2);
+  auto t = m_->GetTree({0, "j"});
+  ASSERT_TRUE(t.ok());
+  ASSERT_EQ(t->members.size(), 2u);
+  EXPECT_EQ(t->members[0].host_ranks, (std::vector<uint32_t>{0, 1}));
+  EXPECT_EQ(t->members[1].host_ranks, (std::vector<uint32_t>{2, 3}));
+  EXPECT_EQ(JoinFromProto(with(2, 3, "h00_2", {4, 5}, 6))->host_ranks, (std::vector<uint32_t>{4, 5}));
+  stop_ = true;
+  EXPECT_EQ(first.get().code(), Code::kCancelled);
+  EXPECT_EQ(second.get().code(), Code::kCancelled);
+}
+
 TEST_F(RequestValidationTest, IncompleteGroupTimesOutWithDeadlineExceeded) {
   auto r = testing::MakeJoin("j", 1, 3, "h00_1", /*timeout_ms=*/100);
   auto a = JoinUntil(r, nullptr);

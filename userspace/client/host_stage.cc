@@ -1,0 +1,508 @@
+#include "client/host_stage.h"
+
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cstring>
+#include <functional>
+#include <new>
+#include <thread>
+
+#include "client/gather_sum.h"
+#include "client/numerics.h"
+#include "client/protocol.h"
+
+namespace inc::client {
+
+namespace {
+
+constexpr uint64_t kMagic = 0x31534f48434e4931ull;  // "1INCHOS1"
+constexpr uint32_t kMaxLocal = 256;
+constexpr size_t kMsgBytes = 480;
+
+size_t AlignUp(size_t v, size_t a) {
+  return (v + a - 1) / a * a;
+}
+
+void FutexWake(std::atomic<uint32_t>* a) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(a), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+}
+
+void FutexWait(std::atomic<uint32_t>* a, uint32_t expected, int ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(a), FUTEX_WAIT, expected, &ts, nullptr, 0);
+}
+
+bool ProcessAlive(int32_t pid) {
+  return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+}
+
+}  // namespace
+
+struct HostStage::Header {
+  std::atomic<uint64_t> magic;  // set last by the leader
+  uint32_t local_size;
+  uint32_t reserved;
+  uint64_t slot_bytes;
+  uint64_t total_bytes;
+  int32_t pids[kMaxLocal];
+  alignas(64) std::atomic<uint32_t> attached;
+  alignas(64) std::atomic<uint32_t> arrived;
+  std::atomic<uint32_t> generation;
+  alignas(64) std::atomic<uint32_t> aborted;
+  std::atomic<uint32_t> join_state;  // 0 pending, 1 joined, 2 failed
+  uint32_t info_elems4;
+  uint32_t info_gather;
+  int32_t status_code;
+  char status_msg[kMsgBytes];
+  char abort_msg[kMsgBytes];
+};
+
+std::string HostStageName(const std::string& job_id, uint32_t node) {
+  std::string s = "/incin-";
+  for (char c : job_id)
+    s += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_') ? c : '_';
+  return s + "-" + std::to_string(node);
+}
+
+HostStage::HostStage(const HostStageOptions& o, int fd, void* base, size_t bytes)
+    : o_(o), fd_(fd), base_(base), bytes_(bytes), h_(static_cast<Header*>(base)) {}
+
+HostStage::~HostStage() {
+  if (leader() && !unlinked_) shm_unlink(o_.name.c_str());
+  if (base_) munmap(base_, bytes_);
+  if (fd_ >= 0) close(fd_);
+}
+
+Expected<std::unique_ptr<HostStage>> HostStage::Open(const HostStageOptions& o) {
+  if (o.local_size == 0 || o.local_size > kMaxLocal)
+    return InvalidArgument("local size must be in 1.." + std::to_string(kMaxLocal));
+  if (o.local_rank >= o.local_size)
+    return InvalidArgument("local rank " + std::to_string(o.local_rank) + " >= local size " +
+                           std::to_string(o.local_size));
+  if (o.slot_bytes < 65536 || o.slot_bytes % 64)
+    return InvalidArgument("slot_bytes must be a multiple of 64 of at least 64 KiB");
+  if (o.name.size() < 2 || o.name[0] != '/' || o.name.find('/', 1) != std::string::npos)
+    return InvalidArgument("shared-memory name must be '/' and a name without '/': '" + o.name + "'");
+  const size_t header = AlignUp(sizeof(Header), 4096);
+  if (o.local_rank == 0) {
+    const size_t total = header + size_t{o.local_size + 1} * o.slot_bytes;
+    shm_unlink(o.name.c_str());  // a stale segment of a crashed run
+    int fd = shm_open(o.name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0) return Internal("shm_open " + o.name + ": " + std::strerror(errno));
+    if (ftruncate(fd, static_cast<off_t>(total)) != 0) {
+      int e = errno;
+      close(fd);
+      shm_unlink(o.name.c_str());
+      return ResourceExhausted("ftruncate " + o.name + " to " + std::to_string(total) + ": " +
+                               std::strerror(e));
+    }
+    void* p = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+      int e = errno;
+      close(fd);
+      shm_unlink(o.name.c_str());
+      return Internal("mmap " + o.name + ": " + std::strerror(e));
+    }
+    auto* h = new (p) Header();
+    h->local_size = o.local_size;
+    h->slot_bytes = o.slot_bytes;
+    h->total_bytes = total;
+    h->pids[0] = static_cast<int32_t>(getpid());
+    h->magic.store(kMagic, std::memory_order_release);
+    return std::unique_ptr<HostStage>(new HostStage(o, fd, p, total));
+  }
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(o.attach_timeout_ms);
+  std::string last = "no segment " + o.name + " yet (is local rank 0 running?)";
+  while (std::chrono::steady_clock::now() < deadline) {
+    int fd = shm_open(o.name.c_str(), O_RDWR, 0);
+    if (fd >= 0) {
+      struct stat stbuf;
+      if (fstat(fd, &stbuf) == 0 && static_cast<size_t>(stbuf.st_size) >= header) {
+        size_t total = static_cast<size_t>(stbuf.st_size);
+        void* p = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (p != MAP_FAILED) {
+          auto* h = static_cast<Header*>(p);
+          if (h->magic.load(std::memory_order_acquire) == kMagic && h->total_bytes == total &&
+              ProcessAlive(h->pids[0])) {
+            if (h->local_size != o.local_size) {
+              std::string m = "local rank 0 says " + std::to_string(h->local_size) +
+                              " ranks per host, this rank " + std::to_string(o.local_size);
+              munmap(p, total);
+              close(fd);
+              return InvalidArgument(m);
+            }
+            HostStageOptions mine = o;
+            mine.slot_bytes = h->slot_bytes;
+            h->pids[o.local_rank] = static_cast<int32_t>(getpid());
+            h->attached.fetch_add(1, std::memory_order_acq_rel);
+            FutexWake(&h->attached);
+            return std::unique_ptr<HostStage>(new HostStage(mine, fd, p, total));
+          }
+          last = "segment " + o.name + " is not (yet) that of a live local rank 0";
+          munmap(p, total);
+        }
+      }
+      close(fd);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return DeadlineExceeded("local rank " + std::to_string(o.local_rank) + " could not attach within " +
+                          std::to_string(o.attach_timeout_ms) + " ms: " + last);
+}
+
+Status HostStage::WaitAttached() {
+  if (!leader()) return Status::Ok();
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(o_.attach_timeout_ms);
+  for (;;) {
+    uint32_t n = h_->attached.load(std::memory_order_acquire);
+    if (n + 1 >= o_.local_size) break;
+    if (std::chrono::steady_clock::now() >= deadline)
+      return DeadlineExceeded("only " + std::to_string(n + 1) + " of " + std::to_string(o_.local_size) +
+                              " local ranks attached to " + o_.name + " within " +
+                              std::to_string(o_.attach_timeout_ms) + " ms");
+    FutexWait(&h_->attached, n, 50);
+  }
+  shm_unlink(o_.name.c_str());  // every rank has it mapped: no leftover after a crash
+  unlinked_ = true;
+  return Status::Ok();
+}
+
+void HostStage::PublishJoin(const Status& st, const HostInfo& info) {
+  h_->info_elems4 = info.elems4;
+  h_->info_gather = info.gather_sum ? 1 : 0;
+  Publish(st);
+  h_->join_state.store(st.ok() ? 1 : 2, std::memory_order_release);
+  FutexWake(&h_->join_state);
+}
+
+Expected<HostInfo> HostStage::WaitJoin() {
+  for (int i = 0;; i++) {
+    uint32_t s = h_->join_state.load(std::memory_order_acquire);
+    if (s == 1) {
+      HostInfo info;
+      info.elems4 = h_->info_elems4;
+      info.gather_sum = h_->info_gather != 0;
+      return info;
+    }
+    if (s == 2) return Published().WithContext("local rank 0's JoinGroup");
+    if (i % 20 == 0) INC_RETURN_IF_ERROR(CheckAlive());
+    FutexWait(&h_->join_state, s, 50);
+  }
+}
+
+uint8_t* HostStage::slot(uint32_t local_rank) const {
+  return static_cast<uint8_t*>(base_) + AlignUp(sizeof(Header), 4096) + size_t{local_rank} * o_.slot_bytes;
+}
+
+uint8_t* HostStage::result() const {
+  return slot(o_.local_size);
+}
+
+Status HostStage::CheckAlive() const {
+  if (h_->aborted.load(std::memory_order_acquire))
+    return Status(Code::kAborted, std::string("host stage aborted: ") + h_->abort_msg);
+  for (uint32_t i = 0; i < o_.local_size; i++)
+    if (i != o_.local_rank && h_->pids[i] && !ProcessAlive(h_->pids[i]))
+      return Status(Code::kAborted,
+                    "local rank " + std::to_string(i) + " (pid " + std::to_string(h_->pids[i]) + ") is gone");
+  return Status::Ok();
+}
+
+Status HostStage::Barrier() {
+  if (h_->aborted.load(std::memory_order_acquire)) return CheckAlive();
+  if (o_.local_size == 1) return Status::Ok();
+  const uint32_t gen = h_->generation.load(std::memory_order_acquire);
+  if (h_->arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == o_.local_size) {
+    h_->arrived.store(0, std::memory_order_relaxed);
+    h_->generation.fetch_add(1, std::memory_order_acq_rel);
+    FutexWake(&h_->generation);
+    return Status::Ok();
+  }
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 64; i++) {
+    if (h_->generation.load(std::memory_order_acquire) != gen) return Status::Ok();
+    sched_yield();
+  }
+  for (int i = 1;; i++) {
+    if (h_->generation.load(std::memory_order_acquire) != gen) return Status::Ok();
+    FutexWait(&h_->generation, gen, 20);
+    if (i % 25 == 0) {
+      INC_RETURN_IF_ERROR(CheckAlive());
+      if (o_.barrier_timeout_ms &&
+          std::chrono::steady_clock::now() - start > std::chrono::milliseconds(o_.barrier_timeout_ms))
+        return DeadlineExceeded("local barrier: not every local rank arrived within " +
+                                std::to_string(o_.barrier_timeout_ms) + " ms");
+    } else if (h_->aborted.load(std::memory_order_acquire)) {
+      return CheckAlive();
+    }
+  }
+}
+
+void HostStage::Publish(const Status& st) {
+  h_->status_code = static_cast<int32_t>(st.code());
+  std::snprintf(h_->status_msg, kMsgBytes, "%s", st.message().c_str());
+}
+
+Status HostStage::Published() const {
+  if (h_->status_code == 0) return Status::Ok();
+  return Status(static_cast<Code>(h_->status_code), h_->status_msg);
+}
+
+void HostStage::Abort(const std::string& why) {
+  if (h_->aborted.exchange(1) == 0) std::snprintf(h_->abort_msg, kMsgBytes, "%s", why.c_str());
+  FutexWake(&h_->generation);
+  FutexWake(&h_->join_state);
+}
+
+// --- collectives ---
+
+namespace {
+
+// How one (type, op) travels: the lanes every rank computes, the switch's
+// wire type and lane size.
+enum class Form { kRaw32, kRaw64, kFix32, kFix64, kOrd32, kOrd64 };
+
+struct Plan {
+  Form form;
+  uint8_t wire;
+  size_t lane;
+};
+
+Plan PlanFor(DataType t, ReduceOp op) {
+  const bool sum = op == ReduceOp::kSum;
+  switch (t) {
+    case DataType::kInt32: return {Form::kRaw32, INC_DTYPE_INT32, 4};
+    case DataType::kInt64: return {Form::kRaw64, INC_DTYPE_INT64, 8};
+    case DataType::kFloat64:
+      return sum ? Plan{Form::kFix64, INC_DTYPE_INT64, 8} : Plan{Form::kOrd64, INC_DTYPE_INT64, 8};
+    default: return sum ? Plan{Form::kFix32, INC_DTYPE_FP32, 4} : Plan{Form::kOrd32, INC_DTYPE_FP32, 4};
+  }
+}
+
+// The switch's FP32 MIN/MAX key (bpf/aggregate.h inc_minmax32).
+inline int32_t Key32(int32_t x) {
+  return x ^ ((x >> 31) & 0x7fffffff);
+}
+
+// acc (op)= src over n lanes, as the switch computes (sums wrap; a sum that
+// leaves the type wraps there too).
+template <typename T, typename U>
+void CombineInt(T* acc, const T* src, size_t n, ReduceOp op) {
+  if (op == ReduceOp::kSum) {
+    for (size_t i = 0; i < n; i++) acc[i] = static_cast<T>(static_cast<U>(acc[i]) + static_cast<U>(src[i]));
+  } else if (op == ReduceOp::kMin) {
+    for (size_t i = 0; i < n; i++) acc[i] = std::min(acc[i], src[i]);
+  } else {
+    for (size_t i = 0; i < n; i++) acc[i] = std::max(acc[i], src[i]);
+  }
+}
+
+void CombineOrd32(int32_t* acc, const int32_t* src, size_t n, ReduceOp op) {
+  for (size_t i = 0; i < n; i++) {
+    bool take = op == ReduceOp::kMin ? Key32(src[i]) < Key32(acc[i]) : Key32(src[i]) > Key32(acc[i]);
+    if (take) acc[i] = src[i];
+  }
+}
+
+bool IsFloat(DataType t) {
+  return t != DataType::kInt32 && t != DataType::kInt64;
+}
+
+// The user elements [first, first + n) as float32 (16-bit types widened).
+const float* AsF32(DataType t, const void* send, size_t first, size_t n, std::vector<float>* tmp) {
+  if (t == DataType::kFloat32) return static_cast<const float*>(send) + first;
+  tmp->resize(n);
+  const auto* in = static_cast<const uint16_t*>(send) + first;
+  for (size_t i = 0; i < n; i++) (*tmp)[i] = t == DataType::kFloat16 ? F16ToF32(in[i]) : Bf16ToF32(in[i]);
+  return tmp->data();
+}
+
+void StoreF32(DataType t, const float* x, size_t n, void* recv, size_t first) {
+  if (t == DataType::kFloat32) {
+    std::memcpy(static_cast<float*>(recv) + first, x, n * 4);
+    return;
+  }
+  auto* o = static_cast<uint16_t*>(recv) + first;
+  for (size_t i = 0; i < n; i++) o[i] = t == DataType::kFloat16 ? F32ToF16(x[i]) : F32ToBf16(x[i]);
+}
+
+}  // namespace
+
+HostCollectives::HostCollectives(HostStage* stage, HostNet* net, uint32_t rank, uint32_t world,
+                                 const HostInfo& info)
+    : st_(stage),
+      net_(net),
+      rank_(rank),
+      world_(world),
+      local_size_(stage->local_size()),
+      node_(rank / stage->local_size()),
+      info_(info) {}
+
+Status HostCollectives::Step(const std::function<Status()>& leader_work) {
+  INC_RETURN_IF_ERROR(st_->Barrier());
+  if (st_->leader()) st_->Publish(net_ ? leader_work() : Internal("the local leader has no tree member"));
+  INC_RETURN_IF_ERROR(st_->Barrier());
+  return st_->Published();
+}
+
+Status HostCollectives::Barrier() {
+  return Step([this] { return net_->Barrier(); });
+}
+
+Status HostCollectives::Broadcast(const void* send, void* recv, size_t bytes, uint32_t root) {
+  if (bytes == 0) return Status::Ok();
+  const uint32_t root_node = root / local_size_, root_local = root % local_size_;
+  const size_t chunk = st_->slot_bytes();
+  for (size_t first = 0; first < bytes; first += chunk) {
+    const size_t n = std::min(chunk, bytes - first);
+    if (rank_ == root) std::memcpy(st_->slot(root_local), static_cast<const uint8_t*>(send) + first, n);
+    INC_RETURN_IF_ERROR(Step([&] {
+      return net_->Broadcast(node_ == root_node ? st_->slot(root_local) : nullptr, st_->result(), n,
+                             root_node);
+    }));
+    if (recv) std::memcpy(static_cast<uint8_t*>(recv) + first, st_->result(), n);
+  }
+  return Status::Ok();
+}
+
+Status HostCollectives::Reduce(uint8_t collective, const void* send, void* recv, size_t count, DataType t,
+                               ReduceOp op, uint32_t root, bool want) {
+  if (count == 0) return Status::Ok();
+  const uint32_t root_node = collective == INC_COLL_ALLREDUCE ? 0 : root / local_size_;
+  const bool host_recv = collective == INC_COLL_ALLREDUCE || node_ == root_node;
+  const uint32_t me = st_->local_rank();
+  want = want && recv != nullptr;
+  const size_t esize = DataTypeSize(t);
+
+  if (op == ReduceOp::kSum && IsFloat(t) && info_.gather_sum &&
+      GatherSumFits(world_, count, esize, info_.elems4)) {
+    // Small float sum: every rank's bytes at its global place (gather_sum.h).
+    const size_t lanes = GatherSumLanes(world_, count, esize);
+    GatherSumContribution(rank_, world_, count, esize, send, reinterpret_cast<int32_t*>(st_->slot(me)));
+    INC_RETURN_IF_ERROR(Step([&] {
+      auto* acc = reinterpret_cast<int32_t*>(st_->result());
+      std::memcpy(acc, st_->slot(0), lanes * 4);
+      for (uint32_t l = 1; l < local_size_; l++)
+        CombineInt<int32_t, uint32_t>(acc, reinterpret_cast<const int32_t*>(st_->slot(l)), lanes, op);
+      return net_->Reduce(collective, INC_DTYPE_INT32, INC_OP_SUM, acc, lanes, root_node, host_recv);
+    }));
+    if (want) GatherSumAdd(t, world_, count, reinterpret_cast<const int32_t*>(st_->result()), recv);
+    return Status::Ok();
+  }
+
+  const Plan plan = PlanFor(t, op);
+  const uint32_t per = ElemsPerPacket(info_.elems4, plan.lane);
+  if (per == 0) return Internal("elems_per_packet 0");
+  const size_t chunk = std::max<size_t>(per, st_->slot_bytes() / plan.lane / per * per);
+  const int headroom = HeadroomBits(world_);
+  std::vector<float> wide, out32;
+  std::vector<int32_t> agreed;
+  for (size_t first = 0; first < count; first += chunk) {
+    const size_t n = std::min(chunk, count - first);
+    uint8_t* lanes = st_->slot(me);
+    if (plan.form == Form::kFix32 || plan.form == Form::kFix64) {
+      // Block exponents: the max over the host's ranks, then over the hosts.
+      const uint64_t blocks = PacketCount(n, per);
+      const float* x32 = plan.form == Form::kFix32 ? AsF32(t, send, first, n, &wide) : nullptr;
+      const double* x64 = static_cast<const double*>(send) + first;
+      auto* mine = reinterpret_cast<int32_t*>(lanes);
+      for (uint64_t b = 0; b < blocks; b++) {
+        PacketRange r = PacketElements(b, n, per);
+        mine[b] = x32 ? BlockExponentF32(x32 + r.first, r.count) : BlockExponentF64(x64 + r.first, r.count);
+      }
+      INC_RETURN_IF_ERROR(Step([&] {
+        auto* acc = reinterpret_cast<int32_t*>(st_->result());
+        std::memcpy(acc, st_->slot(0), blocks * 4);
+        for (uint32_t l = 1; l < local_size_; l++)
+          CombineInt<int32_t, uint32_t>(acc, reinterpret_cast<const int32_t*>(st_->slot(l)), blocks,
+                                        ReduceOp::kMax);
+        return net_->Reduce(INC_COLL_ALLREDUCE, INC_DTYPE_INT32, INC_OP_MAX, acc, blocks, 0, true)
+            .WithContext("exponent pre-pass");
+      }));
+      agreed.assign(reinterpret_cast<const int32_t*>(st_->result()),
+                    reinterpret_cast<const int32_t*>(st_->result()) + blocks);
+      for (uint64_t b = 0; b < blocks; b++) {
+        PacketRange r = PacketElements(b, n, per);
+        if (x32)
+          QuantiseF32(x32 + r.first, r.count, agreed[b], headroom, lanes + r.first * 4);
+        else
+          QuantiseF64(x64 + r.first, r.count, agreed[b], headroom, lanes + r.first * 8);
+      }
+    } else if (plan.form == Form::kOrd32) {
+      std::memcpy(lanes, AsF32(t, send, first, n, &wide), n * 4);
+    } else if (plan.form == Form::kOrd64) {
+      const double* x = static_cast<const double*>(send) + first;
+      auto* q = reinterpret_cast<int64_t*>(lanes);
+      for (size_t i = 0; i < n; i++) q[i] = OrderedFromF64(x[i]);
+    } else {
+      std::memcpy(lanes, static_cast<const uint8_t*>(send) + first * esize, n * esize);
+    }
+    INC_RETURN_IF_ERROR(Step([&] {
+      uint8_t* acc = st_->result();
+      std::memcpy(acc, st_->slot(0), n * plan.lane);
+      // Fixed-point lanes add as integers (the headroom covers every rank).
+      const ReduceOp lop = plan.form == Form::kFix32 || plan.form == Form::kFix64 ? ReduceOp::kSum : op;
+      for (uint32_t l = 1; l < local_size_; l++) {
+        if (plan.form == Form::kOrd32)
+          CombineOrd32(reinterpret_cast<int32_t*>(acc), reinterpret_cast<const int32_t*>(st_->slot(l)), n,
+                       lop);
+        else if (plan.lane == 4)
+          CombineInt<int32_t, uint32_t>(reinterpret_cast<int32_t*>(acc),
+                                        reinterpret_cast<const int32_t*>(st_->slot(l)), n, lop);
+        else
+          CombineInt<int64_t, uint64_t>(reinterpret_cast<int64_t*>(acc),
+                                        reinterpret_cast<const int64_t*>(st_->slot(l)), n, lop);
+      }
+      return net_->Reduce(collective, plan.wire, static_cast<uint8_t>(op), acc, n, root_node, host_recv);
+    }));
+    if (!want) continue;
+    const uint8_t* res = st_->result();
+    switch (plan.form) {
+      case Form::kRaw32:
+      case Form::kRaw64: std::memcpy(static_cast<uint8_t*>(recv) + first * esize, res, n * esize); break;
+      case Form::kFix32:
+      case Form::kOrd32: {
+        out32.resize(n);
+        if (plan.form == Form::kOrd32) {
+          std::memcpy(out32.data(), res, n * 4);
+        } else {
+          for (uint64_t b = 0; b < PacketCount(n, per); b++) {
+            PacketRange r = PacketElements(b, n, per);
+            DequantiseF32(res + r.first * 4, r.count, agreed[b], headroom, out32.data() + r.first);
+          }
+        }
+        StoreF32(t, out32.data(), n, recv, first);
+        break;
+      }
+      case Form::kFix64: {
+        double* o = static_cast<double*>(recv) + first;
+        for (uint64_t b = 0; b < PacketCount(n, per); b++) {
+          PacketRange r = PacketElements(b, n, per);
+          DequantiseF64(res + r.first * 8, r.count, agreed[b], headroom, o + r.first);
+        }
+        break;
+      }
+      case Form::kOrd64: {
+        const auto* q = reinterpret_cast<const int64_t*>(res);
+        double* o = static_cast<double*>(recv) + first;
+        for (size_t i = 0; i < n; i++) o[i] = F64FromOrdered(q[i]);
+        break;
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace inc::client
