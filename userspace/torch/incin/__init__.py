@@ -1,0 +1,68 @@
+"""incin's torch.distributed backend (docs/pytorch.md).
+
+    import incin                     # registers the backend "incin"
+    import torch.distributed as dist
+    dist.init_process_group("incin", init_method=..., rank=r, world_size=n)
+
+all_reduce (SUM/MIN/MAX; float32, float16, bfloat16, float64, int32, int64),
+broadcast, barrier, all_gather and reduce_scatter on contiguous CPU tensors
+run in the incin switches through libinc; everything else runs on a gloo
+process group made from the same store, counted and logged per reason.
+libinc's settings come from the environment: INC_AM_ADDRESS (required for
+the switch path), INC_IFACE, INC_JOB_ID, INC_TRANSPORT, INC_JOIN_TIMEOUT_MS,
+INC_JOB_CREDENTIAL and INC_TLS_* / INC_INSECURE.
+"""
+import atexit
+import os
+import socket
+import time
+import weakref
+
+import torch.distributed as dist
+
+from ._incin_torch import ProcessGroupIncin, libinc_version
+
+__all__ = ["ProcessGroupIncin", "libinc_version", "summary_json", "BACKEND"]
+
+BACKEND = "incin"
+
+
+def _job_id(store, rank):
+    """The libinc job id every rank of the group uses: INC_JOB_ID, else the
+    job INC_JOB_CREDENTIAL names, else rank 0 makes one and shares it
+    through the store."""
+    job = os.environ.get("INC_JOB_ID", "")
+    if job:
+        return job
+    cred = os.environ.get("INC_JOB_CREDENTIAL", "")
+    if cred.startswith("incjob1:") and cred.count(":") >= 2:
+        return cred.split(":", 2)[2]
+    key = "incin/job_id"
+    if rank == 0:
+        store.set(key, "torch-%s-%d-%d" % (socket.gethostname()[:40], os.getpid(), int(time.time())))
+    return store.get(key).decode()
+
+
+def _shutdown(ref):
+    pg = ref()
+    if pg is not None:
+        pg._shutdown()
+
+
+def _create(store, rank, world_size, timeout):
+    gloo = dist.ProcessGroupGloo(dist.PrefixStore("incin-gloo/", store), rank, world_size, timeout)
+    pg = ProcessGroupIncin(rank, world_size, gloo, _job_id(store, rank))
+    # The summary and LeaveGroup at exit if the group was never destroyed.
+    atexit.register(_shutdown, weakref.ref(pg))
+    return pg
+
+
+def summary_json(group=None):
+    """The offloaded/fallback counts of `group` (default: the default group)
+    as a JSON string."""
+    pg = group if group is not None else dist.distributed_c10d._get_default_group()
+    return pg.summary_json()
+
+
+if BACKEND.upper() not in dist.Backend._plugins:
+    dist.Backend.register_backend(BACKEND, _create)
