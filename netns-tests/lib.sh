@@ -260,3 +260,61 @@ for run in sys.argv[3:]:
     print(f"  {tag}: every call fell back as {reason} ({n} calls per rank)")
 PY
 }
+
+# Several ranks per host (lab_ranks_per_host.sh): perf_rph LABSUFFIX TAG N
+# -- inc-perf-args... runs N inc-perf ranks in each of the workers $RPH_WORKERS
+# (default w0 w1 w2 w3): rank = worker index x N + local rank, with
+# INC_LOCAL_SIZE=N and INC_LOCAL_RANK set, so local rank 0 of each worker is
+# its host's tree member (docs/operations.md "Several ranks per host"). The
+# job id is unique per call ($RPH_JOB: "{lab}-TAG"); rank i's output goes to
+# /tmp/inclab-LAB/logs/TAG-r<i>.log and "{rank}" in the arguments becomes the
+# rank. Fails the run (FAILED) unless every rank exits 0 and rank 0's JSON
+# has rows (RPH_EMPTY_OK=1: none needed, e.g. size 0), exit code 0 and
+# #wrong 0 on every row.
+perf_rph() {
+  local lab="$P$1" tag=$2 n=$3
+  shift 3
+  [ "${1:-}" = -- ] && shift
+  # shellcheck disable=SC2206  # a list of worker names
+  local workers=(${RPH_WORKERS:-w0 w1 w2 w3}) logs="/tmp/inclab-$lab/logs" w l rank=0 rc=0 cred
+  local world=$((${#workers[@]} * n)) pids=() args a
+  RPH_JOB="$lab-$tag"
+  # An AM with mTLS wants the job's credential (the launcher's part).
+  cred=$("$INCLAB" ctl "$lab" job credential "$RPH_JOB" 2>/dev/null) || cred=""
+  for w in "${workers[@]}"; do
+    for l in $(seq 0 $((n - 1))); do
+      args=()
+      for a in "$@"; do args+=("${a//\{rank\}/$rank}"); done
+      INC_LOCAL_SIZE=$n INC_LOCAL_RANK=$l INC_JOB_CREDENTIAL=$cred \
+        "$INCLAB" exec "$lab" "$w" sh -c 'exec inc-perf "$@" --am "$INCLAB_AM"' inc-perf "${args[@]}" --json \
+        --job "$RPH_JOB" --rank "$rank" --world "$world" --iface eth0 >"$logs/$tag-r$rank.log" 2>&1 </dev/null &
+      pids+=($!)
+      rank=$((rank + 1))
+    done
+  done
+  for rank in "${!pids[@]}"; do
+    wait "${pids[$rank]}" || {
+      echo "FAIL: $tag rank $rank exited $?; last lines of $logs/$tag-r$rank.log:" >&2
+      tail -n 15 "$logs/$tag-r$rank.log" | sed "s/^/  r$rank| /" >&2
+      rc=1
+    }
+  done
+  [ "$rc" = 0 ] || { FAILED+=("$tag"); return 1; }
+  python3 - "$logs/$tag-r0.log" "$tag" "$n" "${RPH_EMPTY_OK:-0}" <<'PY' || { echo "FAIL: $tag: bad results (see $logs/$tag-r0.log)" >&2; FAILED+=("$tag"); return 1; }
+import json, sys
+doc = None
+for line in open(sys.argv[1]):
+    line = line.strip()
+    if line.startswith("{") and '"results"' in line:
+        doc = json.loads(line)
+if doc is None:
+    sys.exit("no JSON result line")
+rows = doc["results"]
+wrong = sum(r["wrong"] for r in rows)
+print(f"  {sys.argv[2]}: {doc['collective']} {doc['dtype']} {doc['op']} world {doc['world']} "
+      f"({sys.argv[3]} per host): {len(rows)} sizes {rows[0]['size'] if rows else '-'}.."
+      f"{rows[-1]['size'] if rows else '-'} B, #wrong {wrong}")
+if doc["exit_code"] != 0 or (not rows and sys.argv[4] != "1") or wrong != 0:
+    sys.exit(1)
+PY
+}

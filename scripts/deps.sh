@@ -12,6 +12,8 @@ PACKAGES=(
   iproute2 ethtool procps python3 tshark systemd
   openmpi-bin libopenmpi-dev libgloo-dev gnuplot-nox
   qemu-system-x86 busybox-static kmod xz-utils zstd perftest
+  libnetconf2-dev libyang2-dev libssh-dev libyang-tools python3-ncclient
+  python3-torch libtorch-dev python3-dev pybind11-dev
 )
 PACKAGES+=(${INC_EXTRA_PACKAGES:-})
 
