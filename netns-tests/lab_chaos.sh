@@ -109,7 +109,7 @@ run_job() {  # TAG -> appends its record to jobs.jsonl
   if [ $((end - start)) -ge $((JOB_LIMIT_S * 1000)) ] && { [ "$rc" = 124 ] || [ "$rc" = 137 ]; }; then rc=124; fi
   python3 "$CHAOS_DIR/chaos_report.py" job "$T/logs" "$tag" "$start" "$end" "$rc" "$C/$tag.run" \
     "$C/killed_tags" >>"$C/jobs.jsonl" || true
-  if [ "${CHAOS_KEEP_LOGS:-0}" != 1 ] && tail -n1 "$C/jobs.jsonl" | grep -q '"status": "exact"'; then
+  if [ "${CHAOS_KEEP_LOGS:-0}" != 1 ] && grep -q '"status": "exact"' <<<"$(tail -n1 "$C/jobs.jsonl")"; then
     rm -f "$T/logs/$tag"-w*.log "$C/$tag.run"
   fi
 }

@@ -63,7 +63,7 @@ JOB=$!
 
 note "waiting for the job's tree"
 for _ in $(seq 120); do
-  "$INCLAB" ctl "$L" -o json tree list | grep -q '"TREE_ACTIVE"' && break
+  grep -q '"TREE_ACTIVE"' <<<"$("$INCLAB" ctl "$L" -o json tree list)" && break
   kill -0 $JOB 2>/dev/null || fail "the job ended before its tree became active"
   sleep 0.25
 done
@@ -134,7 +134,7 @@ PY
 done
 
 # XDP stayed attached through the signals, and the AM reports it.
-ip -n "$L-leaf0" link show w0 | grep -q xdp || fail "XDP is gone from leaf0's port w0"
+grep -q xdp <<<"$(ip -n "$L-leaf0" link show w0)" || fail "XDP is gone from leaf0's port w0"
 xdp=$("$INCLAB" ctl "$L" -o json switch show leaf0 | python3 -c '
 import json, sys
 ports = json.load(sys.stdin)["switch_summary"]["ports"]
@@ -146,7 +146,7 @@ print(" ".join(sorted(p["name"] + ":" + str(p["xdp_attached"]) + ":" + p["xdp_mo
 kill -TERM "$SW_PID"
 for _ in $(seq 100); do kill -0 "$SW_PID" 2>/dev/null || break; sleep 0.1; done
 ! kill -0 "$SW_PID" 2>/dev/null || fail "incswitchd still runs 10 s after SIGTERM"
-ip -n "$L-leaf0" link show w0 | grep -q xdp && fail "XDP still attached to w0 after incswitchd's SIGTERM"
+grep -q xdp <<<"$(ip -n "$L-leaf0" link show w0)" && fail "XDP still attached to w0 after incswitchd's SIGTERM"
 [ ! -e "/sys/fs/bpf/incin/$L/leaf0" ] || fail "pins of leaf0 left after SIGTERM"
 wait_log "$SW_LOG" '"message":"exit"'
 kill -TERM "$AM_PID"

@@ -183,7 +183,7 @@ for kind in single two; do
     grep -q "netconf: tree [0-9]* configured by session" "$f" || fail "$kind: $(basename "$f") got no tree over NETCONF"
   done
   if [ "$kind" = two ]; then
-    cat "$LAB"/logs/incswitchd-spine*.log | grep -q "netconf: tree [0-9]* configured by session" ||
+    grep -q "netconf: tree [0-9]* configured by session" "$LAB"/logs/incswitchd-spine*.log ||
       fail "two: no spine got a tree over NETCONF"
   fi
   lab_down "b$kind"

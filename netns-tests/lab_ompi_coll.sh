@@ -30,9 +30,9 @@ CPATH_MCA="$PKGLIB:$(dirname "$COMPONENT")"
 
 note "ompi_info with the component path"
 INFO=$(OMPI_MCA_mca_component_path=$CPATH_MCA ompi_info --param coll incin --level 9 2>&1)
-echo "$INFO" | grep -q 'MCA coll: incin (MCA v2.1.0, API v2.0.0' || fail "ompi_info does not list coll/incin: $INFO"
-echo "$INFO" | grep -q 'coll_incin_priority" (current value: "90"' || fail "no coll_incin_priority 90 in ompi_info"
-echo "$INFO" | grep -q 'coll_incin_enable"' || fail "no coll_incin_enable in ompi_info"
+grep -q 'MCA coll: incin (MCA v2.1.0, API v2.0.0' <<<"$INFO" || fail "ompi_info does not list coll/incin: $INFO"
+grep -q 'coll_incin_priority" (current value: "90"' <<<"$INFO" || fail "no coll_incin_priority 90 in ompi_info"
+grep -q 'coll_incin_enable"' <<<"$INFO" || fail "no coll_incin_enable in ompi_info"
 echo "$INFO" | grep 'MCA coll: incin' | sed 's/^ */  /'
 
 lab_up m "$KIND"

@@ -34,7 +34,7 @@ PKGS=(incin-switch incin-manager incin-cli incin-client incin-mpi incin-nccl lib
 for p in "${PKGS[@]}"; do
   ls "$WORK/pkgs/${p}_"*.deb >/dev/null 2>&1 || fail "package $p was not built"
 done
-dpkg-deb -f "$WORK/pkgs/incin-switch_"*.deb Depends | grep -q libbpf1 || fail "incin-switch does not depend on libbpf1"
+grep -q libbpf1 <<<"$(dpkg-deb -f "$WORK/pkgs/incin-switch_"*.deb Depends)" || fail "incin-switch does not depend on libbpf1"
 
 note "installing them with dpkg into a copy-on-write root of this machine"
 mkdir -p "$WORK/cow" "$ROOT"
@@ -47,19 +47,19 @@ for p in "${PKGS[@]}"; do
   st=$(dpkg --root="$ROOT" -s "$p" | sed -n 's/^Status: //p')
   [ "$st" = "install ok installed" ] || fail "$p: status '$st'"
 done
-dpkg --root="$ROOT" -s incin-manager | grep -q '^ /etc/incin/incamd.json ' || fail "incamd.json is not a conffile"
-dpkg --root="$ROOT" -s incin-switch | grep -q '^ /etc/incin/switch-example.json ' ||
+grep -q '^ /etc/incin/incamd.json ' <<<"$(dpkg --root="$ROOT" -s incin-manager)" || fail "incamd.json is not a conffile"
+grep -q '^ /etc/incin/switch-example.json ' <<<"$(dpkg --root="$ROOT" -s incin-switch)" ||
   fail "switch-example.json is not a conffile"
-! ldd "$ROOT/usr/lib/incin/libincmpi.so" | grep -q "not found" || fail "libincmpi.so has unresolved libraries"
+! grep -q "not found" <<<"$(ldd "$ROOT/usr/lib/incin/libincmpi.so")" || fail "libincmpi.so has unresolved libraries"
 COMPONENT=$(find "$ROOT/usr/lib" -path '*/incin/openmpi/mca_coll_incin.so' | head -n1)
 [ -n "$COMPONENT" ] || fail "incin-mpi does not install the Open MPI component mca_coll_incin.so"
-! ldd "$COMPONENT" | grep -q "not found" || fail "mca_coll_incin.so has unresolved libraries"
+! grep -q "not found" <<<"$(ldd "$COMPONENT")" || fail "mca_coll_incin.so has unresolved libraries"
 PKGLIB=$(ompi_info --path pkglibdir --parsable | cut -d: -f3)
-OMPI_MCA_mca_component_path="$PKGLIB:$(dirname "$COMPONENT")" ompi_info --param coll incin --level 9 |
-  grep -q 'coll_incin_priority' || fail "ompi_info does not list the installed coll/incin component"
-"$ROOT/usr/sbin/incamd" --version | grep -q '^incamd [0-9]' || fail "installed incamd --version"
-"$ROOT/usr/sbin/incswitchd" --version | grep -q '^incswitchd [0-9]' || fail "installed incswitchd --version"
-"$ROOT/usr/bin/incinctl" --version | grep -q '^incinctl [0-9]' || fail "installed incinctl --version"
+INFO=$(OMPI_MCA_mca_component_path="$PKGLIB:$(dirname "$COMPONENT")" ompi_info --param coll incin --level 9)
+grep -q 'coll_incin_priority' <<<"$INFO" || fail "ompi_info does not list the installed coll/incin component"
+grep -q '^incamd [0-9]' <<<"$("$ROOT/usr/sbin/incamd" --version)" || fail "installed incamd --version"
+grep -q '^incswitchd [0-9]' <<<"$("$ROOT/usr/sbin/incswitchd" --version)" || fail "installed incswitchd --version"
+grep -q '^incinctl [0-9]' <<<"$("$ROOT/usr/bin/incinctl" --version)" || fail "installed incinctl --version"
 
 note "libinc-dev: the example builds against the installed files"
 LIBDIR=$(dirname "$(find "$ROOT/usr/lib" -name 'libinc.so.0' | head -n1)")
@@ -73,12 +73,12 @@ cc -Wall -Werror "$EXAMPLES/allreduce.c" $PC -Wl,-rpath,"$LIBDIR" -o "$WORK/inc-
 cmake -S "$EXAMPLES" -B "$WORK/example-cmake" -DCMAKE_PREFIX_PATH="$ROOT/usr" >"$WORK/cmake.log" 2>&1 &&
   cmake --build "$WORK/example-cmake" >>"$WORK/cmake.log" 2>&1 ||
   { cat "$WORK/cmake.log"; fail "the example does not build with find_package(inc)"; }
-ldd "$WORK/inc-c-example" | grep -q "$LIBDIR/libinc.so.0" || fail "the example does not use the installed libinc.so.0"
+grep -q "$LIBDIR/libinc.so.0" <<<"$(ldd "$WORK/inc-c-example")" || fail "the example does not use the installed libinc.so.0"
 [ -f "$LIBDIR/libnccl-net-incin.so" ] || fail "incin-nccl does not install libnccl-net-incin.so next to libinc.so.0"
-LD_LIBRARY_PATH="$LIBDIR" ldd "$LIBDIR/libnccl-net-incin.so" | grep -q "$LIBDIR/libinc.so.0" ||
+grep -q "$LIBDIR/libinc.so.0" <<<"$(LD_LIBRARY_PATH="$LIBDIR" ldd "$LIBDIR/libnccl-net-incin.so")" ||
   fail "the installed NCCL plugin does not resolve the installed libinc.so.0"
 for sym in ncclCollNetPlugin_v10 ncclNetPlugin_v8; do
-  nm -D --defined-only "$LIBDIR/libnccl-net-incin.so" | grep -qw "$sym" || fail "installed NCCL plugin lacks $sym"
+  grep -qw "$sym" <<<"$(nm -D --defined-only "$LIBDIR/libnccl-net-incin.so")" || fail "installed NCCL plugin lacks $sym"
 done
 
 note "systemd-analyze verify of the installed units"

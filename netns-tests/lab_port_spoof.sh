@@ -71,7 +71,7 @@ JOB=$!
 
 note "waiting for the job's tree"
 for _ in $(seq 120); do
-  "$INCLAB" ctl "$L" -o json tree list | grep -q '"TREE_ACTIVE"' && break
+  grep -q '"TREE_ACTIVE"' <<<"$("$INCLAB" ctl "$L" -o json tree list)" && break
   kill -0 $JOB 2>/dev/null || fail "the job ended before its tree became active"
   sleep 0.25
 done

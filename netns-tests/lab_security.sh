@@ -64,7 +64,7 @@ expect mgmt OK "ListSwitches with the operator's certificate" --target $AM $(cre
 
 note "a member may not manage trees"
 out=$("$INCLAB" exec "$L" w0 "$CTL" --am $AM $(creds w0) tree delete "$tree" 2>&1) && fail "incinctl tree delete with w0's certificate succeeded"
-echo "$out" | grep -q "PERMISSION_DENIED: DestroyTree needs role operator; caller w0 has role member" ||
+grep -q "PERMISSION_DENIED: DestroyTree needs role operator; caller w0 has role member" <<<"$out" ||
   fail "incinctl tree delete with a member certificate: $out"
 note "  incinctl tree delete $tree with w0's certificate: $out"
 expect w0 PERMISSION_DENIED "DestroyTree with w0's certificate" --target $AM $(creds w0) destroy-tree --tree "$tree"

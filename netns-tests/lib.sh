@@ -76,7 +76,7 @@ lab_down() {  # NAME_SUFFIX: tear down early and check nothing is left
   local p="$P$1" i
   "$INCLAB" down "$p" >/dev/null
   for i in "${!LABS_UP[@]}"; do [ "${LABS_UP[$i]}" = "$p" ] && unset "LABS_UP[$i]"; done
-  ! ip netns list | grep -q "^$p-" || fail "namespaces of $p left after down"
+  ! grep -q "^$p-" <<<"$(ip netns list)" || fail "namespaces of $p left after down"
   [ ! -e "/sys/fs/bpf/incin/$p" ] || fail "pins of $p left after down"
   return 0
 }
