@@ -15,8 +15,15 @@
 #   3. with an unreachable AM: exact results, every call fell back (no_group);
 #   4. with INCMPI_ENABLE=0: exact results, every call fell back (disabled).
 # The two-level run starts the program with MPI_Init_thread.
+# With a rank count NP above 4 (third argument) the ranks share hosts: NP/4
+# per worker, placed round robin (rank r on worker r mod 4), so libincmpi
+# finds them with MPI_COMM_TYPE_SHARED, numbers the INC group host by host
+# (a permutation of the world's ranks) and each host's first rank is its
+# tree member; runs 1 and 2 only.
 . "$(dirname "$0")/lib.sh" "$1" mpi
 KIND=${2:?single or two}
+NP=${3:-4}
+[ "$NP" = 4 ] || MPI_RUN_TIMEOUT=${MPI_RUN_TIMEOUT:-240}  # 16 ranks on 2 cores
 require_bins incamd incswitchd incinctl mpi_coverage libincmpi.so
 # shellcheck disable=SC2034  # TEST_OK is lib.sh's (keeps the lab logs quiet on a skip)
 command -v mpirun >/dev/null || { echo "SKIP: mpirun not installed (openmpi-bin)" >&2; TEST_OK=1; exit 77; }
@@ -33,19 +40,27 @@ ARGS=()
 run() {
   local tag=$1
   shift
-  mpi_run "$tag" "$COVERAGE" "^mpi_coverage: ranks 4 checks [0-9]* failures 0 " "$@"
+  mpi_run "$tag" "$COVERAGE" "^mpi_coverage: ranks $NP checks [0-9]* failures 0 " "$@"
 }
 digest() { sed -n 's/^mpi_coverage: .* digest \([0-9a-f]*\)$/\1/p' "$1"; }
 
-run plain -- "${ARGS[@]}"
+NPARGS=() INCARGS=()
+[ "$NP" = 4 ] || { NPARGS+=(--np "$NP"); INCARGS+=(-x INCMPI_LOG_LEVEL=info); }
+export MPI_LOCAL_SIZE=$((NP / 4))
+run plain "${NPARGS[@]}" -- "${ARGS[@]}"
 
 # INCMPI_MIN_BYTES=8: single int/float elements (4 bytes) stay on MPI.
-run inc --preload "$LIBINCMPI" -x INCMPI_MIN_BYTES=8 -x "INCMPI_SUMMARY_JSON=$OUT/inc-%r.json" \
+run inc "${NPARGS[@]}" "${INCARGS[@]}" --preload "$LIBINCMPI" -x INCMPI_MIN_BYTES=8 -x "INCMPI_SUMMARY_JSON=$OUT/inc-%r.json" \
   -x INCMPI_SUMMARY=1 -- "${ARGS[@]}"
 [ "$(digest "$OUT/plain.log")" = "$(digest "$OUT/inc.log")" ] ||
   fail "results differ with and without libincmpi (digests $(digest "$OUT/plain.log") / $(digest "$OUT/inc.log"))"
-grep -q "incmpi: summary rank 0/4: group ok" "$OUT/inc.log" || fail "no summary on stderr"
-mpi_offloaded_summary inc 4 "user_op unsupported_op unsupported_dtype unsupported_op_for_dtype \
+grep -q "incmpi: summary rank 0/$NP: group ok" "$OUT/inc.log" || fail "no summary on stderr"
+if [ "$NP" != 4 ]; then
+  grep -q "MPI_COMM_WORLD on INC tree [0-9]* (job .*; 4 hosts x $MPI_LOCAL_SIZE ranks" "$OUT/inc.log" ||
+    fail "no rank logged its group as 4 hosts x $MPI_LOCAL_SIZE ranks"
+  grep "rank 1: MPI_COMM_WORLD on INC tree" "$OUT/inc.log" | sed 's/^.*incmpi: /  /'
+fi
+mpi_offloaded_summary inc "$NP" "user_op unsupported_op unsupported_dtype unsupported_op_for_dtype \
   noncontiguous_dtype below_min_bytes subcomm single_rank"
 for reason in user_op unsupported_op subcomm below_min_bytes noncontiguous_dtype; do
   grep -q "incmpi: fallback reason=$reason call=" "$OUT/inc.log" || fail "no log line for reason=$reason"
@@ -64,6 +79,7 @@ want = "spine" if kind == "two" else "leaf0"
 sys.exit(1 if left or len(mine) != 1 or not roots[0].startswith(want) else 0)' "$KIND" ||
   fail "the MPI job did not have exactly one tree rooted at the expected switch, or it is still live after MPI_Finalize"
 
+[ "$NP" = 4 ] || pass
 # The AM's port is closed: every rank fails to join, all fall back together.
 run noam --preload "$LIBINCMPI" -x INCMPI_AM=172.31.0.1:1 -x INCMPI_JOIN_TIMEOUT_MS=2000 \
   -x "INCMPI_SUMMARY_JSON=$OUT/noam-%r.json" -- --quick "${ARGS[@]}"

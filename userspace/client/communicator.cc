@@ -868,6 +868,7 @@ Expected<std::unique_ptr<Communicator>> Communicator::CreateLocal(const Communic
   so.local_size = local_size;
   so.slot_bytes = options.local_slot_bytes;
   so.attach_timeout_ms = options.join_timeout_ms;
+  so.on_wait = options.on_wait;
   auto stage = HostStage::Open(so);
   if (!stage.ok()) return stage.status().WithContext("host stage " + so.name);
   std::unique_ptr<Impl> impl;
@@ -885,6 +886,7 @@ Expected<std::unique_ptr<Communicator>> Communicator::CreateLocal(const Communic
     if (st.ok()) {
       impl = std::move(*made);
       info.elems4 = impl->asg.elems_per_packet;
+      info.tree_id = impl->asg.tree_id;
       info.gather_sum = impl->opt.small_sum == "gather" && Impl::Allowed(impl->asg.dtypes, INC_DTYPE_INT32) &&
                         Impl::Allowed(impl->asg.ops, INC_OP_SUM);
     }
@@ -898,6 +900,7 @@ Expected<std::unique_ptr<Communicator>> Communicator::CreateLocal(const Communic
     impl = std::make_unique<Impl>();
     impl->opt = options;
     impl->asg.elems_per_packet = info.elems4;
+    impl->asg.tree_id = info.tree_id;
   }
   impl->g_rank = options.rank;
   impl->g_world = options.world_size;

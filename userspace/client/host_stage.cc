@@ -64,6 +64,7 @@ struct HostStage::Header {
   std::atomic<uint32_t> join_state;  // 0 pending, 1 joined, 2 failed
   uint32_t info_elems4;
   uint32_t info_gather;
+  uint32_t info_tree_id;
   int32_t status_code;
   char status_msg[kMsgBytes];
   char abort_msg[kMsgBytes];
@@ -182,6 +183,7 @@ Status HostStage::WaitAttached() {
 void HostStage::PublishJoin(const Status& st, const HostInfo& info) {
   h_->info_elems4 = info.elems4;
   h_->info_gather = info.gather_sum ? 1 : 0;
+  h_->info_tree_id = info.tree_id;
   Publish(st);
   h_->join_state.store(st.ok() ? 1 : 2, std::memory_order_release);
   FutexWake(&h_->join_state);
@@ -194,6 +196,7 @@ Expected<HostInfo> HostStage::WaitJoin() {
       HostInfo info;
       info.elems4 = h_->info_elems4;
       info.gather_sum = h_->info_gather != 0;
+      info.tree_id = h_->info_tree_id;
       return info;
     }
     if (s == 2) return Published().WithContext("local rank 0's JoinGroup");
@@ -235,10 +238,14 @@ Status HostStage::Barrier() {
     if (h_->generation.load(std::memory_order_acquire) != gen) return Status::Ok();
     sched_yield();
   }
+  // With on_wait the waits are short, so the caller's progress keeps up;
+  // liveness and the timeout are checked about every 500 ms either way.
+  const int wait_ms = o_.on_wait ? 1 : 20, check_every = 500 / wait_ms;
   for (int i = 1;; i++) {
     if (h_->generation.load(std::memory_order_acquire) != gen) return Status::Ok();
-    FutexWait(&h_->generation, gen, 20);
-    if (i % 25 == 0) {
+    if (o_.on_wait) o_.on_wait();
+    FutexWait(&h_->generation, gen, wait_ms);
+    if (i % check_every == 0) {
       INC_RETURN_IF_ERROR(CheckAlive());
       if (o_.barrier_timeout_ms &&
           std::chrono::steady_clock::now() - start > std::chrono::milliseconds(o_.barrier_timeout_ms))

@@ -19,6 +19,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,6 +38,9 @@ struct HostStageOptions {
   // How long a local barrier may wait (the leader may be retrying a
   // message to the switch meanwhile); 0 = forever.
   uint32_t barrier_timeout_ms = 0;
+  // Called while a local barrier waits (CommunicatorOptions::on_wait): an
+  // MPI rank must keep its MPI progressing while it waits on its leader.
+  std::function<void()> on_wait;
 };
 
 // The segment name for a job and node: characters other than [A-Za-z0-9._-]
@@ -47,6 +51,7 @@ std::string HostStageName(const std::string& job_id, uint32_t node);
 struct HostInfo {
   uint32_t elems4 = 0;      // elems_per_packet of the tree
   bool gather_sum = false;  // small float sums take the gather path
+  uint32_t tree_id = 0;     // for status and logs of the other local ranks
 };
 
 class HostStage {

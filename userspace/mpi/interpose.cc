@@ -46,8 +46,8 @@ using Clock = std::chrono::steady_clock;
 // an MPI attribute, so it goes away with MPI_Comm_free).
 struct CommState {
   Reason reason = Reason::kNone;  // structural: subcomm, intercomm, ...
-  bool permuted = false;          // same group as the world, other rank order
-  std::vector<int> to_world;      // comm rank -> world rank (permuted only)
+  bool permuted = false;          // the world's group, in another order than the INC group's
+  std::vector<int> to_world;      // comm rank -> INC group rank (permuted only)
 };
 
 struct Global {
@@ -60,6 +60,10 @@ struct Global {
   std::string group_detail;
   std::string job_id;
   int tree_id = -1;
+  // The INC group numbers ranks host by host (mpi_types.h HostLayout):
+  // world rank -> INC group rank, empty when they are the same.
+  std::vector<int> inc_ranks;
+  uint32_t inc_rank = 0;
   std::mutex inc_mu;  // one collective at a time on the libinc Communicator
   std::mutex log_mu;
   std::set<std::pair<Call, Reason>> logged;
@@ -101,9 +105,12 @@ CommState* Classify(MPI_Comm comm) {
     // Threads may order collectives of different communicators differently
     // on different ranks; they would meet on the one shared INC group.
     st->reason = Reason::kThreadMultiple;
-  } else if (cmp == MPI_SIMILAR) {
+  } else if (cmp == MPI_SIMILAR || !g->inc_ranks.empty()) {
+    // comm rank -> world rank -> INC group rank.
     st->permuted = true;
-    st->to_world = WorldRanks(comm);
+    st->to_world = cmp == MPI_SIMILAR ? WorldRanks(comm) : std::vector<int>(g->inc_ranks);
+    if (cmp == MPI_SIMILAR && !g->inc_ranks.empty())
+      for (int& r : st->to_world) r = g->inc_ranks[static_cast<size_t>(r)];
   }
   return st;
 }
@@ -130,9 +137,11 @@ Reason CommReason(MPI_Comm comm, const CommState** state) {
   return Reason::kNone;
 }
 
-// The world ranks of a communicator's ranks (null: they are the world's).
+// The INC group ranks of a communicator's ranks (null: they are the
+// world's ranks); st is null for MPI_COMM_WORLD.
 RankMap ToWorld(const CommState* st) {
-  return st && st->permuted ? &st->to_world : nullptr;
+  if (st) return st->permuted ? &st->to_world : nullptr;
+  return g->inc_ranks.empty() ? nullptr : &g->inc_ranks;
 }
 
 int DeleteTypeInfo(MPI_Datatype, int, void* value, void*) {
@@ -227,9 +236,15 @@ void FormGroup() {
   } else {
     g->job_id = c.job_id;
   }
+  // Collective, so before anything that may differ between ranks.
+  const HostLayout hosts = DescribeHosts(MPI_COMM_WORLD);
   int ok = 1;
   std::string why;
-  if (!PackIsRaw()) {
+  if (!hosts.uniform()) {
+    ok = 0;
+    why = "hosts run " + std::to_string(hosts.min_local) + " to " + std::to_string(hosts.max_local) +
+          " ranks each; the INC group needs the same number of ranks on every host";
+  } else if (!PackIsRaw()) {
     ok = 0;
     why =
         "MPI_Pack does not write the bare data bytes (a heterogeneous job?), so non-contiguous datatypes "
@@ -241,8 +256,10 @@ void FormGroup() {
     client::CommunicatorOptions o;
     o.am_address = c.am;
     o.job_id = g->job_id;
-    o.rank = static_cast<uint32_t>(g->rank);
+    o.rank = hosts.inc_rank;
     o.world_size = static_cast<uint32_t>(g->world);
+    o.local_size = static_cast<uint32_t>(hosts.local_size);
+    o.local_rank = static_cast<uint32_t>(hosts.local_rank);
     o.iface = c.iface.empty() ? DefaultRouteInterface() : c.iface;
     o.transport = c.transport;
     o.join_timeout_ms = c.join_timeout_ms;
@@ -275,8 +292,12 @@ void FormGroup() {
   PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   if (all) {
     g->tree_id = static_cast<int>(g->inc->GetStatus().assignment.tree_id);
+    g->inc_ranks = hosts.inc_ranks;
+    g->inc_rank = hosts.inc_rank;
     Log(LogLevel::kInfo, "rank " + std::to_string(g->rank) + ": MPI_COMM_WORLD on INC tree " +
-                             std::to_string(g->tree_id) + " (job " + g->job_id + ")");
+                             std::to_string(g->tree_id) + " (job " + g->job_id + "; " +
+                             std::to_string(hosts.hosts) + " hosts x " + std::to_string(hosts.local_size) +
+                             " ranks, INC rank " + std::to_string(hosts.inc_rank) + ")");
     return;
   }
   g->inc.reset();
@@ -468,7 +489,7 @@ int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, voi
       comm, q, !rt.contiguous || !stt.contiguous,
       [&](const Decision&) {
         return OffloadAllgather(*g->inc, sendbuf, sendcount, sendtype, stt, recvbuf, recvcount, recvtype, rt,
-                                q.bytes, me, size, static_cast<uint32_t>(g->rank), ToWorld(st));
+                                q.bytes, me, size, g->inc_rank, ToWorld(st));
       },
       [&] { return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm); });
 }

@@ -227,4 +227,32 @@ std::vector<int> WorldRanks(MPI_Comm comm) {
   return to_world;
 }
 
+HostLayout DescribeHosts(MPI_Comm comm) {
+  HostLayout h;
+  const int rank = CommRank(comm), size = CommSize(comm);
+  MPI_Comm node = MPI_COMM_NULL;
+  PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+  PMPI_Comm_size(node, &h.local_size);
+  PMPI_Comm_rank(node, &h.local_rank);
+  // Hosts are numbered in the order of their lowest rank: a host's index is
+  // the number of hosts whose first rank comes before its own.
+  int first = h.local_rank == 0 ? 1 : 0, before = 0;
+  PMPI_Exscan(&first, &before, 1, MPI_INT, MPI_SUM, comm);
+  if (rank == 0) before = 0;  // MPI_Exscan leaves rank 0's output undefined
+  int host = before;
+  PMPI_Bcast(&host, 1, MPI_INT, 0, node);
+  PMPI_Allreduce(&first, &h.hosts, 1, MPI_INT, MPI_SUM, comm);
+  PMPI_Allreduce(&h.local_size, &h.min_local, 1, MPI_INT, MPI_MIN, comm);
+  PMPI_Allreduce(&h.local_size, &h.max_local, 1, MPI_INT, MPI_MAX, comm);
+  PMPI_Comm_free(&node);
+  h.inc_rank = static_cast<uint32_t>(host * h.local_size + h.local_rank);
+  int mine = static_cast<int>(h.inc_rank);
+  h.inc_ranks.resize(static_cast<size_t>(size));
+  PMPI_Allgather(&mine, 1, MPI_INT, h.inc_ranks.data(), 1, MPI_INT, comm);
+  bool identity = true;
+  for (int r = 0; r < size; r++) identity = identity && h.inc_ranks[static_cast<size_t>(r)] == r;
+  if (identity) h.inc_ranks.clear();
+  return h;
+}
+
 }  // namespace inc::mpi

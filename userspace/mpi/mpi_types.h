@@ -73,4 +73,20 @@ int CommSize(MPI_Comm comm);
 // world's in another order (libinc addresses ranks and blocks by world rank).
 std::vector<int> WorldRanks(MPI_Comm comm);
 
+// How the ranks of `comm` sit on hosts (MPI_COMM_TYPE_SHARED): libinc runs
+// several ranks per host as one tree member per host and numbers the ranks
+// in blocks, host * local_size + local_rank, so the INC group's rank order
+// is the world's only when MPI placed the ranks in blocks too (an Open MPI
+// job mapped --map-by node is round robin). Collective over `comm`.
+struct HostLayout {
+  int hosts = 1;
+  int local_size = 1;  // ranks on this host
+  int local_rank = 0;
+  int min_local = 1, max_local = 1;  // over all hosts: libinc needs them equal
+  uint32_t inc_rank = 0;             // this rank in the INC group
+  std::vector<int> inc_ranks;        // comm rank -> INC group rank; empty when equal
+  bool uniform() const { return min_local == max_local; }
+};
+HostLayout DescribeHosts(MPI_Comm comm);
+
 }  // namespace inc::mpi

@@ -50,6 +50,7 @@ struct incin_comm {
   Reason reason = Reason::kNone;  // structural: subcomm, thread_multiple
   bool permuted = false;          // the world's group in another order
   std::vector<int> to_world;      // comm rank -> world rank (permuted only)
+  std::vector<int> to_inc;        // comm rank -> INC group rank, made at first use
 };
 
 namespace {
@@ -70,6 +71,10 @@ struct Global {
   std::string group_detail;
   std::string job_id;
   int tree_id = -1;
+  // The INC group numbers ranks host by host (mpi_types.h HostLayout):
+  // world rank -> INC group rank, empty when they are the same.
+  std::vector<int> inc_ranks;
+  uint32_t inc_rank = 0;
   std::mutex log_mu;
   std::set<std::pair<Call, Reason>> logged;
   Stats stats;
@@ -108,9 +113,14 @@ void FormGroup() {
   } else {
     g.job_id = c.job_id;
   }
+  const HostLayout hosts = DescribeHosts(MPI_COMM_WORLD);
   int ok = 1;
   std::string why;
-  if (!PackIsRaw()) {
+  if (!hosts.uniform()) {
+    ok = 0;
+    why = "hosts run " + std::to_string(hosts.min_local) + " to " + std::to_string(hosts.max_local) +
+          " ranks each; the INC group needs the same number of ranks on every host";
+  } else if (!PackIsRaw()) {
     ok = 0;
     why = "MPI_Pack does not write the bare data bytes (a heterogeneous job?)";
   } else if (c.am.empty()) {
@@ -120,8 +130,10 @@ void FormGroup() {
     inc::client::CommunicatorOptions o;
     o.am_address = c.am;
     o.job_id = g.job_id;
-    o.rank = static_cast<uint32_t>(g.rank);
+    o.rank = hosts.inc_rank;
     o.world_size = static_cast<uint32_t>(g.world);
+    o.local_size = static_cast<uint32_t>(hosts.local_size);
+    o.local_rank = static_cast<uint32_t>(hosts.local_rank);
     o.iface = c.iface.empty() ? DefaultRouteInterface() : c.iface;
     o.transport = c.transport;
     o.join_timeout_ms = c.join_timeout_ms;
@@ -145,8 +157,13 @@ void FormGroup() {
   g.forming = false;
   if (all) {
     g.tree_id = static_cast<int>(g.inc->GetStatus().assignment.tree_id);
+    g.inc_ranks = hosts.inc_ranks;
+    g.inc_rank = hosts.inc_rank;
     LogLine(LogLevel::kInfo, "rank " + std::to_string(g.rank) + ": MPI_COMM_WORLD on INC tree " +
-                                 std::to_string(g.tree_id) + " (job " + g.job_id + ")");
+                                 std::to_string(g.tree_id) + " (job " + g.job_id + "; " +
+                                 std::to_string(hosts.hosts) + " hosts x " +
+                                 std::to_string(hosts.local_size) + " ranks, INC rank " +
+                                 std::to_string(hosts.inc_rank) + ")");
     return;
   }
   g.inc.reset();
@@ -266,9 +283,15 @@ int Dispatch(MPI_Comm comm, const Request& q, bool packed, Offload&& offload, Fa
   return rc;
 }
 
-// The world ranks of a communicator's ranks (null: they are the world's).
-RankMap ToWorld(const incin_comm* st) {
-  return st->permuted ? &st->to_world : nullptr;
+// The INC group ranks of a communicator's ranks (null: they are the
+// world's ranks). Only after the group formed, which fixes inc_ranks.
+RankMap ToWorld(incin_comm* st) {
+  const std::vector<int>& inc = G().inc_ranks;
+  if (inc.empty()) return st->permuted ? &st->to_world : nullptr;
+  if (!st->permuted) return &inc;
+  if (st->to_inc.empty())
+    for (int w : st->to_world) st->to_inc.push_back(inc[static_cast<size_t>(w)]);
+  return &st->to_inc;
 }
 
 // Bypass: inside group formation every call is the saved function's, and
@@ -398,7 +421,7 @@ int incin_allgather(incin_comm* st, void* m, const void* sbuf, int scount, MPI_D
       comm, q, !rt.contiguous || !stt.contiguous,
       [&](const Decision&) {
         return OffloadAllgather(*G().inc, sbuf, scount, sdt, stt, rbuf, rcount, rdt, rt, q.bytes, me, size,
-                                static_cast<uint32_t>(G().rank), ToWorld(st));
+                                G().inc_rank, ToWorld(st));
       },
       fallback);
 }
