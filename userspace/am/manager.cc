@@ -81,8 +81,14 @@ Status Manager::PersistTreeLocked(TreeRec& t) {
   st.reserved = t.reserved;
   st.reserved_hosts = t.reserved_hosts;
   st.req = t.req;
-  for (uint32_t r = 0; r < t.members.world(); ++r)
-    st.members.push_back({t.members[r].joined, t.members[r].spec});
+  for (uint32_t r = 0; r < t.members.world(); ++r) {
+    const GroupMembers::Member& m = t.members[r];
+    // A member that left keeps its old ranks in memory; they are not its any more.
+    if (m.joined)
+      st.members.push_back({true, m.spec, m.host_ranks, m.total_ranks});
+    else
+      st.members.push_back({false, m.spec, {}, 0});
+  }
   st.plan = *t.plan;
   st.alloc = *t.alloc;
   for (const auto& [sw, cfg] : t.configs) st.configs[sw] = EncodeTreeConfig(cfg);
@@ -150,10 +156,12 @@ Status Manager::RestoreTreeLocked(const StoredTree& st, const Clock::time_point&
   t->req = st.req;
   t->members = GroupMembers(st.world);
   for (uint32_t r = 0; r < st.world; ++r) {
-    if (st.members[r].joined)
+    if (st.members[r].joined) {
       t->members.Join(r, st.members[r].spec, next_join_seq_++);
-    else
+      t->members.SetHostRanks(r, st.members[r].host_ranks, st.members[r].total_ranks);
+    } else {
       t->members.SetHost(r, st.members[r].spec.host);
+    }
   }
   t->members.HeartbeatAll(now);
   t->plan = st.plan;

@@ -63,7 +63,8 @@ class GroupMembers {
   }
   // INVALID_ARGUMENT when a member joining with these ranks behind it does
   // not fit the joined ones: some of them without ranks behind them and some
-  // with, or a rank already behind another member.
+  // with, a rank already behind another member, or, when it is the last to
+  // join, a rank of the job behind no member.
   Status CheckHostRanks(uint32_t rank, const std::vector<uint32_t>& ranks, uint32_t total_ranks) const;
   void HeartbeatAll(Clock::time_point when);
   // Up to `limit` ranks that have not joined, "0,3,7".

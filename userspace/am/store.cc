@@ -1,5 +1,8 @@
 #include "am/store.h"
 
+#include <algorithm>
+#include <iterator>
+#include <limits>
 #include <type_traits>
 
 namespace inc::am {
@@ -23,6 +26,7 @@ CREATE TABLE tree_members(
   host TEXT NOT NULL, ip TEXT NOT NULL, mac TEXT NOT NULL, qpn INTEGER NOT NULL, rkey INTEGER NOT NULL,
   va_base INTEGER NOT NULL, slot_stride INTEGER NOT NULL, transport INTEGER NOT NULL,
   member_index INTEGER NOT NULL, switch_index INTEGER NOT NULL, rank_at_switch INTEGER NOT NULL,
+  host_ranks TEXT NOT NULL DEFAULT '', total_ranks INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY(tree_id, rank));
 CREATE TABLE tree_switches(
   tree_id INTEGER NOT NULL, position INTEGER NOT NULL, name TEXT NOT NULL, role INTEGER NOT NULL,
@@ -35,6 +39,48 @@ CREATE TABLE tree_children(
   peer_port TEXT NOT NULL, member_lo INTEGER NOT NULL, member_hi INTEGER NOT NULL, switch_qpn INTEGER NOT NULL,
   PRIMARY KEY(tree_id, position, child_index));
 )sql";
+
+// The statements that turn a file of schema version `to - 1` into one of
+// version `to`, in order. Columns are only ever appended, so that a migrated
+// table has the column order of kSchema (rows are written and read by
+// position).
+struct Upgrade {
+  int to;
+  const char* sql;
+};
+constexpr Upgrade kUpgrades[] = {
+    // The ranks behind each member (several ranks per host).
+    {2, "ALTER TABLE tree_members ADD COLUMN host_ranks TEXT NOT NULL DEFAULT ''"},
+    {2, "ALTER TABLE tree_members ADD COLUMN total_ranks INTEGER NOT NULL DEFAULT 0"},
+};
+static_assert(std::size(kUpgrades) > 0 && kUpgrades[std::size(kUpgrades) - 1].to == Store::kSchemaVersion,
+              "the last upgrade leads to the schema this build writes");
+
+// host_ranks as stored: decimal ranks joined by commas, "" for none.
+std::string JoinRanks(const std::vector<uint32_t>& ranks) {
+  std::string out;
+  for (uint32_t r : ranks) out += (out.empty() ? "" : ",") + std::to_string(r);
+  return out;
+}
+
+std::optional<std::vector<uint32_t>> SplitRanks(const std::string& text) {
+  std::vector<uint32_t> out;
+  if (text.empty()) return out;
+  size_t pos = 0;
+  for (;;) {
+    const size_t end = std::min(text.find(',', pos), text.size());
+    if (end == pos || end - pos > 10) return std::nullopt;
+    uint64_t v = 0;
+    for (size_t i = pos; i < end; ++i) {
+      if (text[i] < '0' || text[i] > '9') return std::nullopt;
+      v = v * 10 + static_cast<uint64_t>(text[i] - '0');
+    }
+    if (v > std::numeric_limits<uint32_t>::max()) return std::nullopt;
+    out.push_back(static_cast<uint32_t>(v));
+    if (end == text.size()) return out;
+    pos = end + 1;
+  }
+}
 
 constexpr const char* kTreeTables[] = {"tree_children", "tree_switches", "tree_members", "trees"};
 
@@ -157,18 +203,30 @@ Status Store::Exec(const std::string& sql) {
 }
 
 Status Store::Migrate() {
-  Stmt v(db_, "PRAGMA user_version");
-  if (v.Step() != SQLITE_ROW) return Error("reading the schema version");
-  const int64_t version = v.Int(0);
+  int64_t version = 0, tables = 0;
+  {  // finalized before the schema changes
+    Stmt v(db_, "PRAGMA user_version");
+    if (v.Step() != SQLITE_ROW) return Error("reading the schema version");
+    version = v.Int(0);
+    Stmt t(db_, "SELECT count(*) FROM sqlite_master");
+    if (t.Step() != SQLITE_ROW) return Error("reading the schema");
+    tables = t.Int(0);
+  }
   if (version == kSchemaVersion) return Status::Ok();
+  if (version > 0 && version < kSchemaVersion)
+    return Transaction([&] {
+      for (const Upgrade& u : kUpgrades)
+        if (u.to > version)
+          INC_RETURN_IF_ERROR(
+              Exec(u.sql).WithContext("upgrading the schema from version " + std::to_string(u.to - 1)));
+      return Exec("PRAGMA user_version=" + std::to_string(kSchemaVersion));
+    });
   if (version != 0)
     return FailedPrecondition("schema version " + std::to_string(version) + ", this incamd reads version " +
                               std::to_string(kSchemaVersion) +
                               ": run the incamd that wrote it, or move the file away (the AM then forgets "
                               "every tree it holds, docs/operations.md \"AM state\")");
-  Stmt tables(db_, "SELECT count(*) FROM sqlite_master");
-  if (tables.Step() != SQLITE_ROW) return Error("reading the schema");
-  if (tables.Int(0) != 0)
+  if (tables != 0)
     return FailedPrecondition("the file has tables but no schema version: not an incamd state file");
   return Transaction([&] {
     INC_RETURN_IF_ERROR(Exec(kSchema));
@@ -257,7 +315,7 @@ Status Store::WriteTreeRows(const StoredTree& t) {
     const StoredMember& m = t.members[r];
     const MemberSlot slot = r < t.plan.member_slot.size() ? t.plan.member_slot[r] : MemberSlot{};
     const uint32_t index = r < t.plan.member_index_of_rank.size() ? t.plan.member_index_of_rank[r] : 0;
-    Stmt st(db_, "INSERT INTO tree_members VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    Stmt st(db_, "INSERT INTO tree_members VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     st.Bind(t.id).Bind(r).Bind(m.joined).Bind(r < t.reserved_hosts.size() ? t.reserved_hosts[r] : "");
     st.Bind(m.spec.host).Bind(m.spec.ip.ToString()).Bind(m.spec.mac.ToString());
     st.Bind(m.spec.qpn)
@@ -266,6 +324,7 @@ Status Store::WriteTreeRows(const StoredTree& t) {
         .Bind(m.spec.slot_stride)
         .Bind(m.spec.transport);
     st.Bind(index).Bind(slot.switch_index).Bind(slot.rank_at_switch);
+    st.Bind(JoinRanks(m.host_ranks)).Bind(m.total_ranks);
     if (!st.Run()) return Error(what + " member " + std::to_string(r));
   }
   for (uint32_t pos = 0; pos < t.plan.switches.size(); ++pos) {
@@ -397,6 +456,25 @@ Expected<StoredState> Store::Load() {
       m.spec.transport = static_cast<int>(st.Int(11));
       (*t)->plan.member_index_of_rank[r] = st.U32(12);
       (*t)->plan.member_slot[r] = MemberSlot{static_cast<size_t>(st.Int(13)), st.U32(14)};
+      const std::string member =
+          "tree_members: tree " + std::to_string((*t)->id) + " rank " + std::to_string(r) + ": ";
+      const std::string ranks_text = st.Text(15);
+      auto ranks = SplitRanks(ranks_text);
+      if (!ranks)
+        return FailedPrecondition(member + "host_ranks \"" + ranks_text +
+                                  "\" is not a list of ranks (decimal, comma-separated)");
+      const int64_t total = st.Int(16);
+      if (total < 0 || total > std::numeric_limits<uint32_t>::max())
+        return FailedPrecondition(member + "total_ranks " + std::to_string(total) + " is out of range");
+      if (ranks->empty() != (total == 0))
+        return FailedPrecondition(member + "host_ranks \"" + ranks_text + "\" with total_ranks " +
+                                  std::to_string(total) + " (both are given, or neither)");
+      for (uint32_t x : *ranks)
+        if (x >= total)
+          return FailedPrecondition(member + "host_ranks has rank " + std::to_string(x) +
+                                    ", not below total_ranks " + std::to_string(total));
+      m.host_ranks = std::move(*ranks);
+      m.total_ranks = static_cast<uint32_t>(total);
     }
     if (rc != SQLITE_DONE) return Error("reading tree members");
   }

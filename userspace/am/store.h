@@ -30,6 +30,10 @@ struct StoredSwitch {
 struct StoredMember {
   bool joined = false;
   MemberSpec spec;
+  // Several ranks per host: the job's ranks behind a joined member, and the
+  // job's total; empty and 0 when the job has one rank per member.
+  std::vector<uint32_t> host_ranks;
+  uint32_t total_ranks = 0;
 };
 
 // A tree with its resources: reserved by an operator or active.
@@ -64,8 +68,9 @@ struct StoredState {
 
 class Store {
  public:
-  // The schema this build writes; a file with another version is refused.
-  static constexpr int kSchemaVersion = 1;
+  // The schema this build writes. A file of an older version is upgraded in
+  // place when opened, one of a newer version is refused.
+  static constexpr int kSchemaVersion = 2;
 
   // Opens (creating if needed) the database at path; an empty path keeps
   // the state in memory only (lost when incamd exits).

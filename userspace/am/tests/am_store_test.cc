@@ -104,6 +104,8 @@ void ExpectSameTree(const StoredTree& a, const StoredTree& b) {
     EXPECT_EQ(a.members[r].spec.qpn, b.members[r].spec.qpn);
     EXPECT_EQ(a.members[r].spec.va_base, b.members[r].spec.va_base);
     EXPECT_EQ(a.members[r].spec.transport, b.members[r].spec.transport);
+    EXPECT_EQ(a.members[r].host_ranks, b.members[r].host_ranks);
+    EXPECT_EQ(a.members[r].total_ranks, b.members[r].total_ranks);
     EXPECT_EQ(a.plan.member_slot[r].switch_index, b.plan.member_slot[r].switch_index);
     EXPECT_EQ(a.plan.member_slot[r].rank_at_switch, b.plan.member_slot[r].rank_at_switch);
   }
@@ -281,7 +283,8 @@ TEST(StoreTest, OtherSchemaVersionsAndForeignFilesAreRefused) {
   ASSERT_FALSE(store.ok());
   EXPECT_EQ(store.status().code(), Code::kFailedPrecondition);
   EXPECT_NE(store.status().message().find("state store " + path +
-                                          ": schema version 99, this incamd reads version 1"),
+                                          ": schema version 99, this incamd reads version " +
+                                          std::to_string(Store::kSchemaVersion)),
             std::string::npos)
       << store.status().message();
 
@@ -302,6 +305,206 @@ TEST(StoreTest, OtherSchemaVersionsAndForeignFilesAreRefused) {
   store = Store::Open(text);
   ASSERT_FALSE(store.ok());
   EXPECT_EQ(store.status().code(), Code::kFailedPrecondition) << store.status().ToString();
+}
+
+// Several ranks per host: the job's ranks behind each member.
+StoredTree SampleTreeWithHostRanks(uint32_t id, const std::string& job) {
+  StoredTree t = SampleTree(id, job);
+  for (uint32_t r = 0; r < t.world; ++r) {
+    t.members[r].host_ranks = {2 * r + 1, 2 * r};  // kept in the member's order
+    t.members[r].total_ranks = 2 * t.world;
+  }
+  return t;
+}
+
+void Sql(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  char* err = nullptr;
+  EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK)
+      << (err ? err : "") << ": " << sql;
+  sqlite3_free(err);
+  sqlite3_close(db);
+}
+
+int64_t UserVersion(const std::string& path) {
+  sqlite3* db = nullptr;
+  sqlite3_stmt* st = nullptr;
+  int64_t v = -1;
+  if (sqlite3_open(path.c_str(), &db) == SQLITE_OK &&
+      sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, nullptr) == SQLITE_OK &&
+      sqlite3_step(st) == SQLITE_ROW)
+    v = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return v;
+}
+
+TEST(StoreTest, HostRanksComeBackAfterReopening) {
+  TempDir dir;
+  const std::string path = dir.File("am.db");
+  StoredTree tree = SampleTreeWithHostRanks(7, "job-a");
+  tree.members[1].host_ranks = {2, 3, 4294967294u};  // the widest numbers a member can store
+  tree.members[1].total_ranks = 4294967295u;
+  tree.members[2].host_ranks = {4};
+  {
+    auto store = Store::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    Status s = (*store)->PutTree(tree, 8);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    ASSERT_TRUE((*store)->PutTree(SampleTree(9, "job-b"), 10).ok());  // one rank per member
+  }
+  auto store = Store::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  auto state = (*store)->Load();
+  ASSERT_TRUE(state.ok()) << state.status().ToString();
+  ASSERT_EQ(state->trees.size(), 2u);
+  ExpectSameTree(tree, state->trees[0]);
+  EXPECT_EQ(state->trees[0].members[0].host_ranks, (std::vector<uint32_t>{1, 0}));
+  EXPECT_EQ(state->trees[0].members[0].total_ranks, 6u);
+  ExpectSameTree(SampleTree(9, "job-b"), state->trees[1]);
+  for (const StoredMember& m : state->trees[1].members) {
+    EXPECT_TRUE(m.host_ranks.empty());
+    EXPECT_EQ(m.total_ranks, 0u);
+  }
+}
+
+// A file written by the incamd before ranks per host (schema version 1: its
+// tables as that incamd created them) opens, its trees load with no ranks
+// behind their members, and it is upgraded in place.
+TEST(StoreTest, FileOfSchemaVersionOneIsUpgraded) {
+  TempDir dir;
+  const std::string path = dir.File("am.db");
+  const std::string active = std::to_string(static_cast<int>(TreeState::kActive));
+  const std::string leaf = std::to_string(static_cast<int>(TreeRole::kSingle));
+  Sql(path, R"sql(
+CREATE TABLE meta(name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+CREATE TABLE switches(name TEXT PRIMARY KEY, agent_address TEXT NOT NULL, slot_capacity INTEGER NOT NULL);
+CREATE TABLE trees(
+  id INTEGER PRIMARY KEY, job TEXT NOT NULL UNIQUE, key INTEGER NOT NULL, world INTEGER NOT NULL,
+  state INTEGER NOT NULL, generation INTEGER NOT NULL, reserved INTEGER NOT NULL,
+  req_pool_size INTEGER NOT NULL, req_elems_per_packet INTEGER NOT NULL, req_default_elems INTEGER NOT NULL,
+  req_dtype_mask INTEGER NOT NULL, req_op_mask INTEGER NOT NULL, req_coll_mask INTEGER NOT NULL,
+  pool_size INTEGER NOT NULL, elems_per_packet INTEGER NOT NULL,
+  dtype_mask INTEGER NOT NULL, op_mask INTEGER NOT NULL, coll_mask INTEGER NOT NULL,
+  created_ms INTEGER NOT NULL, activated_ms INTEGER NOT NULL, moves INTEGER NOT NULL,
+  last_move_ms INTEGER NOT NULL, last_move_reason TEXT NOT NULL);
+CREATE TABLE tree_members(
+  tree_id INTEGER NOT NULL, rank INTEGER NOT NULL, joined INTEGER NOT NULL, reserved_host TEXT NOT NULL,
+  host TEXT NOT NULL, ip TEXT NOT NULL, mac TEXT NOT NULL, qpn INTEGER NOT NULL, rkey INTEGER NOT NULL,
+  va_base INTEGER NOT NULL, slot_stride INTEGER NOT NULL, transport INTEGER NOT NULL,
+  member_index INTEGER NOT NULL, switch_index INTEGER NOT NULL, rank_at_switch INTEGER NOT NULL,
+  PRIMARY KEY(tree_id, rank));
+CREATE TABLE tree_switches(
+  tree_id INTEGER NOT NULL, position INTEGER NOT NULL, name TEXT NOT NULL, role INTEGER NOT NULL,
+  parent TEXT NOT NULL, parent_port TEXT NOT NULL, parent_peer_port TEXT NOT NULL,
+  rank_at_parent INTEGER NOT NULL, slot_base INTEGER NOT NULL, parent_qpn INTEGER NOT NULL, config BLOB,
+  PRIMARY KEY(tree_id, position));
+CREATE TABLE tree_children(
+  tree_id INTEGER NOT NULL, position INTEGER NOT NULL, child_index INTEGER NOT NULL,
+  is_switch INTEGER NOT NULL, rank INTEGER NOT NULL, peer TEXT NOT NULL, port TEXT NOT NULL,
+  peer_port TEXT NOT NULL, member_lo INTEGER NOT NULL, member_hi INTEGER NOT NULL, switch_qpn INTEGER NOT NULL,
+  PRIMARY KEY(tree_id, position, child_index));
+PRAGMA user_version=1;
+)sql");
+  Sql(path,
+      "INSERT INTO meta VALUES('next_tree_id', 6);"
+      "INSERT INTO switches VALUES('leaf00', '10.1.0.1:50061', 4096);"
+      "INSERT INTO trees VALUES(5, 'old-job', 1234, 2, " +
+          active +
+          ", 1, 0, 64, 0, 0, 6, 0, 0, 64, 768, 6, "
+          "3, 15, 1000, 2000, 0, 0, '');"
+          "INSERT INTO tree_members VALUES(5, 0, 1, '', 'h00_0', '10.0.0.1', '02:00:00:00:00:01', 4096, 77, "
+          "0, "
+          "4096, 1, 0, 0, 0);"
+          "INSERT INTO tree_members VALUES(5, 1, 1, '', 'h00_1', '10.0.0.2', '02:00:00:00:00:02', 4097, 77, "
+          "0, "
+          "4096, 1, 1, 0, 1);"
+          "INSERT INTO tree_switches VALUES(5, 0, 'leaf00', " +
+          leaf +
+          ", '', '', '', 0, 0, 0, NULL);"
+          "INSERT INTO tree_children VALUES(5, 0, 0, 0, 0, 'h00_0', 'h0', '', 0, 1, 256);"
+          "INSERT INTO tree_children VALUES(5, 0, 1, 0, 1, 'h00_1', 'h1', '', 1, 2, 257);");
+  StoredTree loaded;
+  {
+    auto store = Store::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    auto state = (*store)->Load();
+    ASSERT_TRUE(state.ok()) << state.status().ToString();
+    EXPECT_EQ(state->next_tree_id, 6u);
+    ASSERT_EQ(state->switches.size(), 1u);
+    ASSERT_EQ(state->trees.size(), 1u);
+    loaded = state->trees[0];
+    EXPECT_EQ(loaded.job, "old-job");
+    EXPECT_EQ(loaded.state, TreeState::kActive);
+    ASSERT_EQ(loaded.members.size(), 2u);
+    EXPECT_EQ(loaded.members[1].spec.host, "h00_1");
+    EXPECT_EQ(loaded.members[1].spec.qpn, 4097u);
+    EXPECT_EQ(loaded.plan.member_slot[1].rank_at_switch, 1u);
+    for (const StoredMember& m : loaded.members) {
+      EXPECT_TRUE(m.joined);
+      EXPECT_TRUE(m.host_ranks.empty());
+      EXPECT_EQ(m.total_ranks, 0u);
+    }
+    ASSERT_EQ(loaded.plan.switches.size(), 1u);
+    EXPECT_EQ(loaded.alloc.per_switch.at("leaf00").child_qpns, (std::vector<uint32_t>{256, 257}));
+
+    // The upgraded tables take ranks per host.
+    loaded.members[0].host_ranks = {0, 1};
+    loaded.members[1].host_ranks = {2, 3};
+    loaded.members[0].total_ranks = loaded.members[1].total_ranks = 4;
+    Status s = (*store)->PutTree(loaded, 6);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+  EXPECT_EQ(UserVersion(path), Store::kSchemaVersion);
+  auto store = Store::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  auto state = (*store)->Load();
+  ASSERT_TRUE(state.ok()) << state.status().ToString();
+  ASSERT_EQ(state->trees.size(), 1u);
+  ExpectSameTree(loaded, state->trees[0]);
+}
+
+// A stored host_ranks that this incamd would not have written is refused by
+// name instead of restoring a tree whose members cover other ranks.
+TEST(StoreTest, MalformedHostRanksAreRefused) {
+  struct Case {
+    std::string host_ranks;
+    int64_t total_ranks;
+    std::string error;
+  };
+  const std::vector<Case> cases = {
+      {"0,x", 6, "host_ranks \"0,x\" is not a list of ranks (decimal, comma-separated)"},
+      {"2,,3", 6, "host_ranks \"2,,3\" is not a list of ranks"},
+      {"2,3,", 6, "host_ranks \"2,3,\" is not a list of ranks"},
+      {"-2", 6, "host_ranks \"-2\" is not a list of ranks"},
+      {" 2", 6, "host_ranks \" 2\" is not a list of ranks"},
+      {"4294967296", 6, "host_ranks \"4294967296\" is not a list of ranks"},
+      {"2,6", 6, "host_ranks has rank 6, not below total_ranks 6"},
+      {"", 6, "host_ranks \"\" with total_ranks 6 (both are given, or neither)"},
+      {"2,3", 0, "host_ranks \"2,3\" with total_ranks 0 (both are given, or neither)"},
+      {"2,3", -6, "total_ranks -6 is out of range"},
+      {"2,3", 4294967296, "total_ranks 4294967296 is out of range"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.host_ranks);
+    TempDir dir;
+    const std::string path = dir.File("am.db");
+    {
+      auto store = Store::Open(path);
+      ASSERT_TRUE(store.ok()) << store.status().ToString();
+      ASSERT_TRUE((*store)->PutTree(SampleTreeWithHostRanks(7, "job-a"), 8).ok());
+    }
+    Sql(path, "UPDATE tree_members SET host_ranks = '" + c.host_ranks +
+                  "', total_ranks = " + std::to_string(c.total_ranks) + " WHERE tree_id = 7 AND rank = 1");
+    auto store = Store::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    auto state = (*store)->Load();
+    ASSERT_FALSE(state.ok());
+    EXPECT_EQ(state.status().code(), Code::kFailedPrecondition) << state.status().ToString();
+    EXPECT_NE(state.status().message().find("tree_members: tree 7 rank 1: " + c.error), std::string::npos)
+        << state.status().message();
+  }
 }
 
 TEST(StoreTest, SecondOpenerOfAFileIsRefused) {
@@ -348,15 +551,18 @@ class ManagerRestartTest : public ::testing::Test {
     }
   }
 
-  // Joins ranks on h00_0, h00_1, h01_0, h01_1: a two-level tree.
-  std::vector<Assignment> RunJob(Manager* m, const std::string& job) {
+  // Joins ranks on h00_0, h00_1, h01_0, h01_1: a two-level tree. With
+  // ranks_per_host, member r joins with ranks r * L .. r * L + L - 1 behind it.
+  std::vector<Assignment> RunJob(Manager* m, const std::string& job, uint32_t ranks_per_host = 0) {
     const std::vector<std::string> hosts = {"h00_0", "h00_1", "h01_0", "h01_1"};
+    const uint32_t world = static_cast<uint32_t>(hosts.size());
     std::vector<std::future<Expected<Assignment>>> joins;
-    for (uint32_t r = 0; r < hosts.size(); ++r)
+    for (uint32_t r = 0; r < world; ++r)
       joins.push_back(std::async(std::launch::async, [=] {
-        return m->JoinGroup(
-            *JoinFromProto(testing::MakeJoin(job, r, static_cast<uint32_t>(hosts.size()), hosts[r])),
-            nullptr);
+        auto req = testing::MakeJoin(job, r, world, hosts[r]);
+        for (uint32_t i = 0; i < ranks_per_host; ++i) req.add_host_ranks(r * ranks_per_host + i);
+        if (ranks_per_host) req.set_total_ranks(world * ranks_per_host);
+        return m->JoinGroup(*JoinFromProto(req), nullptr);
       }));
     std::vector<Assignment> out;
     for (auto& j : joins) {
@@ -438,6 +644,40 @@ TEST_F(ManagerRestartTest, ActiveTreeIsKeptAcrossARestart) {
   int active = 0;
   for (const TreeInfo& t : m->ListTrees()) active += t.state == TreeState::kActive;
   EXPECT_EQ(active, 2);
+}
+
+// incinctl tree show lists the ranks behind each member after a restart too.
+TEST_F(ManagerRestartTest, RanksBehindMembersAreKeptAcrossARestart) {
+  AmOptions opts;
+  opts.member_heartbeat_timeout_ms = 60000;
+  uint32_t tree_id = 0;
+  {
+    auto m = StartManager(opts);
+    Register(m.get(), {});
+    auto assignments = RunJob(m.get(), "job-1", 2);
+    ASSERT_EQ(assignments.size(), 4u);
+    tree_id = assignments[0].tree_id;
+  }
+  auto m = StartManager(opts);
+  auto tree = m->GetTree({tree_id, ""});
+  ASSERT_TRUE(tree.ok()) << tree.status().ToString();
+  EXPECT_EQ(tree->state, TreeState::kActive);
+  ASSERT_EQ(tree->members.size(), 4u);
+  for (uint32_t r = 0; r < 4; ++r) {
+    EXPECT_EQ(tree->members[r].rank, r);
+    EXPECT_EQ(tree->members[r].host_ranks, (std::vector<uint32_t>{2 * r, 2 * r + 1})) << "member " << r;
+  }
+  // The file holds them with the job's total.
+  m.reset();
+  auto store = Store::Open(path_);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  auto state = (*store)->Load();
+  ASSERT_TRUE(state.ok()) << state.status().ToString();
+  ASSERT_EQ(state->trees.size(), 1u);
+  for (uint32_t r = 0; r < 4; ++r) {
+    EXPECT_EQ(state->trees[0].members[r].host_ranks, (std::vector<uint32_t>{2 * r, 2 * r + 1}));
+    EXPECT_EQ(state->trees[0].members[r].total_ranks, 8u);
+  }
 }
 
 TEST_F(ManagerRestartTest, TreeWhoseMembersAreGoneIsDismantledAndForgotten) {

@@ -421,6 +421,41 @@ TEST_F(RequestValidationTest, HostRanksAreChecked) {
   EXPECT_EQ(second.get().code(), Code::kCancelled);
 }
 
+TEST_F(RequestValidationTest, LastJoinThatLeavesARankBehindNoMemberIsRefused) {
+  auto with = [](uint32_t rank, const std::string& host, std::vector<uint32_t> ranks) {
+    auto r = testing::MakeJoin("j", rank, 3, host);
+    for (uint32_t x : ranks) r.add_host_ranks(x);
+    r.set_total_ranks(7);
+    return r;
+  };
+  auto first = JoinInBackground(with(0, "h00_0", {0, 1}));
+  WaitJoined("j", 1);
+  auto second = JoinInBackground(with(1, "h00_1", {2, 3}));
+  WaitJoined("j", 2);
+  Status two = Join(with(2, "h00_2", {5}));
+  EXPECT_EQ(two.code(), Code::kInvalidArgument) << two.ToString();
+  EXPECT_NE(
+      two.message().find("member 2 is the last of 3 members to join, and ranks 4,6 of total_ranks 7 are "
+                         "behind no member (the members give 5 ranks)"),
+      std::string::npos)
+      << two.message();
+  Status one = Join(with(2, "h00_2", {4, 6}));
+  EXPECT_EQ(one.code(), Code::kInvalidArgument) << one.ToString();
+  EXPECT_NE(one.message().find("rank 5 of total_ranks 7 is behind no member"), std::string::npos)
+      << one.message();
+  // The group is not complete: the refused member is not in it.
+  auto t = m_->GetTree({0, "j"});
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->state, TreeState::kPending);
+  EXPECT_EQ(t->joined, 2u);
+  ASSERT_EQ(t->members.size(), 2u);
+  EXPECT_EQ(t->members[0].rank, 0u);
+  EXPECT_EQ(t->members[1].rank, 1u);
+  stop_ = true;
+  EXPECT_EQ(first.get().code(), Code::kCancelled);
+  EXPECT_EQ(second.get().code(), Code::kCancelled);
+}
+
 TEST_F(RequestValidationTest, IncompleteGroupTimesOutWithDeadlineExceeded) {
   auto r = testing::MakeJoin("j", 1, 3, "h00_1", /*timeout_ms=*/100);
   auto a = JoinUntil(r, nullptr);
