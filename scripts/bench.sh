@@ -10,7 +10,7 @@
 #   bash scripts/bench.sh [--quick] [--reps N] [--out DIR] [--build DIR]
 #                         [--no-build] [--topologies single,two]
 #                         [--systems inc,mpi,gloo,ceiling] [--mtu N]
-#                         [--workers 2|4]
+#                         [--workers 2|4] [--ranks-per-host N]
 #
 #   --quick       sizes 8 B, 64 KiB, 1 MiB and 1 repetition (the smoke test)
 #   --reps N      repetitions of every configuration (default 3)
@@ -20,6 +20,12 @@
 #   --workers N   4 (w0..w3, default) or 2 (w0 and w1: no more ranks than
 #                 this VM's 2 vCPUs; in the two-level topology both sit on
 #                 leaf0, so the run never crosses a spine)
+#   --ranks-per-host N  N ranks on every worker (world = workers x N): INC
+#                 through libinc's shared-memory host stage (one tree
+#                 member per worker), Open MPI with its shared-memory
+#                 transport (vader) inside a worker and ranks in blocks,
+#                 Gloo over TCP; no ceiling (it reflects one member per
+#                 port). Default 1
 #
 # Per topology two labs are up at once (same addresses, separate namespaces):
 # one with incamd/incswitchd (the INC runs) and one without daemons, whose
@@ -54,6 +60,7 @@ SYSTEMS="inc mpi gloo ceiling"
 MTU=9000
 DTYPE=float32
 NWORKERS=4
+PER_HOST=1
 while [ $# -gt 0 ]; do
   case "$1" in
   --quick) QUICK=1; shift ;;
@@ -65,6 +72,7 @@ while [ $# -gt 0 ]; do
   --systems) SYSTEMS=${2//,/ }; shift 2 ;;
   --mtu) MTU=$2; shift 2 ;;
   --workers) NWORKERS=$2; shift 2 ;;
+  --ranks-per-host) PER_HOST=$2; shift 2 ;;
   -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
   *) echo "bench.sh: unknown option $1 (--help)" >&2; exit 2 ;;
   esac
@@ -76,6 +84,12 @@ case $NWORKERS in
 4) WORKER_LIST=w0,w1,w2,w3 ;;
 *) echo "bench.sh: --workers must be 2 or 4" >&2; exit 2 ;;
 esac
+[[ "$PER_HOST" =~ ^[1-9][0-9]*$ ]] || { echo "bench.sh: --ranks-per-host must be a positive number" >&2; exit 2; }
+if [ "$PER_HOST" -gt 1 ] && [[ " $SYSTEMS " == *" ceiling "* ]]; then
+  echo "bench.sh: --ranks-per-host $PER_HOST: the ceiling is left out (one reflected member per port)" >&2
+  SYSTEMS=$(echo " $SYSTEMS " | sed "s/ ceiling / /")
+fi
+RANKS=$((NWORKERS * PER_HOST))
 for t in $TOPOLOGIES; do
   case $t in single | two) ;; *) echo "bench.sh: unknown topology $t" >&2; exit 2 ;; esac
 done
@@ -140,12 +154,16 @@ need gloo "$GLOO_PERF" gloo-allreduce-perf
   echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "open mpi: $(mpirun --version 2>/dev/null | head -n1 || echo none)"
   echo "gloo: $(dpkg-query -W -f '${Version}' libgloo-dev 2>/dev/null || echo unknown)"
-  echo "mode: $([ "$QUICK" = 1 ] && echo quick || echo full), reps $REPS, mtu $MTU, dtype $DTYPE sum, $NWORKERS workers ($WORKER_LIST)"
+  echo "mode: $([ "$QUICK" = 1 ] && echo quick || echo full), reps $REPS, mtu $MTU, dtype $DTYPE sum, $NWORKERS workers ($WORKER_LIST), $PER_HOST rank(s) per worker"
   echo "systems: $SYSTEMS"
   echo "ranges (min max factor iters warmup): $(printf '[%s] ' "${RANGES[@]}")"
 } >"$OUT/machine.txt"
 step "machine"
 cat "$OUT/machine.txt"
+
+# With one rank per worker, Open MPI's placement stays inc-mpirun's default.
+MPI_PLACEMENT=()
+[ "$PER_HOST" = 1 ] || MPI_PLACEMENT=(--ranks-per-host "$PER_HOST")
 
 RAW="$OUT/raw.csv"
 echo "topology,system,workers,rep,size_bytes,time_us,algbw_GBps,busbw_GBps,wrong" >"$RAW"
@@ -226,7 +244,7 @@ for line in open(sys.argv[1], errors="replace"):
     tail -n 15 "$log" | sed 's/^/  | /' >&2
     FAILED=1
   fi
-  record "$topo" "$sys" "$rep" "$log" "$NWORKERS" || { FAILED=1; return 0; }
+  record "$topo" "$sys" "$rep" "$log" "$RANKS" || { FAILED=1; return 0; }
   if awk -F, -v s="$sys" -v t="$topo" -v r="$rep" '$1==t && $2==s && $4==r && $9 > 0 {bad=1} END {exit !bad}' "$RAW"; then
     echo "bench.sh: $sys on $topo (rep $rep) reported wrong elements; log $log" >&2
     FAILED=1
@@ -348,7 +366,8 @@ for topo in $TOPOLOGIES; do
       step "$topo-level rep $rep/$REPS: sizes $min..$max (x$f), $n iterations + $w warmup"
       if [[ " $SYSTEMS " == *" inc "* ]]; then
         log="$OUT/logs/$topo-inc-r$rep-$k.log"
-        run "$topo" inc "$rep" "$log" "$INCLAB" run "$LAB_INC" --workers "$WORKER_LIST" --tag inc -- \
+        run "$topo" inc "$rep" "$log" "$INCLAB" run "$LAB_INC" --workers "$WORKER_LIST" --ranks-per-host "$PER_HOST" \
+          --tag inc -- \
           "$INC_PERF" allreduce -d "$DTYPE" -o sum -b "$min" -e "$max" -f "$f" -n "$n" -w "$w" --json \
           --am '{am}' --job "bench-$rep-$k" --rank '{rank}' --world '{world}' --iface '{iface}'
         # The ceiling moves the same packets: the INC tree's pool and packet size.
@@ -363,13 +382,13 @@ else:
       fi
       if [[ " $SYSTEMS " == *" mpi "* ]]; then
         run "$topo" mpi "$rep" "$OUT/logs/$topo-mpi-r$rep-$k.log" \
-          "$INCMPIRUN" "$LAB_KRN" --workers "$WORKER_LIST" -- \
+          "$INCMPIRUN" "$LAB_KRN" --workers "$WORKER_LIST" "${MPI_PLACEMENT[@]}" -- \
           "$MPI_PERF" -d "$DTYPE" -o sum -b "$min" -e "$max" -f "$f" -n "$n" -w "$w"
       fi
       if [[ " $SYSTEMS " == *" gloo "* ]]; then
         store=$(mktemp -d /tmp/incbench-gloo.XXXXXX)
         run "$topo" gloo "$rep" "$OUT/logs/$topo-gloo-r$rep-$k.log" \
-          "$INCLAB" run "$LAB_KRN" --workers "$WORKER_LIST" --tag gloo -- \
+          "$INCLAB" run "$LAB_KRN" --workers "$WORKER_LIST" --ranks-per-host "$PER_HOST" --tag gloo -- \
           "$GLOO_PERF" -d "$DTYPE" -o sum -b "$min" -e "$max" -f "$f" -n "$n" -w "$w" \
           --rank '{rank}' --world '{world}' --store "$store" --iface eth0
         rm -rf "$store"
@@ -390,6 +409,7 @@ done
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/machine.txt"
 step "report"
 python3 "$ROOT/bench/suite/bench_report.py" --raw "$RAW" --runs "$RUNS" --machine "$OUT/machine.txt" \
+  --ranks-per-host "$PER_HOST" \
   --high-load "$(awk -v n="$(nproc)" 'BEGIN {print 0.75 * n}')" --out "$OUT"
 echo "results in $OUT (summary.md, bench.csv, raw.csv, runs.csv, busbw-*.png, logs/)"
 [ "$FAILED" = 0 ] || { echo "bench.sh: some runs failed or reported wrong elements (see above)" >&2; exit 1; }

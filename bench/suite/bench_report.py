@@ -90,7 +90,15 @@ def summarize(runs, workers):
     return out
 
 
+PER_HOST = 1  # ranks per worker (--ranks-per-host): the "workers" column counts ranks
+
+
 def worker_note(topo, n):
+    if PER_HOST > 1:
+        hosts = n // PER_HOST
+        where = "w0, w1 on leaf0, w2, w3 on leaf1" if topo == "two" and hosts > 2 else "on leaf0"
+        return (f"{n} ranks, {PER_HOST} on each of {hosts} workers ({', '.join(f'w{i}' for i in range(hosts))}; "
+                f"{where})")
     names = ", ".join(f"w{i}" for i in range(n))
     if topo == "two" and n <= 2:
         return (f"{n} workers ({names}), all on leaf0: leaf1 and the spines carry none of this run's traffic "
@@ -281,7 +289,7 @@ def plot(topo, rows, out_dir):
     script = f"""
 set terminal pngcairo size 900,600 noenhanced
 set output '{png}'
-set title 'allreduce busbw, {topo}-level lab, {n} workers (medians)'
+set title 'allreduce busbw, {topo}-level lab, {n} {"ranks" if PER_HOST > 1 else "workers"} (medians)'
 set logscale xy
 set xlabel 'message size (bytes)'
 set ylabel 'busbw = algbw x 2(n-1)/n (GB/s)'
@@ -319,7 +327,10 @@ def main():
     ap.add_argument("--high-load", type=float, default=1.5,
                     help="flag runs whose 1-minute load average before or after exceeded this (default 1.5)")
     ap.add_argument("--out", required=True, help="directory for bench.csv, summary.md and the plots")
+    ap.add_argument("--ranks-per-host", type=int, default=1, help="ranks per worker of the run (default 1)")
     a = ap.parse_args()
+    global PER_HOST
+    PER_HOST = a.ranks_per_host
     summary = summarize(*load(a.raw))
     if not summary:
         sys.exit("bench_report: no rows in " + a.raw)
