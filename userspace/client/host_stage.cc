@@ -481,16 +481,21 @@ Status HostCollectives::Reduce(uint8_t collective, const void* send, void* recv,
       case Form::kRaw64: std::memcpy(static_cast<uint8_t*>(recv) + first * esize, res, n * esize); break;
       case Form::kFix32:
       case Form::kOrd32: {
-        out32.resize(n);
+        // float32 decodes straight into recv; float16/bfloat16 through float32.
+        float* o = static_cast<float*>(recv) + first;
+        if (t != DataType::kFloat32) {
+          out32.resize(n);
+          o = out32.data();
+        }
         if (plan.form == Form::kOrd32) {
-          std::memcpy(out32.data(), res, n * 4);
+          std::memcpy(o, res, n * 4);
         } else {
           for (uint64_t b = 0; b < PacketCount(n, per); b++) {
             PacketRange r = PacketElements(b, n, per);
-            DequantiseF32(res + r.first * 4, r.count, agreed[b], headroom, out32.data() + r.first);
+            DequantiseF32(res + r.first * 4, r.count, agreed[b], headroom, o + r.first);
           }
         }
-        StoreF32(t, out32.data(), n, recv, first);
+        if (t != DataType::kFloat32) StoreF32(t, out32.data(), n, recv, first);
         break;
       }
       case Form::kFix64: {
