@@ -70,9 +70,12 @@ Status GroupMembers::CheckHostRanks(uint32_t rank, const std::vector<uint32_t>& 
     return InvalidArgument("members give " + std::to_string(behind) + " ranks with " +
                            std::to_string(world() - joined) +
                            " members still to join, more than total_ranks " + std::to_string(total_ranks));
-  if (ranks.empty() || joined != world()) return Status::Ok();
   // This member completes the group: every rank of the job must be behind
-  // one of its members, or a collective would miss that rank's data.
+  // one of its members, or a collective would miss that rank's data. The
+  // ranks are distinct and below total_ranks (checked above and per request),
+  // so a count short of total_ranks is exactly a rank behind no member; the
+  // walk below only names them.
+  if (ranks.empty() || joined != world() || behind == total_ranks) return Status::Ok();
   std::vector<bool> covered(total_ranks);
   auto cover = [&](const std::vector<uint32_t>& v) {
     for (uint32_t x : v)
@@ -86,16 +89,11 @@ Status GroupMembers::CheckHostRanks(uint32_t rank, const std::vector<uint32_t>& 
   size_t n = 0;
   for (uint32_t x = 0; x < total_ranks; x++)
     if (!covered[x] && n++ < kListed) uncovered += (uncovered.empty() ? "" : ",") + std::to_string(x);
-  if (n)
-    return InvalidArgument("member " + std::to_string(rank) + " is the last of " + std::to_string(world()) +
-                           " members to join, and rank" + (n == 1 ? " " : "s ") + uncovered +
-                           (n > kListed ? " (and " + std::to_string(n - kListed) + " more)" : "") +
-                           " of total_ranks " + std::to_string(total_ranks) + (n == 1 ? " is" : " are") +
-                           " behind no member (the members give " + std::to_string(behind) + " ranks)");
-  if (behind != total_ranks)
-    return InvalidArgument("the " + std::to_string(world()) + " members give " + std::to_string(behind) +
-                           " ranks, total_ranks is " + std::to_string(total_ranks));
-  return Status::Ok();
+  return InvalidArgument("member " + std::to_string(rank) + " is the last of " + std::to_string(world()) +
+                         " members to join, and rank" + (n == 1 ? " " : "s ") + uncovered +
+                         (n > kListed ? " (and " + std::to_string(n - kListed) + " more)" : "") +
+                         " of total_ranks " + std::to_string(total_ranks) + (n == 1 ? " is" : " are") +
+                         " behind no member (the members give " + std::to_string(behind) + " ranks)");
 }
 
 Expected<MemberSpec> ResolveMember(const Topology& topo, const MemberInfo& mi) {

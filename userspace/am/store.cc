@@ -1,6 +1,7 @@
 #include "am/store.h"
 
 #include <algorithm>
+#include <charconv>
 #include <iterator>
 #include <limits>
 #include <type_traits>
@@ -65,21 +66,16 @@ std::string JoinRanks(const std::vector<uint32_t>& ranks) {
 
 std::optional<std::vector<uint32_t>> SplitRanks(const std::string& text) {
   std::vector<uint32_t> out;
-  if (text.empty()) return out;
-  size_t pos = 0;
-  for (;;) {
-    const size_t end = std::min(text.find(',', pos), text.size());
-    if (end == pos || end - pos > 10) return std::nullopt;
-    uint64_t v = 0;
-    for (size_t i = pos; i < end; ++i) {
-      if (text[i] < '0' || text[i] > '9') return std::nullopt;
-      v = v * 10 + static_cast<uint64_t>(text[i] - '0');
-    }
-    if (v > std::numeric_limits<uint32_t>::max()) return std::nullopt;
-    out.push_back(static_cast<uint32_t>(v));
-    if (end == text.size()) return out;
-    pos = end + 1;
+  const char* p = text.data();
+  const char* const end = p + text.size();
+  while (p != end) {
+    uint32_t v = 0;
+    auto [next, ec] = std::from_chars(p, end, v);  // digits only: no sign, no space, no overflow
+    if (ec != std::errc() || (next != end && *next != ',') || next + 1 == end) return std::nullopt;
+    out.push_back(v);
+    p = next == end ? end : next + 1;
   }
+  return out;
 }
 
 constexpr const char* kTreeTables[] = {"tree_children", "tree_switches", "tree_members", "trees"};

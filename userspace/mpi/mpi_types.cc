@@ -227,6 +227,16 @@ std::vector<int> WorldRanks(MPI_Comm comm) {
   return to_world;
 }
 
+std::string HostLayout::NotUniformReason() const {
+  return "hosts run " + std::to_string(min_local) + " to " + std::to_string(max_local) +
+         " ranks each; the INC group needs the same number of ranks on every host";
+}
+
+std::string HostLayout::Summary() const {
+  return std::to_string(hosts) + " hosts x " + std::to_string(local_size) + " ranks, INC rank " +
+         std::to_string(inc_rank);
+}
+
 HostLayout DescribeHosts(MPI_Comm comm) {
   HostLayout h;
   const int rank = CommRank(comm), size = CommSize(comm);

@@ -10,6 +10,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "common/status.h"
@@ -86,6 +87,10 @@ struct HostLayout {
   uint32_t inc_rank = 0;             // this rank in the INC group
   std::vector<int> inc_ranks;        // comm rank -> INC group rank; empty when equal
   bool uniform() const { return min_local == max_local; }
+  // Why no group can be formed when !uniform(), for the fallback's detail.
+  std::string NotUniformReason() const;
+  // "4 hosts x 2 ranks, INC rank 2", for the log line of a formed group.
+  std::string Summary() const;
 };
 HostLayout DescribeHosts(MPI_Comm comm);
 

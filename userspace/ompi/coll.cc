@@ -118,8 +118,7 @@ void FormGroup() {
   std::string why;
   if (!hosts.uniform()) {
     ok = 0;
-    why = "hosts run " + std::to_string(hosts.min_local) + " to " + std::to_string(hosts.max_local) +
-          " ranks each; the INC group needs the same number of ranks on every host";
+    why = hosts.NotUniformReason();
   } else if (!PackIsRaw()) {
     ok = 0;
     why = "MPI_Pack does not write the bare data bytes (a heterogeneous job?)";
@@ -160,10 +159,8 @@ void FormGroup() {
     g.inc_ranks = hosts.inc_ranks;
     g.inc_rank = hosts.inc_rank;
     LogLine(LogLevel::kInfo, "rank " + std::to_string(g.rank) + ": MPI_COMM_WORLD on INC tree " +
-                                 std::to_string(g.tree_id) + " (job " + g.job_id + "; " +
-                                 std::to_string(hosts.hosts) + " hosts x " +
-                                 std::to_string(hosts.local_size) + " ranks, INC rank " +
-                                 std::to_string(hosts.inc_rank) + ")");
+                                 std::to_string(g.tree_id) + " (job " + g.job_id + "; " + hosts.Summary() +
+                                 ")");
     return;
   }
   g.inc.reset();
