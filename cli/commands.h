@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // incinctl's commands as a library: Run() parses the arguments and runs one
 // command against an AggregationManager stub, writing to the given streams,
 // so tests run the CLI in-process against a real AM.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Output of incinctl: aligned tables for people, protobuf JSON for scripts.
 // Pure functions of the AM's responses, so tests can check them on
 // hand-built messages.

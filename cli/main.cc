@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // incinctl: operator CLI of incin's aggregation manager. The commands live in
 // the inc_cli library (commands.h); this only hands them the process's
 // arguments and streams.

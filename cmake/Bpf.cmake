@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Builds BPF objects with clang and their libbpf skeletons with bpftool, into
 # the build tree. inc_bpf_object(NAME SOURCE [DEPENDS headers...]) creates an
 # INTERFACE target NAME_skel whose include directory holds NAME.skel.h.

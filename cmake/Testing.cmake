@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # inc_gtest_groups(BINARY <target> PREFIX <ctest name prefix> LABEL <label>
 #                  GROUPS <name>=<gtest filter>... [PROPERTIES <ctest properties>...])
 #

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // incamd's config file: the AmConfig JSON parser (am/topology.cc
 // ParseJsonText, what LoadAmConfig reads the file with) and ValidateAmConfig.
 // Invariant: a parsed config printed as JSON parses back to the same config.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // incamd's edge toward the switch agents (am/convert.cc): a RegisterSwitch
 // request's agent address, capabilities and ports, checked and turned into
 // the AM's model the way the service's RegisterSwitch does. The input is a

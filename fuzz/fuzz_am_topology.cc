@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // incamd's topology file: the TopologyFile JSON parser (am/topology.cc
 // ParseJsonText) and TopologyFromProto, which validates it into the model the
 // tree builder plans on. Invariants: JSON round trip; a valid topology has as

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ARN messages (arn/message.cc): what incswitchd's routing agent decodes from
 // every datagram on its ARN socket. Each input is decoded as received, once
 // without a key and once with one after the harness has put the right digest

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What every harness shares: an invariant check that aborts (libFuzzer then
 // saves the input as a crash), and quiet logs so the parsers' warnings about
 // bad input do not slow the fuzzer down to the speed of the terminal.

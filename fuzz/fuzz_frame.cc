@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The RoCEv2/INC frame parser libinc runs on every frame its AF_XDP and XDP
 // receive paths hand it (client/engine.cc: ParseFrame, CheckResultFrame, then
 // the operation's Accept, which copies or decodes the payload into the user's

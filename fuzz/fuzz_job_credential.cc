@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Job credentials as JoinGroup carries them (common/job_credential.cc
 // JobOfCredential, JobCredentials::Verify): input "JOB\nCREDENTIAL".
 // Invariants: a credential issued for the input's job id names that job and

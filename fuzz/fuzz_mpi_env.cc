@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libincmpi's environment (mpi/config.cc): ParseConfig over INCMPI_*
 // variables, UnknownEnvNames over environ and SummaryPathForRank over
 // INCMPI_SUMMARY_JSON. All are pure functions of their strings, so no MPI is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // incswitchd's NETCONF edge (switch/netconf/yang_data.cc): the <config> of an
 // edit-config, parsed strictly by libyang against the incin-switch module,
 // validated as a whole as the server validates the edited datastore, and each

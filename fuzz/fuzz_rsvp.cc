@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The RSVP credit codec (credit/rsvp.cc): what incswitchd's credit agent
 // decodes from every RSVP datagram a neighbour sends. Each input is decoded
 // twice: as received, and after the harness has done a sender's part (length

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Writes the seed corpus, fuzz/corpus/<target>/seed-<n>, from the project's
 // own builders and serializers, so every seed is an input the real senders
 // produce (scripts/fuzz.sh --seeds). Seeds a parser would reject mean the

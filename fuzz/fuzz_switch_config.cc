@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // incswitchd's config file (switch/config.cc ParseConfigJson, then
 // ValidateConfig and the routing/ARN and credit sections' parsers in
 // switch/routing/arn_config.cc and switch/credit/credit_config.cc). The ports those parsers

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // incswitchd's edge toward the AM (switch/tree/translate.cc): the TreeConfig of a
 // ConfigureTree call, checked and turned into the data path's TreeSpec. The
 // input is a serialized TreeConfig (inputs that do not parse are skipped).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs one libFuzzer harness for a bounded time over its committed corpus.
 #   run_fuzzer.sh HARNESS CORPUS WORK_DIR SECONDS [libFuzzer flags...]
 # New inputs go to WORK_DIR/new (libFuzzer writes into its first corpus

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """lab.chaos helper (netns-tests/lab_chaos.sh).
 
   chaos_report.py job LOGDIR TAG START_MS END_MS RC RUN_OUT KILLED_TAGS_FILE

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Many-flow UDP traffic for routing lab tests (RoCEv2-sized datagrams).
 
   flow_probe.py send DST PORT --flows N --pps R --seconds S [--size B] [--sport-base P] [--roce-qpn Q]

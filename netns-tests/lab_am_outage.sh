@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # lab.am_outage: a long incamd outage does not cost the running jobs. On the
 # single lab a long exact int32 allreduce runs; incamd gets SIGKILL and stays
 # away 15 s, long enough for incswitchd's reconnect back-off to the AM to

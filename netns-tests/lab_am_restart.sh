@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # lab.am_restart: incamd keeps running jobs across a crash, and a job starts
 # right after an agent restart. Four workers on the two-level lab run a long
 # exact int32 allreduce; mid-run incamd gets SIGKILL and is started again with

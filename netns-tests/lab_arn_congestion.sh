@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # lab.arn_congestion: a leaf-spine link limited by a BPF token bucket (the
 # wire program) becomes a bottleneck. Without detection (the link's
 # configured capacity is far above the limit) the bottleneck drops what

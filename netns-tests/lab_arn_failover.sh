@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # lab.arn_failover: best-path forwarding in XDP on a leaf-spine lab with ARN.
 # Checks that (1) worker traffic is forwarded by the switches' XDP forwarder
 # over both spines, (2) when the leaf0-spine0 link goes down, leaf0 marks its

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # lab.chaos_<topology>: exact results and no leaks while daemons and members
 # die. On the single- or two-level lab with 1 % random loss on every data
 # link (wires both ways), a job loop runs short 4-rank int32 sum allreduces

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # lab.collectives_<topology>: allreduce, reduce, broadcast and barrier through
 # the XDP switches of the single- or two-level lab give exact results on
 # every rank: big sizes (up to 64 MiB) for float32 sum, one element and odd

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # lab.concurrent_jobs: two jobs of two ranks each run at the same time through
 # the one leaf switch (w0,w1 and w2,w3). Each gets its own tree, slots and key;
 # each rank's result is checked against its own job's reference. The jobs

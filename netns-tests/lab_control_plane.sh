@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # lab.control_plane: incamd and the four incswitchd of the two-level
 # lab run for real and register; four members (inc-perf, one per worker,
 # spread over both leaves) join; the AM builds a tree rooted at a spine with

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # lab.daemon_signals: SIGHUP to incamd and incswitchd while a job runs. Both
 # reread their config files: the log level and format and the AM's timeouts
 # apply at once, a field that needs a restart is refused with a log line, a

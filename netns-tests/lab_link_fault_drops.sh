@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # lab.link_fault_drops: the link_fault wire drops the configured fraction of
 # frames in each direction (binomial bounds, not timing), counts exactly what
 # it dropped, and with --roce-only spares everything but UDP 4791.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # lab.lossy_links_<topology>: with the link_fault wire dropping 1 % and then
 # 5 % of the frames on every link in both directions, collectives still give
 # exact results (retransmission, duplicate suppression at the switch) and the

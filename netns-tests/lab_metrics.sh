@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # lab.metrics: the Prometheus endpoints of incamd and incswitchd follow a
 # job. inclab gives every daemon metrics_listen on its management address
 # (port 9464). Scraped from the management network before, twice during and

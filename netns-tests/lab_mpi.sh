@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # lab.mpi_<topology>: an unmodified Open MPI program (mpi_coverage: every
 # intercepted call x int/unsigned/long/int64/float/double x SUM/MIN/MAX, in
 # place, dup, a rank-reversing split, a split into halves, MPI_COMM_SELF,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # lab.mpi_dtype_<topology>: datatype conformance of libincmpi. The plain MPI
 # program mpi_dtype_conformance runs every intercepted collective over every
 # predefined datatype (pair types included), derived contiguous, vector,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # lab.mpi_launch: 200 Open MPI jobs in a row through inc-mpirun across the
 # four worker namespaces of a single-level lab (one orted per namespace),
 # each as short as a job gets (mpi_coverage --hello: MPI_Init, one

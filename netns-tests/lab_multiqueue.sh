@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # lab.multiqueue: members on multi-queue interfaces. Every lab link has two
 # receive queues (inclab --queues 2); a veth puts each frame on the queue of
 # the CPU that sent it, so results reach the members on both queues, as

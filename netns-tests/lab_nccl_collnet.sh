@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # lab.nccl_collnet: the NCCL CollNet plugin (libnccl-net-incin.so,
 # docs/nccl.md) on the lab's four workers, driven through NCCL's plugin ABI
 # by nccl_collnet_harness as NCCL's proxy would (no NCCL library and no GPU

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """NETCONF client side of lab.netconf, on Debian's python3-ncclient (SSH).
 
   lab_netconf.py hello HOST:PORT KEY              the server's capabilities, one a line

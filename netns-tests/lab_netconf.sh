@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # lab.netconf: incswitchd's NETCONF front end (docs/netconf.md), driven by
 # Debian's python3-ncclient over SSH with the control-plane keys.
 # (a) One switch, standalone (no AM: it would remove trees it did not make):

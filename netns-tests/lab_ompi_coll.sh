@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # lab.ompi_coll: the unmodified mpi_coverage program across the lab's four
 # worker namespaces with Open MPI's coll component coll/incin
 # (build/userspace/ompi/mca_coll_incin.so, loaded from a component path,

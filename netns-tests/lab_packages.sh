@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # lab.packages: the Debian packages install into a clean root and their
 # programs run a job. Builds the packages with CPack from this build,
 # installs them with dpkg into a copy-on-write root of this machine (overlayfs

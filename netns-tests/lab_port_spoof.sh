@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # lab.port_spoof: a member's frame sent from another switch port is not the
 # member's. During a 4-rank int32 sum allreduce, one real contribution of
 # rank 0 is captured on its link and sent from w1's namespace into leaf0's

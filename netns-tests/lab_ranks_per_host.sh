@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # lab.ranks_per_host_<topology>: several ranks per host. 8 ranks on the 4
 # worker namespaces (2 per host) and 16 ranks (4 per host); the ranks of a
 # host meet in shared memory and local rank 0 is the host's tree member

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # lab.security: every control-plane channel runs mTLS and every call is
 # authorized by the caller's certificate (docs/operations.md "Security
 # model"). While an exact 4-rank allreduce runs on the two-level lab, rogue

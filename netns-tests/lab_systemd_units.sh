@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # lab.systemd_units: the Debian packages installed and run as systemd units.
 # Builds the packages from this build with CPack, then boots the rxe lab's
 # qemu guest (the host's root read-only under a tmpfs overlay, Debian's

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # lab.topology_connectivity: both lab topologies come up, every worker reaches
 # every other worker, every switch port address and the management address
 # (kernel forwarding through the switch namespaces, with and without wires),

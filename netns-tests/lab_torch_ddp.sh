@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # lab.torch_ddp_<kind>: the torch.distributed backend "incin" (docs/pytorch.md)
 # on the lab's four workers, one rank per worker namespace
 # (netns-tests/torch_ddp_train.py). Each run first checks the collectives

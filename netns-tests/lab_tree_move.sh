@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # lab.arn_tree_move: an aggregation tree moves off a failed leaf-spine link.
 # Four workers on two leaves run a long int32 allreduce through a two-level
 # tree; mid-run the link from leaf0 to the tree's root spine goes down. The

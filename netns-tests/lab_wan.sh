@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # lab.wan_baseline: the two-site WAN lab (inclab up wan) without credit-based
 # flow control, the baseline credit flow control improves on. Checks that every node is
 # reachable over the primary WAN path, that a RoCEv2 incast of three senders

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # lab.wan_credit: credit-based flow control across the two-site WAN lab
 # (inclab up wan --credit; docs/credit.md). The same incast as lab.wan_baseline
 # (three senders at about twice the WAN rate into a 20 Mbit/s, 64 KB shaper)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sourced by the lab tests: one lab per test with a unique prefix, torn down
 # on every exit path (logs kept on failure), and small assertion helpers.
 # Usage in a test:  . lib.sh "$BUILD" <tag>; lab_up single ...; ...; pass

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Capture one member frame and replay it from another port (lab.port_spoof).
 
     port_spoof.py capture IFACE SRC_IP OUT [--seconds S]

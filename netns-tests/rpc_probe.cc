@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // inc-rpc-probe: makes one control-plane call with chosen credentials and
 // checks the status code, for lab.security's rogue clients: calls that a
 // well-behaved incinctl, libinc or incswitchd would never make (a switch's

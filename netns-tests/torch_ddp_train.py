@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """One rank of lab.torch_ddp (netns-tests/lab_torch_ddp.sh): checks the
 collectives of a torch.distributed backend against known values, then trains
 a small MLP with DistributedDataParallel on seeded synthetic data and writes

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """UDP probe for lab tests (no ping/iperf needed).
 
   udp_probe.py send IP PORT COUNT       send COUNT numbered datagrams, paced

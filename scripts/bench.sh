@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The benchmark suite: incin's in-network allreduce against ring allreduce
 # baselines (Open MPI over TCP, Gloo ring over TCP) and against a
 # packet-forwarding ceiling, on the namespace lab's single- and two-level

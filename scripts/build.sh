@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs dependencies, configures and builds incin into ${BUILD_DIR:-build}.
 set -euo pipefail
 cd "$(dirname "$0")/.."

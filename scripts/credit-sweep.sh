@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Credit-based flow control across the two-site WAN lab under several credit
 # settings: runs lab.wan_credit (netns-tests/lab_wan_credit.sh) once per
 # setting and prints one table row each: goodput, drops, signalling overhead,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The main job: 4 workers allreduce through XDP switches in the namespace lab,
 # first through one leaf (single-level), then through two leaves and a spine
 # (two-level). For each: bring the lab up (incamd + incswitchd per switch),

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs the Debian 12 packages incin builds and tests with; installs only
 # what is missing, so a second run does nothing. Needs root.
 set -euo pipefail

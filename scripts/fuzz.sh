@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds and runs the libFuzzer harnesses of the userspace parsers (fuzz/).
 # The main build is GCC; the harnesses need clang, so they live in their own
 # tree, ${FUZZ_BUILD_DIR:-build-fuzz}, configured with clang and INC_FUZZ=ON.

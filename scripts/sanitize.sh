@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # AddressSanitizer + UBSan pass over the unit tests of the code that parses
 # untrusted input or does wrap-around arithmetic: the RoCEv2 frame and ICRC
 # code, log lines, the config reload plan, metrics text, certificates and job

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Soak (not in CI): the lab.chaos scenario (netns-tests/lab_chaos.sh) for an
 # hour by default: exact int32 allreduce jobs back to back on a lab with 1 %
 # loss, while incamd, each incswitchd and a member rank are SIGKILLed and

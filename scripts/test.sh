@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The one test command: installs missing packages, builds, and runs every
 # ctest group (unit, selftest, lab, rxe, fuzz), then the unit tests of the input
 # parsers again under ASan/UBSan (scripts/sanitize.sh). Extra arguments go to

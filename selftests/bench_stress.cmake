@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # ICRC proofs, the two-CPU stress test and the data-path harness they share
 # with the data-path benchmark (bench/datapath/dp_bench.cc).
 # Included from selftests/CMakeLists.txt.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Selftests of the credit gate (bpf/credit.h) inside the switch's ingress
 // program, through inc::dp::CreditTable: crafted RoCEv2 frames run with
 // BPF_PROG_TEST_RUN from a real ingress port and rx queue; per case the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Selftests of the credit gate (bpf/credit.h) through
 # inc::dp::CreditTable, and of the hold queue on live frames. Root and bpffs; otherwise exit 77 (skipped).
 if(TARGET inc_datapath)

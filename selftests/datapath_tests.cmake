@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Functional selftests of the XDP data path (bpf/inc_switch.bpf.c through
 # inc_datapath). Included from selftests/CMakeLists.txt. They need root and
 # bpffs and run in a private network namespace of their own; without BPF

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "dp_harness.h"
 
 #include <bpf/bpf.h>

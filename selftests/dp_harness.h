@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared by selftest.stress_two_cpus, selftest.icrc_xdp_outputs and dp_bench:
 // a private network namespace, BPF_PROG_TEST_RUN, and contribution frames for
 // trees whose children are addressed by rank.

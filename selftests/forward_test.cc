@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Selftests of the best-path forwarder (bpf/forward.h) inside the switch's
 // ingress program, through inc::dp::ForwardingTable: crafted IPv4 frames run
 // with BPF_PROG_TEST_RUN; the verdict, the output frame (compared with one

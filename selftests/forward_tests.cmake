@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Selftests of the best-path forwarder (bpf/forward.h) through
 # inc::dp::ForwardingTable. Root and bpffs; otherwise exit 77 (skipped).
 if(TARGET inc_datapath)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # XDP fuzz harness (label `fuzz`): mutated frames through the switch's
 # ingress program with BPF_PROG_TEST_RUN, invariants after every frame and
 # batch (selftests/fuzz_xdp_test.cc; docs/operations.md "Reliability").

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fuzz.xdp_frames: the switch's XDP ingress program (bpf/inc_switch.bpf.c,
 // loaded through inc::dp::Datapath with three live trees: single-level,
 // leaf with a parent, root with a child switch, and one best-path route)

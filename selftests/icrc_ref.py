@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Independent RoCEv2 ICRC reference for the incin selftests (stdlib only).
 
 The C++ ICRC (userspace/common/icrc.cc) and the XDP data path are checked

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ICRC proofs that need no BPF: the C++ ICRC (common/icrc.h) against the
 // independent Python reference on many random frames, and tshark's RoCEv2
 // decoding of the frames common/frame.h builds.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers shared by the ICRC proofs: random INC frames, a pcap writer, and
 // the bridge to the independent Python reference (selftests/icrc_ref.py).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // selftest.icrc_xdp_outputs: frames the XDP data path emits carry an ICRC
 // that the independent Python reference (selftests/icrc_ref.py) accepts.
 //  - Frames the ingress program addresses itself (a leaf's partial to its

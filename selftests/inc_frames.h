@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // INC (RoCEv2) frames between a switch port and a peer behind it (a member
 // or a neighbour switch), built with common/frame.h's BuildFrame, and the
 // INC header of a message. Shared by the data-path selftests

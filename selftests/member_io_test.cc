@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Selftests of the member-side XDP transport program (bpf/member_io.bpf.c)
 // with BPF_PROG_TEST_RUN on crafted frames: which frames go to the ring
 // buffer (byte for byte), which pass to the kernel and which are dropped,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Selftests of the member-side transport program (bpf/member_io.bpf.c,
 # libinc's xdp transport). Root; otherwise exit 77 (skipped).
 add_executable(member_io_test member_io_test.cc)

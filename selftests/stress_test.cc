@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // selftest.stress_two_cpus: two threads pinned to CPU 0 and CPU 1 drive the
 // same slots of one tree through BPF_PROG_TEST_RUN, one thread per child, and
 // every completion must carry exactly the expected sums: no contribution lost

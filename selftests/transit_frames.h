@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Frames that cross a switch without being INC traffic for it (RoCEv2 or
 // other IPv4/UDP between hosts), what a router makes of them, and one
 // BPF_PROG_TEST_RUN of a program on such a frame. Shared by the selftests of

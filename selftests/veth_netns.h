@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared by the selftests that run the switch program on crafted frames from
 // real ingress ports (forward_test, credit_test): a private network
 // namespace for the test process with veth ports (frames: transit_frames.h).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # unit.yang: the incin-switch YANG module compiles (yanglint, strict) and the
 # example instance data behaves: every examples/*-valid.xml is accepted as
 # configuration, every examples/*-invalid-*.xml is rejected with the error

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // am_bench: how fast the AM builds trees and answers JoinGroup.
 //  1. Tree build + resource allocation for 1024 members over 64 leaves and 8
 //     spines, on the simulated topology (no gRPC in the timed part).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Micro-benchmark of libinc's per-byte client work: the FP32 SUM codec
 // (block exponent, quantise, dequantise), CRC-32 and the RoCEv2 ICRC, frame
 // build/parse, and the message engine's whole per-frame path over a

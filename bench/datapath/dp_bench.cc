@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // dp_bench: per-packet cost of the XDP ingress program, measured in the kernel
 // by BPF_PROG_TEST_RUN (opts.duration), next to a floor program that only
 // adds 256 int32 from the packet into a map value (bpf/bench/bench_floor.bpf.c).

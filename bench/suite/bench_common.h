@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared by the baseline allreduce benchmarks (Open MPI, Gloo): the same
 // sizes, element values, timing and table as inc-perf
 // (userspace/client/inc_perf.cc), so the suite compares like with like.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Report of scripts/bench.sh: medians over repetitions per (topology,
 system, size) from raw.csv, one table per topology (printed and written to
 summary.md), the targets with met/missed, the load during the runs (from

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fwd-ceiling: loads bpf/bench/fwd_ceiling.bpf.c on a switch's worker-facing ports
 // (run it in the switch's namespace, with no incswitchd there), fills each
 // port's member QPN and ICRC deltas, stays attached until SIGTERM/SIGINT,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "fwd_ceiling_port.h"
 
 #include <arpa/inet.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The per-port state of the packet-forwarding ceiling (bpf/bench/fwd_ceiling.bpf.c):
 // a worker-facing port, its member's and its own address and QPN, and the
 // ICRC deltas the program XORs into a reflected frame.

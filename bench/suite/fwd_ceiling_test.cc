@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // selftest.fwd_ceiling_*: runs bpf/bench/fwd_ceiling.bpf.c with BPF_PROG_TEST_RUN
 // on contributions built by common/frame.h and checks that the frame it
 // sends back (XDP_TX) is a result libinc accepts: addresses swapped, DestQP

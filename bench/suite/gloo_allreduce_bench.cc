@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gloo-allreduce-perf: Gloo ring allreduce baseline (gloo::allreduce with
 // the RING algorithm over Gloo's TCP transport) with inc-perf's sizes,
 // values, timing and table (see bench_common.h). One process per worker

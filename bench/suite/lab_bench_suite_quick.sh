@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # lab.bench_suite_quick: runs the benchmark suite (scripts/bench.sh --quick:
 # 8 B, 64 KiB and 1 MiB, one repetition, single- and two-level labs, 4
 # workers) on an existing build and checks, so the suite does not rot, that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mpi-allreduce-perf: MPI_Allreduce baseline with inc-perf's sizes, values,
 // timing and table (see bench_common.h). One rank per worker namespace,
 // launched by netns-tests/inc-mpirun; Open MPI over TCP (btl tcp,self), so

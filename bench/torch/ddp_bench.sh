@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # DDP step time with gloo vs the incin backend (docs/pytorch.md
 # "Performance"): brings up a namespace lab, runs netns-tests/torch_ddp_train.py
 # (no checks, an MLP of --hidden width) on its four workers, one rank per

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // incinctl in-process against the real aggregation manager (inc_am's Manager
 // and AmService on 127.0.0.1, ephemeral port) loaded from a topology file
 // written here. The switch side is the AM tests' RecordingAgent (a SwitchAgent

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // incinctl's output on hand-built AM responses: table layout, what the
 // tables leave out, and the JSON form scripts parse.
 #include <google/protobuf/struct.pb.h>

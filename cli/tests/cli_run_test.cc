@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // incinctl's command line and exit codes, run in-process: parsing errors,
 // help, where the AM address comes from, and what happens when the AM cannot
 // be reached (a refused port, a peer that never answers).

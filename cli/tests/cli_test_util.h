@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers shared by the incinctl tests: reading fields of detail views and
 // parsing the JSON output.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Selftests of bpf/aggregate.h through the real ingress program: every
 // collective x data type x operation against the host reference, lane tails,
 // tree sizes, slot reuse over pools and message-id wrap-around.

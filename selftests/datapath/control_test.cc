@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Selftests of the control side of inc::dp::Datapath (datapath.cc):
 // ConfigureTree checks with precise codes, reconfiguration, a restarted agent
 // re-adopting pinned state, and the per-tree and per-member counters.

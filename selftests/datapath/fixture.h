@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared by the data-path selftests (selftests/datapath/*_test.cc, one per
 // data-path header or role): the private network namespace with kPorts veth
 // pairs, a loaded switch, peers, tree specs, INC frames (selftests/inc_frames.h,

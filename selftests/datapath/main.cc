@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The data-path selftests' main: one private network namespace for the
 // whole process (fixture.h), 77 when BPF cannot run here.
 #include "fixture.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Selftests of bpf/parse.h and the ingress checks: non-INC traffic passes
 // untouched, every drop reason counted once and nothing else, results only
 // from the parent, and frames bound to their ingress port.

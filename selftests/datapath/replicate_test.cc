@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Selftests of bpf/replicate.h and csum.h: result and retransmission copies
 // byte-exact with valid ICRCs, ICRC verification, and the live devmap
 // broadcast into veths (each child addressed, ports without one skipped).

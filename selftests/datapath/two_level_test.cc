@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Selftests of two-level trees: leaf -> root -> leaf exchanges with
 // retransmissions in every state, a moved tree whose new root pulls the result
 // a leaf holds, and retransmissions answered from a stored result.

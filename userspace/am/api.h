@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the aggregation manager's operations take and return, as plain
 // domain types: the gRPC service translates its messages to and from these
 // at the edge (convert.h), so the manager, membership, switch registry and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // incamd's configuration: the AmConfig file, command-line flags over it, and
 // the checks of single fields and of fields against each other, each error
 // naming the field (or flag) at fault.

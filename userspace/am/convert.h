@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Proto <-> domain translation at the gRPC edge, with range checks.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The AM's event log: what happened to switches and trees, kept (up to a
 // bound) for operators who watch it, with the last events replayed to a new
 // watcher. Thread-safe; its lock is a leaf (callers may hold their own).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // incamd: the aggregation manager daemon. docs/operations.md "## incamd"
 // describes its flags, config file, signals and exit codes.
 #include <grpcpp/grpcpp.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The aggregation manager's tree lifecycle: groups join, trees are built,
 // allocated, programmed on their switches, moved off bad links and
 // dismantled; switches register and heartbeat; operators query. It works on

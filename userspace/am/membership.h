@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Who belongs to a group: checking a join request, finding the member's host
 // and addresses in the topology, and the ranks of one tree (joined or not,
 // which host, last heartbeat). Not thread-safe: the manager calls it under

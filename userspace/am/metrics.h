@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // incamd's Prometheus metrics, rendered on each scrape from the manager's
 // operator view (switches and trees, as incinctl sees them) plus its
 // timing histograms (docs/operations.md "Metrics").

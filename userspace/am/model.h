@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Domain types of the aggregation manager. The tree builder and the resource
 // allocator work on these plain structs; proto messages are translated at the
 // gRPC edge (convert.h).

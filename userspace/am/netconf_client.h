@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The AM's NETCONF edge toward its switches (docs/netconf.md): configure and
 // remove trees with edit-config of the incin-switch module, read stats with
 // get, over SSH with the AM's key (libnetconf2 client). Used by

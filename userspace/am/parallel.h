@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fan-out of switch calls: a tree's switches (at most 65 for two levels)
 // are called in parallel.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Resource accounting: tree ids, switch-side QPNs, slot ranges. The AM is the
 // authority for every switch's allocation; a tree's resources are taken
 // together and given back together.

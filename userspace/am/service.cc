@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "am/service.h"
 
 #include "am/convert.h"

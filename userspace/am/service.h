@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The AggregationManager gRPC service: the AM's edge. It authorizes each
 // call by the caller's certificate (common/authz.h): members join as their
 // own host and speak only for the ranks they joined as, switches register

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // incamd's durable state in SQLite: the switches it knows, the trees that
 // hold switch resources (plan, allocations, members, the configs sent to each
 // switch) and the next tree id, so that a restarted or crashed AM keeps the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AM -> switch agent calls (SwitchAgent service), one cached channel per agent
 // address, each call bounded by a deadline. The AM's edge toward its
 // switches: tree configs are translated to messages here.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The switches the AM knows: where each agent listens, its capabilities and
 // ports as last reported, ARN congestion, and whether its heartbeats arrive.
 // Not thread-safe: the manager calls it under its own lock, because switch

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The topology file (TopologyFile, protobuf JSON): loading and validation with
 // precise errors.
 #pragma once

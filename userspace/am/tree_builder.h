@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tree building (docs/architecture.md): members under one switch -> a
 // single-level tree on it; members under several leaves -> a spine that links
 // to all of them is the root. Switches that are not alive, lack a required

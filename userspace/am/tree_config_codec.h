@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The bytes the state store keeps of a switch's tree config: the serialized
 // message sent to the agent, so that a restarted AM re-sends it byte for
 // byte (which the agent takes as a no-op). Implemented with the message

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Congestion and failure detection for one switch port, with hysteresis so
 // that a link hovering around a threshold does not flap the fabric's paths.
 // Fed one sample per interval (utilisation from the forwarder's per-port

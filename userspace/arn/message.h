@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Adaptive Routing Notification messages (draft-wh-rtgwg-adaptive-routing-arn):
 // the domain form of struct inc_arn_msg, its encoding, and the checks a
 // receiver applies before it believes one. Wire layout:

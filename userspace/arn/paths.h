@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a switch believes about the other switches' links (from their ARN
 // messages) and how that marks its own best-path table: a next hop through
 // switch V toward a prefix behind switch D crosses the directed link V->D,

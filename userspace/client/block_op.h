@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One switch collective over a contiguous vector in wire form: the
 // Operation the engine runs for AllReduce, Reduce, Broadcast and Barrier.
 // Packet i carries elements [i*E, i*E + E) where E = elems per packet for

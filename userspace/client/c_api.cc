@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libinc's C API (include/inc/inc.h) over inc::client::Communicator. The
 // only file of libinc.so.0 that exports symbols (libinc.map): everything
 // else, C++ included, stays inside the library.

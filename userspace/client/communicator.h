@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libinc: the collective-communication API of an incin worker. A
 // Communicator joins its job's group at the aggregation manager (JoinGroup,
 // blocking until every rank joined and the tree is programmed), then runs

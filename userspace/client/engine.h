@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The message engine: runs one collective operation as a sequence of
 // messages (one packet each) over a PacketIo, keeping at most pool_size
 // messages in flight (the slot pool is the credit window), retransmitting

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Small float sums in one round trip. A float SUM in block fixed point needs
 // two switch collectives (the INT32 MAX exponent pre-pass, then the data).
 // When every rank's elements together fit one packet, libinc instead gathers

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Several ranks per host (docs/architecture.md "Several ranks per host"):
 // the ranks of one host share a job-scoped POSIX shared-memory segment
 // (/dev/shm/incin-<job>-<node>), reduce among themselves there, and one

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # inc-launch.sh: run one inc-perf per worker network namespace (rank i in the
 # i-th namespace), wait for all, report every rank's exit code.
 #

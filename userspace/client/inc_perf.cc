@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // inc-perf: nccl-tests style benchmark of incin collectives through the
 // switches. Every rank runs one instance; rank 0 prints the table. Results
 // are checked against a host-computed reference on every rank (values are

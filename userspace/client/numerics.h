@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Host-side number mapping for in-network reduction (docs/wire-format.md,
 // "Numbers"): the switch adds only integers, so
 // - FP32 SUM is block fixed point: every member quantises a block with the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The frame-level transport under libinc's message engine: hands out TX
 // buffers that the engine builds whole RoCEv2 frames into (common/frame.h),
 // sends them in batches, and delivers received frames to a handler. The

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Member-side protocol arithmetic and result validation (docs/wire-format.md,
 // docs/architecture.md): how a buffer is cut into packets (one packet = one
 // message), the credit window over the slot pool, and the checks a received frame must

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libinc's rdma-core transport: one ibverbs UC QP per member, connected to
 // the switch-side QPN the AM assigned, behind the same PacketIo interface as
 // the AF_XDP socket, so the message engine (window, retransmission, error

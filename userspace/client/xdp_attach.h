@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Attaching a worker-side XDP program to an interface for the lifetime of a
 // transport, and putting back what was attached before, from the
 // interface's own network namespace (the caller may have moved on: netlink

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The XDP live-frame member transport ("xdp"): frames are built in an
 // mmapped BPF array and put on the wire by BPF_PROG_RUN with
 // BPF_F_TEST_XDP_LIVE_FRAMES (bpf/member_io.bpf.c member_tx, one XDP_TX per

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "client/xsk_socket.h"
 
 #include <bpf/bpf.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AF_XDP socket in copy mode on one queue of one interface, on the kernel's
 // own API (linux/if_xdp.h: UMEM registration, four mmapped rings, bind with
 // XDP_COPY), plus the worker-side XDP program (bpf/xsk_redirect.bpf.c) that

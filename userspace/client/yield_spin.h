@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How a member transport waits for a result before it sleeps: a result
 // usually lands within tens of microseconds, and a wake-up from poll()/epoll
 // costs more than that on top. So look again after each sched_yield() for up

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Authorization of gRPC calls by the caller's certificate. Roles come from the
 // certificate subject's OU (operator, switch, am, member) and the caller's
 // name from its CN; a certificate with IP subject alternative names may only

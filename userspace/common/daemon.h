@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What incamd and incswitchd share around signals and configuration: the
 // signals they take synchronously, their log settings, and which fields of
 // a re-read config file changed (for SIGHUP). Part of the inc_daemon

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Building and parsing RoCEv2 INC frames exactly as docs/wire-format.md and
 // docs/wire-format.md say (UC RDMA WRITE ONLY with immediate + INC header).
 // Used by the client transports, the BPF selftests and the benchmarks.

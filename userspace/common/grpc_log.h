@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gRPC's own log lines (gpr_log, the logging of the gRPC 1.51 that Debian 12
 // ships; absl's log sinks arrived in later releases) through inc's logger, so
 // they share the daemon's format and level. Header of the inc_grpc_log

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CRC-32 as the kernel's crc32_le computes it (reflected polynomial
 // 0xEDB88320, no pre- or post-inversion), the RoCEv2 ICRC built on it, and the
 // GF(2) arithmetic that lets a CRC be patched or combined instead of recomputed.

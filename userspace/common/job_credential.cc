@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "common/job_credential.h"
 
 #include <openssl/crypto.h>

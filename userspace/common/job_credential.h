@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Job credentials: what a job's launcher gets from the AM (an operator call)
 // and hands to the job's ranks, so that only they can join the job's group.
 // A credential is "incjob1:<64 hex digits>:<job id>": HMAC-SHA256 under the

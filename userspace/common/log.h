@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Leveled logging to stderr, one line per message, in one of two formats:
 //   text: "2026-11-22T03:00:00.123Z I incamd: message"
 //   json: {"time":"2026-11-22T03:00:00.123Z","level":"info","component":"incamd","message":"message"}

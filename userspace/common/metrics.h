@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Prometheus metrics: the text exposition format (version 0.0.4) and an
 // HTTP endpoint that serves it at /metrics (cpp-httplib). A daemon renders
 // its metrics from its own state on each scrape; nothing here keeps

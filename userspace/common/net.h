@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Addresses as value types: parsing with clear errors, formatting, and the
 // interface facts (ifindex, MAC, IPv4, MTU) that daemons read from the kernel.
 #pragma once

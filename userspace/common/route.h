@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The route model shared by adaptive routing (userspace/arn: which next hops
 // a prefix has and which of them ARN marked), the switch's configuration and
 // the XDP forwarder's table (datapath/forwarding.h, which writes it into the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The gRPC edge of the error model: inc::Status <-> grpc::Status, codes kept.
 #pragma once
 

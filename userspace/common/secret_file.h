@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Secrets (the ARN and credit signalling keys) read from files instead of
 // sitting inline in a config file that many may read: the file must be a
 // regular file, not readable or writable by group or others (mode 0600 or

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tells a service manager (systemd, Type=notify units) where a daemon is in
 // its life: ready to serve, reloading its configuration, stopping. Without
 // a manager (NOTIFY_SOCKET unset: the lab, a shell) every call does nothing,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Run-time dispatch helpers for the x86-64 vector paths (CRC folding, the
 // client's FP32/FP64 codec): target attributes for functions compiled for a
 // wider instruction set than the build's baseline, and CPU feature checks.

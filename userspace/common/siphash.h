@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SipHash-2-4 (Aumasson and Bernstein): a keyed 64-bit hash, cheap for short
 // messages. The MAC of every authenticated control message in incin (ARN
 // notices, RSVP credit messages): the project may use no crypto library, and

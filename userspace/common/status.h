@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one error model of incin's userspace: Status (a code plus a message
 // with context) and Expected<T> (a value or a Status). gRPC edges translate
 // with ToGrpcStatus / FromGrpcStatus (rpc_status.h).

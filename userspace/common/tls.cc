@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "common/tls.h"
 
 #include <grpcpp/security/tls_certificate_provider.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Transport security of every incin gRPC channel: mutual TLS from PEM files
 // (each side proves who it is with a certificate of the deployment's CA), or
 // plaintext only where it was asked for explicitly. docs/operations.md

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AF_XDP on the kernel's own API (linux/if_xdp.h), shared by libinc's
 // transport (client/xsk_socket.h) and the switch's credit hold queue
 // (datapath/hold_queue.h): a socket with its UMEM registered and its rings

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Credit arithmetic for one flow on one link: the upstream's account
 // of what its next hop has granted, the next hop's batching of credit returns,
 // and the upstream's liveness check on the next hop. Pure logic, clock

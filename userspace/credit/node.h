@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The per-switch RSVP credit signalling state machine, pure logic:
 // the clock, the sending of a message on an interface and the report of
 // events are injected, so incswitchd drives it from its RSVP socket and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RSVP credit signalling (draft-hu-rtgwg-cbfc-rsvp): the domain form
 // of the Credit-based PATH (28), Credit-based RESV (29) and PathTear (5)
 // messages, their encoding with an RFC 2205 common header and objects, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Credit flow control programming over the gate's maps (bpf/credit.h).
 #include "datapath/credit_table.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Credit flow control state of the XDP data path (bpf/credit.h) as
 // incswitchd programs it: credit flows with their next hop, the credit the
 // next hop granted, the gate's counters, and the hold-queue sockets. The

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libbpf implementation of inc::dp::Datapath around the inc_switch skeleton:
 // loading (with pinned-state re-adoption), port attachment through pinned
 // bpf_links, tree programming and counter reads.

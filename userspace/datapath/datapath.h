@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The switch data path as the agent sees it: load or re-adopt the XDP
 // programs and their pinned maps, attach them to ports, program trees, read
 // counters. Everything BPF-specific (skeletons, map layouts, pinning) stays

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Best-path table programming over the forwarder's maps (bpf/forward.h).
 #include "datapath/forwarding.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The best-path table (BPT) of the XDP forwarder (bpf/forward.h) as the
 // agent programs it: routes per destination prefix with their next hops,
 // the per-port health that local detection sets, and the forwarder's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The hold queue of credit flow control (docs/credit.md "Hold
 // queue"): frames of credit flows that the XDP gate could not forward (no
 // credit, earlier frames waiting, no next hop) arrive on an AF_XDP socket of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Names of counters and drop reasons as the agent, the CLI and the tests
 // print them.
 #include "datapath/datapath.h"

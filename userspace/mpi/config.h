@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libincmpi configuration: every knob is an environment variable (the MPI
 // program is unmodified; mpirun -x exports them to the ranks). Names and
 // defaults are documented in docs/mpi.md and listed by kEnvVars below.

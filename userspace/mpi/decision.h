@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fallback decision table of libincmpi, free of MPI so it can be tested
 // without a running MPI: given what a call asks for (collective, the element
 // type of its type signature, operation, sizes) and the communicator's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What libincmpi needs to know about an MPI datatype, free of MPI so it can
 // be tested without one:
 //  - the element type of its type signature (SignatureElem): the one thing

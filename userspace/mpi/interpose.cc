@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libincmpi: an MPI profiling-interface (PMPI) library. Preloaded into (or
 // linked with) an unmodified MPI program, it defines MPI_Init/_Init_thread/
 // _Finalize and the C bindings of MPI_Allreduce, MPI_Reduce, MPI_Bcast,

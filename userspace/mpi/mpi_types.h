@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The MPI side of the datatype rules in dtype.h, shared by libincmpi
 // (interpose.cc) and coll/incin (userspace/ompi/coll.cc): what a datatype
 // and an op are as the decision table sees them, packing of non-contiguous

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The offloaded half of each collective on MPI buffers, shared by both MPI
 // front ends (libincmpi and coll/incin): MPI's datatypes, MPI_IN_PLACE and
 // communicator ranks on one side, libinc's flat element arrays in world

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Per-call accounting of libincmpi: calls, bytes and wall time, offloaded or
 // fallen back per reason; rendered as a text table and as JSON at
 // MPI_Finalize (INCMPI_SUMMARY, INCMPI_SUMMARY_JSON).

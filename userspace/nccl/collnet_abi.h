@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The parts of NCCL's plugin ABI that a CollNet plugin needs, declared from
  * the layout NCCL documents for external network plugins (ext-net/,
  * net_v8.h .. net_v10.h). NCCL dlopen()s the plugin and dlsym()s a struct of

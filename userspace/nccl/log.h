@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Log lines of the plugin's two halves (CollNet and the TCP net plugin):
 // through NCCL's logger when NCCL gave one at init, else warnings on stderr,
 // so that a failure still says why when NCCL's init order left us without

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The point-to-point half of the plugin (ncclNetPlugin_v8): NCCL gives a
 // library's CollNet to a communicator only together with that library's net
 // plugin, so libnccl-net-incin.so carries one. It is plain TCP over the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // NCCL CollNet plugin over libinc's C API (docs/nccl.md). NCCL's proxy
 // thread posts collectives with iallreduce/iallgather/ireducescatter and
 // polls them with test(); libinc's collectives block, so each communicator

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The offload logic of coll/incin: per call, libincmpi's decision table
 // (mpi/decision.h) on what the call asks for and what its communicator
 // allows, then either libinc on MPI_COMM_WORLD's INC group or the saved

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Open MPI side of coll/incin: the component Open MPI finds by its
 // exported name mca_coll_incin_component, its MCA parameters, and one
 // module per intracommunicator that offers the collectives the switch may

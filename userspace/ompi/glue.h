@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The boundary between the Open MPI component (component.c, which needs
 // Open MPI's internal C headers) and the offload logic (coll.cc, which needs
 // libinc's C++ API and only the public MPI C API). Handles cross as the

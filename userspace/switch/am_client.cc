@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "switch/am_client.h"
 
 #include <grpcpp/grpcpp.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The agent's side of the AggregationManager protocol: RegisterSwitch with
 // backoff until the AM answers, then SwitchHeartbeat at the interval the AM
 // returned; registers again when the AM says it does not know the switch

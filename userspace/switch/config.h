@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // incswitchd configuration: the SwitchAgentConfig message (protobuf JSON file)
 // merged with command-line flags, validated, with defaults filled in. Pure
 // logic except ResolvePorts, which asks the kernel about the interfaces.

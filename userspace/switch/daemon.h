@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // incswitchd's composition root. PlanSwitch checks everything a
 // configuration asks for before the data path is touched; SwitchDaemon then
 // builds the agents (tree agent, routing agent, credit agent), wires them to

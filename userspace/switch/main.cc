@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // incswitchd: the switch agent. Owns the XDP data path of one switch, serves
 // the SwitchAgent gRPC service, registers with and heartbeats to the AM.
 // This file reads the command line and the config file; switch/daemon.h is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // incswitchd's Prometheus metrics, rendered on each scrape from what the
 // agent reports through its gRPC service (stats and capabilities): the
 // data path's global counters, drops by reason, per tree and per member

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "switch/service.h"
 
 #include "common/log.h"

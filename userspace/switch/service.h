@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The SwitchAgent gRPC service: a thin edge over Agent that turns inc::Status
 // into gRPC status codes, logs each call and authorizes it by the caller's
 // certificate: only the AM programs trees; the AM and operators may look.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // incin's torch.distributed backend (docs/pytorch.md): a c10d ProcessGroup
 // whose all_reduce (SUM/MIN/MAX on float32, float16, bfloat16, float64,
 // int32, int64), broadcast, barrier, all_gather and reduce_scatter on

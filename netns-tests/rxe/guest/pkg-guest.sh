@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # The packages under systemd (started by guest/init as a oneshot service,
 # systemd being PID 1 of the guest): installs the .debs named by incin.debs=
 # with dpkg, configures one switch whose four ports lead to four worker

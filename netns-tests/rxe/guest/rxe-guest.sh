@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # PID 1 of the rxe lab guest (started by guest/init): prepares the guest
 # (mounts, modules), checks that rdma_rxe works inside a network namespace,
 # runs the scenarios named by incin.scen= (rxe-scenario.sh), writes one line

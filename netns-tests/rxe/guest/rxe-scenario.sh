@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # One rxe-lab topology with its phases, run inside the qemu guest by
 # rxe-guest.sh (needs the guest's rdma_rxe). Brings up an inclab topology with
 # incamd and incswitchd and puts an rxe device on worker interfaces (inside

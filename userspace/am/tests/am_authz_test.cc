@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The AggregationManager service over mTLS with authorization on: each role
 // may make only its own calls, switches only as themselves, members only as
 // their own host and only jobs they hold the credential of; denials are

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The AM over real gRPC on loopback: members are gRPC clients in threads, the
 // switch side is an in-process SwitchAgent server per switch that records
 // ConfigureTree/RemoveTree (a test double of incswitchd).

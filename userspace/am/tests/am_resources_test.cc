@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Resource accounting: slot ranges, QPNs, tree ids, and nothing left behind
 // after many allocate/free cycles (allocator level and through the manager).
 #include <gtest/gtest.h>

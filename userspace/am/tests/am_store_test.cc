@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The AM's state store: what is written comes back after a reopen, a crash
 // before COMMIT leaves the previous state, files of another schema version
 // are refused; and a Manager restarted on a store keeps its active trees (and

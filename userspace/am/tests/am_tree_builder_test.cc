@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tree building on plain structs: single-level and two-level trees, spine
 // choice, switches left out for capability or capacity, unreachable members.
 #include <gtest/gtest.h>

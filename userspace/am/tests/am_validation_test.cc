@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Request and file validation: each bad input gets its specific code and a
 // message that names the problem.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Test double of the switch side for AM tests and the benchmark: an
 // in-process SwitchAgent gRPC server that records ConfigureTree/RemoveTree,
 // plus generators for leaf-spine topologies and matching registrations.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Port detection: hysteresis on utilisation and errors, immediate failure,
 // restoration after a run of link-up samples, severity levels.
 #include "arn/detector.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ARN message codec and receiver checks: layout on the wire, every reject
 // reason counted, sequence numbers across the 32-bit wrap.
 #include "arn/message.h"

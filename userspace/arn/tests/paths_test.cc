@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Remote link state from ARN messages and the marks it puts on best-path
 // routes: direction of congestion, both directions of failure, clearing,
 // expiry of notices that stop being repeated.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A whole program on libinc's C API: joins a job, allreduces int32 and
  * float32 vectors and a broadcast, and checks every element against what
  * the sums must be. Exits 0 when every result is exact.

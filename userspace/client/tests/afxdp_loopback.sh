@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # lab.client_afxdp_loopback and lab.client_xdp_loopback: two private
 # namespaces (prefix cli + pid) joined by a veth pair, then the client lab
 # test binary with the member transport CLI_TRANSPORT (default afxdp).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libinc's C API (include/inc/inc.h) as a C caller sees it, linked against
 // libinc.so.0 only: defaults, argument checks with their status codes and
 // messages, status names, the per-thread last error, the version. Joining a

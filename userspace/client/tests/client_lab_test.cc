@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Lab test of libinc's raw-frame transports (label lab): two network
 // namespaces joined by a veth pair, prepared by afxdp_loopback.sh, which
 // passes their names in CLI_NS_A/CLI_NS_B, the interfaces in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libinc unit tests: packet/window arithmetic, block fixed point, number
 // mappings, result-frame validation, the block operation's codecs, the
 // small float sums gathered in one packet and the engine's wait hook.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # unit.client_c_api_exports: libinc.so.0 exports exactly the functions its
 # C header declares: nothing of the C++ inside (which would clash with other
 # versions of gRPC, protobuf or libinc's own classes in the same process),

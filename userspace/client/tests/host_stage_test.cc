@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The shared-memory stage of several ranks per host (client/host_stage.h):
 // threads play the local ranks of several hosts, each host with its own
 // segment; the leaders meet at an in-process stand-in for the switch that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A PacketIo without a kernel, for tests and the codec micro-benchmark: one
 // TX buffer, and every committed frame answered as a switch answers a world
 // of one (the contribution comes back as the result, to the member's QP).

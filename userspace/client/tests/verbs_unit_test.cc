@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests of libinc's verbs transport that need no RDMA device: the
 // mapping between engine frames and RDMA WRITE WITH IMMEDIATE work requests,
 // the rebuilding of result frames from receive completions, MTU arithmetic,

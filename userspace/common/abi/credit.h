@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // C++ view of bpf/include/inc_credit.h: pins the map layouts of the credit
 // gate (credit_counters is mmapped by the agent).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // C++ view of bpf/include/inc_forward.h: pins the best-path and port map
 // layouts and the ARN message.
 #pragma once

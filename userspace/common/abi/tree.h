@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // C++ view of bpf/include/inc_tree.h: pins every size and offset of the tree
 // maps (several are pinned and outlive the agent that wrote them).
 #pragma once

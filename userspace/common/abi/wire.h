@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // C++ view of bpf/include/inc_wire.h: pins every size and offset of the wire
 // headers an INC frame carries.
 #pragma once

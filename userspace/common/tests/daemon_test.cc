@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the daemons share: signals taken synchronously (a SIGHUP no longer
 // kills), log settings from config spellings, and the reload plan that
 // splits a re-read config into what applies at run time and what needs a

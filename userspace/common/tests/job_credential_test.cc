@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Job credentials: issued for one job id under the AM's secret; every other
 // job id, secret, tampered digit or malformed spelling is refused with a
 // message that says which.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The logger's two line formats (text, JSON), JSON string quoting, the level
 // and format names, and gRPC's own lines arriving through the logger.
 #include "common/log.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Prometheus exposition: families with one HELP/TYPE each, label
 // escaping, histogram buckets as the format defines them, and a real scrape
 // of the HTTP endpoint.

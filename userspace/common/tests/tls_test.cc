@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mTLS settings and credentials (tls.h) and authorization by certificate
 // (authz.h): the checks one by one, then real calls over loopback mTLS.
 #include "common/tls.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Credit arithmetic: accounts never go negative or overflow and survive the
 // 2^64 wrap; returns batch to a quantum or a flush interval; a silent next
 // hop with credit outstanding fails after the heartbeat. Clock injected.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The credit signalling state machine on a small in-memory network of four
 // nodes, two paths between the sites:
 //

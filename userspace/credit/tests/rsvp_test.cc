@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RSVP credit codec: documented byte layout, round trips of every message,
 // and a table of malformed inputs each rejected with its own reason.
 #include "credit/rsvp.h"

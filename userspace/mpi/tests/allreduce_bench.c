@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* incmpi_allreduce_bench: an OSU-style MPI_Allreduce latency/bandwidth loop,
  * plain MPI (run it with and without libincmpi to compare).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libincmpi without a running MPI: environment parsing, the fallback
 // decision table (every reason and every offloaded type/op), datatype
 // signatures and layouts, and the summary's JSON.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* mpi_coverage: a plain MPI program (it knows nothing about incin) that
  * runs MPI_Allreduce, MPI_Reduce, MPI_Bcast, MPI_Barrier,
  * MPI_Reduce_scatter_block and MPI_Allgather over int, unsigned, long,

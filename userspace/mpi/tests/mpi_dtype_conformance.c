@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* mpi_dtype_conformance: a plain MPI program (it knows nothing about incin)
  * that runs every collective libincmpi intercepts -- MPI_Bcast,
  * MPI_Allgather, MPI_Allreduce, MPI_Reduce, MPI_Reduce_scatter_block,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Drives libnccl-net-incin.so through NCCL's CollNet ABI as NCCL's proxy
  * would, one process per rank: dlopen + dlsym of the versioned symbol, init
  * with a logger, devices, getProperties, listen, an out-of-band exchange of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Loads libnccl-net-incin.so the way NCCL does (dlopen, dlsym of the
 // versioned CollNet symbol) and checks what needs no daemons: the exported
 // versions, properties, reduceSupport's table, the listen handle's size and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reads the fields of a coll component (as Open MPI's headers lay it out)
 // into a plain struct for the C++ test, which does not include them.
 #include "component_fields.h"

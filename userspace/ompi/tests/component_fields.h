@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fields of a coll component that the unit test checks, and what the
 // installed Open MPI headers expect of them.
 #pragma once

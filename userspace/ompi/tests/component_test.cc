@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mca_coll_incin.so as Open MPI's component loader sees it: it loads with
 // dlopen, exports mca_coll_incin_component with the version fields of
 // Open MPI's coll framework 2.0.0 (else the loader skips it), and exports

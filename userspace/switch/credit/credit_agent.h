@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // incswitchd's credit side (docs/credit.md "The agent"): runs the
 // RSVP credit signalling (inc::credit::Node) over the RSVP socket, and keeps
 // the XDP credit gate and the hold queue in step with it:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The credit part of a switch's config (SwitchAgentConfig.credit) translated
 // to domain types at the edge; every error names its field. See
 // docs/credit.md.

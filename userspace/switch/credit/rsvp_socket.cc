@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "switch/credit/rsvp_socket.h"
 
 #include <netinet/in.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The RSVP transport of the credit agent (docs/credit.md): a raw
 // IPv4 socket for IP protocol 46. RSVP messages travel hop by hop between
 // credit-aware switches, so a message goes out of one named interface to one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "switch/netconf/server.h"
 
 #define NC_ENABLED_SSH

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // incswitchd's NETCONF front end (docs/netconf.md): libnetconf2 over SSH
 // next to the SwitchAgent gRPC service, driving the same tree agent.
 //   get            running trees + state (<switch>, each tree's <state>)

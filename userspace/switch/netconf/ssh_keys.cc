@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "switch/netconf/ssh_keys.h"
 
 #include <openssl/bio.h>

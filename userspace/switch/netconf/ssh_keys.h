@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SSH public keys of the control plane's identities, for NETCONF over SSH:
 // a certificate's public key in the SSH wire form (RFC 4253 "ssh-rsa", RFC
 // 5656 "ecdsa-sha2-nistp256/384/521", RFC 8709 "ssh-ed25519"), and the keys

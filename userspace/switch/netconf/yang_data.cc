@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "switch/netconf/yang_data.h"
 
 #include <sys/stat.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The NETCONF front end's edge between YANG data trees of the incin-switch
 // module (yang/incin-switch@*.yang, docs/netconf.md) and the agent's inputs
 // and outputs (the same inc.v1 messages the gRPC front end hands the tree

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The routing part of a switch's config (SwitchAgentConfig.routes and .arn)
 // translated to domain types at the edge, with every error naming the field
 // it comes from. See docs/arn.md.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "switch/routing/routing_agent.h"
 
 #include <arpa/inet.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // incswitchd's routing side (docs/arn.md): programs the best-path table from
 // the config, watches its ports (utilisation, transmit drops, link state),
 // marks a bad port in the data path at once and tells the group by ARN

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # lab.switch_agent wrapper: runs the GoogleTest lab binary with a unique
 # namespace prefix and removes whatever that prefix left behind (namespaces,
 # agents, pins, temp dirs) even if the test binary crashes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // lab.switch_agent: the real incswitchd in a private network namespace with
 // real XDP on veths, driven over its SwitchAgent gRPC service (a unix socket,
 // reachable from the test's namespace). Workers are AF_PACKET sockets in a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // incswitchd's /metrics text from a stats and capabilities answer: every
 // counter under its family with the switch, tree, member and reason labels.
 #include "switch/metrics.h"

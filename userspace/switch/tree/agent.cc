@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "switch/tree/agent.h"
 
 #include <google/protobuf/util/message_differencer.h>

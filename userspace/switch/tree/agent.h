@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The switch agent's state: the data path, the port table and the trees the
 // AM asked for. The gRPC service and the AM client call into it; one mutex
 // serialises every data-path operation.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The edge between the control plane's messages (inc.v1) and the data path's
 // domain types (inc::dp): TreeConfig -> TreeSpec with every check the agent
 // owes the AM, and the reverse direction for capabilities, ports and stats.

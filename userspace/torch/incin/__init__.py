@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """incin's torch.distributed backend (docs/pytorch.md).
 
     import incin                     # registers the backend "incin"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* libinc's C API (libinc.so.0): collectives of an incin worker, for
  * programs and bindings that do not use C++ (the C++ API is
  * userspace/client/communicator.h; this API sits on it). docs/operations.md

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The credit part of the switch config: a good config becomes the settings
 // the credit agent runs with, and each mistake is rejected naming its field.
 #include "switch/credit/credit_config.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // lab.switch_rsvp_socket: the credit agent's RSVP transport over a real veth
 // between two network namespaces (the test process's own, unshared, and one
 // named for the peer). Needs root; exits 77 (SKIP) without it.

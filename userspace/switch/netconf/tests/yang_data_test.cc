@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The NETCONF front end's translation: incin-switch YANG data <-> the
 // TreeConfig the tree agent takes, the state tree, and the SSH keys of the
 // control-plane certificates.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The routing part of the switch config: a good config becomes the route
 // plan (with the switch's own addresses kept local), and each mistake is
 // rejected naming the field it is in.

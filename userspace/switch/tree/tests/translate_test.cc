@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "switch/tree/translate.h"
 
 #include <gtest/gtest.h>
