@@ -221,12 +221,14 @@ class Communicator::Impl {
   std::condition_variable hb_cv;
   bool hb_stop = false;
   std::atomic<uint64_t> hb_failed{0};
+  std::atomic<bool> lingering{false};  // the communicator is being destroyed
   mutable std::mutex state_mu;
   std::string tree_state = "ACTIVE";
   uint32_t tree_generation = 0;  // heartbeat thread only
 
   ~Impl() {
     // Heartbeats keep running while lingering.
+    lingering.store(true);
     if (am && joined && engine && !engine->aborted()) {
       auto since = std::chrono::steady_clock::now() - last_op_end;
       auto linger = std::chrono::milliseconds(opt.leave_linger_ms);
@@ -518,11 +520,20 @@ class Communicator::Impl {
           }
           tree_generation = resp.generation();
         }
-        if (resp.tree_state() == inc::v1::TREE_FAILED || resp.tree_state() == inc::v1::TREE_DESTROYED) {
-          LOG_ERROR << "AM reports tree " << asg.tree_id << " " << TreeStateName(resp.tree_state());
-          engine->Abort(std::string("the AM reports tree ") + std::to_string(asg.tree_id) + " " +
-                        TreeStateName(resp.tree_state()) +
-                        (resp.reason().empty() ? "" : ": " + resp.reason()));
+        if ((resp.tree_state() == inc::v1::TREE_FAILED || resp.tree_state() == inc::v1::TREE_DESTROYED) &&
+            !engine->aborted()) {
+          const std::string why = std::string("the AM reports tree ") + std::to_string(asg.tree_id) + " " +
+                                  TreeStateName(resp.tree_state()) +
+                                  (resp.reason().empty() ? "" : ": " + resp.reason());
+          // A tree destroyed while this rank only lingers before leaving is
+          // the normal end of a job (another rank started the next group).
+          if (resp.tree_state() == inc::v1::TREE_FAILED)
+            LOG_ERROR << why;
+          else if (lingering.load())
+            LOG_INFO << why;
+          else
+            LOG_WARN << why;
+          engine->Abort(why);
         }
       }
       lock.lock();
@@ -540,6 +551,7 @@ class Communicator::Impl {
     req.set_error(error);
     req.set_msg_id(msg_id);
     req.set_timeouts(timeouts);
+    req.set_gave_up(true);
     inc::v1::ReportErrorResponse resp;
     grpc::Status s = am->ReportError(&ctx, req, &resp);
     if (!s.ok()) {
@@ -616,12 +628,17 @@ class Communicator::Impl {
     ec.rank_at_switch = static_cast<uint16_t>(asg.rank_at_switch);
     ec.timeout = std::chrono::microseconds(opt.message_timeout_us);
     ec.max_retries = opt.max_retries;
+    ec.op_timeout = std::chrono::milliseconds(opt.op_timeout_ms);
     ec.max_timeout = std::chrono::microseconds(std::max(opt.max_message_timeout_us, opt.message_timeout_us));
     ec.poll_ms = opt.poll_ms;
     ec.on_wait = opt.on_wait;
     engine = std::make_unique<Engine>(io.get(), ec);
-    engine->SetTimeoutReporter(
-        [this](uint32_t id, uint32_t n, const std::string& e) { ReportError(id, n, e); });
+    engine->SetTimeoutReporter([this](uint32_t id, uint32_t n, const std::string& e) {
+      ReportError(id, n, e);
+      // The AM failed the tree for every rank; this rank's later
+      // collectives fail at once with the same story.
+      engine->Abort("this rank gave up on message " + std::to_string(id) + ": " + e);
+    });
     if (am && opt.heartbeats) hb_thread = std::thread([this] { Heartbeats(); });
     LOG_INFO << "rank " << opt.rank << "/" << opt.world_size << " on " << opt.iface << " [" << transport
              << "] (" << ifinfo.ip.ToString() << ", QPN " << qpn << "): tree " << asg.tree_id
@@ -869,6 +886,7 @@ Expected<std::unique_ptr<Communicator>> Communicator::CreateLocal(const Communic
   so.local_size = local_size;
   so.slot_bytes = options.local_slot_bytes;
   so.attach_timeout_ms = options.join_timeout_ms;
+  so.barrier_timeout_ms = options.op_timeout_ms;  // a late local rank is waited for as long as a remote one
   so.on_wait = options.on_wait;
   auto stage = HostStage::Open(so);
   if (!stage.ok()) return stage.status().WithContext("host stage " + so.name);

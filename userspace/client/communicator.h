@@ -77,9 +77,14 @@ struct CommunicatorOptions {
   uint32_t rpc_timeout_ms = 5000;             // other AM RPCs
   uint32_t message_timeout_us = 20000;        // first retransmission timeout of a message
   uint32_t max_message_timeout_us = 1000000;  // the timeout doubles per retry up to this
-  uint32_t max_retries = 25;                  // timeouts of one message before failing (~20 s)
-  uint32_t pool_size = 0;                     // requested from the AM; 0 = AM default
-  uint32_t elems_per_packet = 0;              // requested; 0 = AM default from the path MTU
+  // How long one collective waits without any result (for the slowest
+  // rank: a process group's timeout). When it expires the collective fails
+  // with DEADLINE_EXCEEDED and the AM fails the tree, so every other rank's
+  // collectives fail too (from its next heartbeat) instead of going on alone.
+  uint32_t op_timeout_ms = 300000;
+  uint32_t max_retries = 0;       // also fail after this many timeouts of one message; 0: only op_timeout_ms
+  uint32_t pool_size = 0;         // requested from the AM; 0 = AM default
+  uint32_t elems_per_packet = 0;  // requested; 0 = AM default from the path MTU
   int poll_ms = 1;
   // Called on the calling thread while a collective waits for results with
   // nothing else to do (about once per poll_ms). A library that runs these
