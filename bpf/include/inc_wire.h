@@ -102,8 +102,16 @@ struct inc_hdr {
 	__be32 key;
 	__s8 exponent;
 	__u8 root_rank;
-	__be16 reserved;
+	__be16 aux; /* float SUM certificate: threshold code and flags below */
 };
+
+/* inc_hdr.aux (docs/wire-format.md "Float sums"): bits 0..13 are the
+ * certificate threshold code C of a float SUM contribution, T = (C & 0xFF)
+ * << ((C >> 8) & 0x3F), 0 = none; the switch flags a result whose elements
+ * are not all certified (sum of |lane| over every contribution >= T). */
+#define INC_AUX_CODE_MASK   0x3FFF
+#define INC_AUX_TRAILER	    0x4000 /* leaf partial: 96-byte certificate bitmap after the payload */
+#define INC_AUX_UNCERTIFIED 0x8000 /* result: some element is not certified */
 
 /* Byte offsets in an untagged IPv4 RoCEv2 INC frame. */
 #define INC_OFF_IP	   14

@@ -16,6 +16,7 @@
 
 #include "client/block_op.h"
 #include "client/engine.h"
+#include "client/float_sum.h"
 #include "client/gather_sum.h"
 #include "client/host_stage.h"
 #include "client/numerics.h"
@@ -90,6 +91,11 @@ bool ParseReduceOp(const std::string& s, ReduceOp* out) {
 }
 
 namespace {
+
+// The wire type of float64 SUM lanes (int64 block fixed point).
+constexpr uint8_t kFp64SumWire = INC_DTYPE_INT64;
+// Largest gathered vector of one pass of a float sum's gathered blocks.
+constexpr size_t kGatherChunkBytes = 4u << 20;
 
 std::string JsonEscape(const std::string& s) {
   std::string o;
@@ -178,7 +184,8 @@ std::string CommunicatorStatus::ToJson() const {
     << ",\"tx_packets\":" << tx_packets << ",\"tx_bytes\":" << tx_bytes << ",\"rx_packets\":" << rx_packets
     << ",\"rx_bytes\":" << rx_bytes << ",\"messages\":" << messages
     << ",\"retransmissions\":" << retransmissions << ",\"overflow_results\":" << overflow_results
-    << ",\"saturated_blocks\":" << saturated_blocks << ",\"operations\":" << operations
+    << ",\"saturated_blocks\":" << saturated_blocks << ",\"gathered_blocks\":" << gathered_blocks
+    << ",\"uncertified_blocks\":" << uncertified_blocks << ",\"operations\":" << operations
     << ",\"failed_operations\":" << failed_operations << ",\"heartbeats_failed\":" << heartbeats_failed
     << ",\"srtt_us\":" << static_cast<uint64_t>(srtt_us) << ",\"rto_us\":" << static_cast<uint64_t>(rto_us)
     << ",\"tx_kicks\":" << tx_kicks << ",\"tx_busy\":" << tx_busy << ",\"cq_bogus\":" << cq_bogus
@@ -207,7 +214,9 @@ class Communicator::Impl {
   std::shared_ptr<grpc::ChannelCredentials> am_credentials;  // TLS or plaintext, as the options say
   std::shared_ptr<grpc::Channel> channel;
   uint64_t saturated = 0;
-  bool joined = false;  // JoinGroup succeeded: leave on destruction
+  uint64_t gathered_blocks = 0;     // float-sum blocks added from gathered values
+  uint64_t uncertified_blocks = 0;  // of which the switch could not certify
+  bool joined = false;              // JoinGroup succeeded: leave on destruction
   // The job's rank and world; with several ranks per host opt.rank and
   // opt.world_size number the hosts (this rank's leader is the member).
   uint32_t g_rank = 0, g_world = 1;
@@ -314,60 +323,32 @@ class Communicator::Impl {
     return s;
   }
 
-  // Per-packet block exponents agreed through one INT32 MAX allreduce.
-  template <typename F>
-  Expected<std::vector<int32_t>> AgreeExponents(const F* in, uint64_t count, uint32_t per_packet) {
-    uint64_t blocks = PacketCount(count, per_packet);
-    std::vector<int32_t> local(blocks), agreed(blocks);
-    for (uint64_t b = 0; b < blocks; b++) {
-      PacketRange r = PacketElements(b, count, per_packet);
-      local[b] = sizeof(F) == 4 ? BlockExponentF32(reinterpret_cast<const float*>(in) + r.first, r.count)
-                                : BlockExponentF64(reinterpret_cast<const double*>(in) + r.first, r.count);
+  // Reduce runs as an AllReduce when the options say so (non-roots then
+  // ignore the elements).
+  void MapReduceMode(uint8_t* collective, uint8_t* root_index) const {
+    if (*collective == INC_COLL_REDUCE && opt.reduce_mode == "allreduce" &&
+        Allowed(asg.collectives, INC_COLL_ALLREDUCE)) {
+      *collective = INC_COLL_ALLREDUCE;
+      *root_index = 0;
     }
-    BlockSpec s = Base(INC_COLL_ALLREDUCE, INC_DTYPE_INT32, INC_OP_MAX, blocks);
-    s.send = local.data();
-    s.recv = agreed.data();
-    Status st = Run(s);
-    if (!st.ok()) return st.WithContext("exponent pre-pass");
-    return agreed;
   }
 
-  // A rooted or unrooted reduction on host-typed data already in wire-friendly
-  // form (int32/int64 raw, float32 or float64 values). recv may be null when
-  // this rank gets no data (Reduce non-root).
+  // A rooted or unrooted reduction of raw lanes: int32/int64 (any op) or
+  // float32 MIN/MAX (the switch orders them). recv may be null when this
+  // rank gets no data (Reduce non-root).
   Status Reduction(uint8_t collective, DataType t, ReduceOp op, const void* send, void* recv, uint64_t count,
                    uint8_t root_index, bool recv_data) {
-    uint8_t wop = static_cast<uint8_t>(op);
-    if (collective == INC_COLL_REDUCE && opt.reduce_mode == "allreduce" &&
-        Allowed(asg.collectives, INC_COLL_ALLREDUCE)) {
-      // Every rank gets the result; non-roots ignore its elements.
-      collective = INC_COLL_ALLREDUCE;
-      root_index = 0;
-    }
+    MapReduceMode(&collective, &root_index);
+    const auto wop = static_cast<uint8_t>(op);
     BlockSpec s;
     switch (t) {
       case DataType::kInt32: s = Base(collective, INC_DTYPE_INT32, wop, count); break;
       case DataType::kInt64: s = Base(collective, INC_DTYPE_INT64, wop, count); break;
       case DataType::kFloat32:
+        if (op == ReduceOp::kSum) return Internal("float32 SUM goes through FloatSum");
         s = Base(collective, INC_DTYPE_FP32, wop, count);
-        if (op == ReduceOp::kSum) s.codec = Codec::kFixedF32;
-        break;
-      case DataType::kFloat64:  // only SUM arrives here; MIN/MAX map onto ordered int64
-        s = Base(collective, INC_DTYPE_INT64, wop, count);
-        s.codec = Codec::kFixedF64;
         break;
       default: return Internal("unmapped data type in Reduction");
-    }
-    std::vector<int32_t> exps;
-    if (s.codec != Codec::kRaw) {
-      uint32_t per = ElemsPerPacket(s.elems4, inc_dtype_size(s.wire_dtype));
-      auto agreed = s.codec == Codec::kFixedF32
-                        ? AgreeExponents(static_cast<const float*>(send), count, per)
-                        : AgreeExponents(static_cast<const double*>(send), count, per);
-      if (!agreed.ok()) return agreed.status();
-      exps = std::move(*agreed);
-      s.exponents = exps.data();
-      s.headroom = HeadroomBits(opt.world_size);
     }
     s.root_index = root_index;
     s.send = send;
@@ -376,39 +357,119 @@ class Communicator::Impl {
     return Run(s);
   }
 
-  // A float SUM whose world x count elements fit one packet: one INT32 SUM
-  // gathers every rank's values (client/gather_sum.h), one round trip
-  // instead of block fixed point's two.
-  bool UseGatherSum(DataType t, ReduceOp op, uint64_t count) const {
-    return op == ReduceOp::kSum && t != DataType::kInt32 && t != DataType::kInt64 &&
-           opt.small_sum == "gather" && Allowed(asg.dtypes, INC_DTYPE_INT32) &&
-           Allowed(asg.ops, INC_OP_SUM) &&
-           GatherSumFits(opt.world_size, count, DataTypeSize(t), asg.elems_per_packet);
-  }
-
-  Status GatherSum(uint8_t collective, DataType t, const void* send, void* recv, uint64_t count,
-                   uint8_t root_index, bool recv_data) {
+  // A float SUM (client/float_sum.h): block fixed point after the exponent
+  // pre-pass for ordinary blocks, gathered in rank order where the switch
+  // cannot certify an element or a block holds inf/NaN; every block
+  // gathered when no certificate exists (world <= 2) or when every rank's
+  // elements fit one packet (one round trip).
+  Status FloatSum(uint8_t collective, DataType t, const void* send, void* recv, uint64_t count,
+                  uint8_t root_index, bool recv_data) {
+    const uint32_t world = opt.world_size;
     const size_t esize = DataTypeSize(t);
-    const size_t lanes = GatherSumLanes(opt.world_size, count, esize);
-    std::vector<int32_t> mine(lanes), all(recv_data ? lanes : 0);
-    GatherSumContribution(opt.rank, opt.world_size, count, esize, send, mine.data());
-    INC_RETURN_IF_ERROR(Reduction(collective, DataType::kInt32, ReduceOp::kSum, mine.data(),
-                                  recv_data ? all.data() : nullptr, lanes, root_index, recv_data));
-    if (recv_data && recv) GatherSumAdd(t, opt.world_size, count, all.data(), recv);
+    recv_data = recv_data && recv != nullptr;
+    if (!Allowed(asg.dtypes, INC_DTYPE_INT32) || !Allowed(asg.ops, INC_OP_SUM) ||
+        !Allowed(asg.ops, INC_OP_MAX))
+      return FailedPrecondition("tree " + std::to_string(asg.tree_id) +
+                                " cannot run float sums: they need INT32 SUM and MAX besides the float type");
+    const DataType ft = FixedPointType(t);
+    const bool f64 = ft == DataType::kFloat64;
+    const uint32_t per = ElemsPerPacket(asg.elems_per_packet, f64 ? 8 : 4);
+    const uint64_t blocks = PacketCount(count, per);
+    const uint16_t code = CertificateCode(t, world);
+    const bool small = opt.small_sum == "gather" && GatherSumFits(world, count, esize, asg.elems_per_packet);
+    std::vector<uint32_t> gathered;
+    if (code == 0 || small) {
+      gathered.resize(blocks);
+      for (uint64_t b = 0; b < blocks; b++) gathered[b] = static_cast<uint32_t>(b);
+    } else {
+      // The fixed point's input: float32 and float64 as they are, 16-bit
+      // types widened (exactly) to float32.
+      std::vector<float> wide, out32;
+      const void* in = send;
+      if (t == DataType::kFloat16 || t == DataType::kBFloat16) {
+        const auto* h = static_cast<const uint16_t*>(send);
+        wide.resize(count);
+        for (uint64_t i = 0; i < count; i++)
+          wide[i] = t == DataType::kFloat16 ? F16ToF32(h[i]) : Bf16ToF32(h[i]);
+        in = wide.data();
+        if (recv_data) out32.resize(count);
+      }
+      std::vector<int32_t> local(blocks), agreed(blocks);
+      for (uint64_t b = 0; b < blocks; b++) {
+        PacketRange r = PacketElements(b, count, per);
+        local[b] = f64 ? BlockExponentF64(static_cast<const double*>(in) + r.first, r.count)
+                       : BlockExponentF32(static_cast<const float*>(in) + r.first, r.count);
+      }
+      INC_RETURN_IF_ERROR(Reduction(INC_COLL_ALLREDUCE, DataType::kInt32, ReduceOp::kMax, local.data(),
+                                    agreed.data(), blocks, 0, true)
+                              .WithContext("exponent pre-pass"));
+      FloatSumPlan plan = PlanFloatSum(agreed.data(), blocks);
+      gathered = plan.gather;
+      void* fixed_out = out32.empty() ? recv : out32.data();
+      if (recv_data)
+        for (uint32_t b : plan.zero) {
+          PacketRange r = PacketElements(b, count, per);
+          std::memset(static_cast<uint8_t*>(fixed_out) + r.first * (f64 ? 8 : 4), 0, r.count * (f64 ? 8 : 4));
+        }
+      std::vector<uint8_t> flagged;
+      if (!plan.fast.empty()) {
+        uint8_t coll = collective, root = root_index;
+        MapReduceMode(&coll, &root);
+        BlockSpec s = Base(coll, f64 ? kFp64SumWire : uint8_t{INC_DTYPE_FP32}, INC_OP_SUM, count);
+        s.codec = f64 ? Codec::kFixedF64 : Codec::kFixedF32;
+        s.exponents = agreed.data();
+        s.headroom = HeadroomBits(world);
+        s.blocks = plan.fast.data();
+        s.num_blocks = plan.fast.size();
+        s.aux = code;
+        s.uncertified = &flagged;
+        s.root_index = root;
+        s.send = in;
+        s.recv = recv_data ? fixed_out : nullptr;
+        s.recv_data = recv_data;
+        INC_RETURN_IF_ERROR(Run(s));
+        for (size_t k = 0; k < plan.fast.size(); k++) {
+          if (flagged[k]) {
+            gathered.push_back(plan.fast[k]);
+            uncertified_blocks++;
+          }
+        }
+        std::sort(gathered.begin(), gathered.end());
+      }
+      if (!out32.empty()) {
+        // Narrow what the fixed point delivered; gathered blocks are
+        // overwritten below with their own (single) rounding.
+        auto* o = static_cast<uint16_t*>(recv);
+        for (uint64_t i = 0; i < count; i++)
+          o[i] = t == DataType::kFloat16 ? F32ToF16(out32[i]) : F32ToBf16(out32[i]);
+      }
+    }
+    gathered_blocks += gathered.size();
+    for (const GatherChunk& c : ChunkGather(gathered, count, per, world, esize, kGatherChunkBytes)) {
+      std::vector<int32_t> mine(c.Lanes(esize)), all(recv_data ? c.Lanes(esize) : 0);
+      GatherChunkContribution(c, count, per, world, opt.rank, esize, send, mine.data());
+      INC_RETURN_IF_ERROR(Reduction(collective, DataType::kInt32, ReduceOp::kSum, mine.data(),
+                                    recv_data ? all.data() : nullptr, mine.size(), root_index, recv_data)
+                              .WithContext("gathered float sum"));
+      if (recv_data) GatherChunkSum(c, t, count, per, world, all.data(), recv);
+    }
     return Status::Ok();
   }
 
-  // Maps every user type onto Reduction's.
+  // Maps every user type onto Reduction's or FloatSum.
   Status TypedReduction(uint8_t collective, const void* send, void* recv, size_t count, DataType t,
                         ReduceOp op, uint8_t root_index, bool recv_data) {
     if (count == 0) return Status::Ok();
-    if (UseGatherSum(t, op, count)) return GatherSum(collective, t, send, recv, count, root_index, recv_data);
+    if (op == ReduceOp::kSum && t != DataType::kInt32 && t != DataType::kInt64)
+      return FloatSum(collective, t, send, recv, count, root_index, recv_data);
     switch (t) {
       case DataType::kInt32:
       case DataType::kInt64:
       case DataType::kFloat32: return Reduction(collective, t, op, send, recv, count, root_index, recv_data);
       case DataType::kFloat16:
       case DataType::kBFloat16: {
+        // MIN/MAX on float32 keys: widening and narrowing are exact for
+        // every value the result can be.
         bool half = t == DataType::kFloat16;
         const auto* in = static_cast<const uint16_t*>(send);
         std::vector<float> wide(count), out(recv_data ? count : 0);
@@ -422,8 +483,6 @@ class Communicator::Impl {
         return Status::Ok();
       }
       case DataType::kFloat64: {
-        if (op == ReduceOp::kSum)
-          return Reduction(collective, DataType::kFloat64, op, send, recv, count, root_index, recv_data);
         const auto* in = static_cast<const double*>(send);
         std::vector<int64_t> ord(count), out(recv_data ? count : 0);
         for (size_t i = 0; i < count; i++) ord[i] = OrderedFromF64(in[i]);
@@ -657,14 +716,14 @@ class ImplNet : public HostNet {
  public:
   explicit ImplNet(Communicator::Impl* impl) : impl_(impl) {}
   Status Reduce(uint8_t collective, uint8_t wire_dtype, uint8_t op, void* lanes, uint64_t count,
-                uint32_t root_node, bool recv) override {
+                uint32_t root_node, bool recv, const HostNetSum& sum) override {
     uint8_t root_index = impl_->MemberIndexOf(root_node);
-    if (collective == INC_COLL_REDUCE && impl_->opt.reduce_mode == "allreduce" &&
-        Communicator::Impl::Allowed(impl_->asg.collectives, INC_COLL_ALLREDUCE)) {
-      collective = INC_COLL_ALLREDUCE;
-      root_index = 0;
-    }
+    impl_->MapReduceMode(&collective, &root_index);
     BlockSpec s = impl_->Base(collective, wire_dtype, op, count);
+    s.blocks = sum.blocks;
+    s.num_blocks = sum.num_blocks;
+    s.aux = sum.aux;
+    s.uncertified = sum.uncertified;
     s.root_index = root_index;
     s.send = lanes;
     s.recv = recv ? lanes : nullptr;
@@ -1102,6 +1161,8 @@ CommunicatorStatus Communicator::GetStatus() const {
   s.srtt_us = c.srtt_us;
   s.rto_us = c.rto_us;
   s.saturated_blocks = impl_->saturated;
+  s.gathered_blocks = impl_->gathered_blocks;
+  s.uncertified_blocks = impl_->uncertified_blocks;
   s.heartbeats_failed = impl_->hb_failed.load();
   for (size_t i = 1; i < c.rejects.size(); i++)
     if (c.rejects[i]) s.rejects[RejectName(static_cast<Reject>(i))] = c.rejects[i];

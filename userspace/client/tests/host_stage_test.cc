@@ -22,11 +22,14 @@
 #include <random>
 #include <thread>
 
+#include "client/float_sum.h"
 #include "client/numerics.h"
 #include "client/protocol.h"
 
 namespace inc::client {
 namespace {
+
+constexpr uint32_t kElems4 = 256;  // 1 KiB payloads
 
 // Every leader calls the same sequence of operations; the last to arrive
 // computes the result.
@@ -35,11 +38,35 @@ class FakeSwitch {
   explicit FakeSwitch(uint32_t hosts) : hosts_(hosts) {}
 
   Status Reduce(uint32_t node, uint8_t wire, uint8_t op, void* lanes, uint64_t count, uint32_t root_node,
-                bool recv) {
+                bool recv, const HostNetSum& sum) {
     const size_t lane = wire == INC_DTYPE_INT64 ? 8 : 4;
-    return Meet(
+    Status s = Meet(
         node, lanes, count * lane,
         [&](std::vector<std::vector<uint8_t>>& in, std::vector<uint8_t>& out) {
+          // The switch's certificate of a float sum's listed blocks: a
+          // block is flagged when some element's sum over the hosts of
+          // |lane| is below the threshold (bpf/aggregate.h).
+          flags_.assign(sum.num_blocks, 0);
+          const uint64_t threshold = CertificateThreshold(sum.aux);
+          const uint64_t per = kElems4 * 4 / lane;
+          for (uint64_t k = 0; sum.blocks && threshold && k < sum.num_blocks; k++) {
+            for (uint64_t i = sum.blocks[k] * per; i < std::min<uint64_t>(count, (sum.blocks[k] + 1) * per);
+                 i++) {
+              uint64_t abs_sum = 0;
+              for (uint32_t h = 0; h < hosts_; h++) {
+                int64_t v;
+                if (lane == 8) {
+                  std::memcpy(&v, &in[h][i * 8], 8);
+                } else {
+                  int32_t w;
+                  std::memcpy(&w, &in[h][i * 4], 4);
+                  v = w;
+                }
+                abs_sum += static_cast<uint64_t>(v < 0 ? -v : v);
+              }
+              if (abs_sum < threshold) flags_[k] = 1;
+            }
+          }
           out = in[0];
           for (uint32_t h = 1; h < hosts_; h++) {
             for (uint64_t i = 0; i < count; i++) {
@@ -71,6 +98,8 @@ class FakeSwitch {
           }
         },
         recv, root_node);
+    if (sum.uncertified) *sum.uncertified = flags_;
+    return s;
   }
 
   Status Broadcast(uint32_t node, const void* send, void* recv, size_t bytes, uint32_t root_node) {
@@ -122,14 +151,15 @@ class FakeSwitch {
   bool failed_ = false;
   std::vector<std::vector<uint8_t>> in_;
   std::vector<uint8_t> out_;
+  std::vector<uint8_t> flags_;  // certificate verdicts of the last float-sum pass
 };
 
 class FakeNet : public HostNet {
  public:
   FakeNet(FakeSwitch* sw, uint32_t node) : sw_(sw), node_(node) {}
-  Status Reduce(uint8_t, uint8_t wire, uint8_t op, void* lanes, uint64_t count, uint32_t root_node,
-                bool recv) override {
-    return sw_->Reduce(node_, wire, op, lanes, count, root_node, recv);
+  Status Reduce(uint8_t, uint8_t wire, uint8_t op, void* lanes, uint64_t count, uint32_t root_node, bool recv,
+                const HostNetSum& sum) override {
+    return sw_->Reduce(node_, wire, op, lanes, count, root_node, recv, sum);
   }
   Status Broadcast(const void* send, void* recv, size_t bytes, uint32_t root_node) override {
     return sw_->Broadcast(node_, send, recv, bytes, root_node);
@@ -140,8 +170,6 @@ class FakeNet : public HostNet {
   FakeSwitch* sw_;
   uint32_t node_;
 };
-
-constexpr uint32_t kElems4 = 256;  // 1 KiB payloads
 
 // Runs body(rank, collectives) on world threads, local_size per host.
 template <typename Body>
@@ -295,37 +323,61 @@ TEST(HostStage, FloatResultsDoNotDependOnRanksPerHost) {
   }
 }
 
-TEST(HostStage, FixedPointSumMatchesTheOneRankPerHostCodec) {
+TEST(HostStage, FloatSumMatchesTheOneRankPerHostCodecAndCertificate) {
   // What libinc computes with one rank per host for 8 ranks: every rank
-  // quantises with the max exponent and headroom 3, the switch adds.
+  // quantises with the max exponent and headroom 3, the switch adds and
+  // certifies each block (sum over ranks of |lane| >= T for every element),
+  // a block it cannot certify is gathered and added in rank order.
   const size_t n = 700;
-  const uint32_t per = ElemsPerPacket(kElems4, 4);
+  const uint32_t world = 8, per = ElemsPerPacket(kElems4, 4);
+  const uint64_t threshold = CertificateThreshold(CertificateCode(DataType::kFloat32, world));
   std::vector<int64_t> sum(n, 0);
+  std::vector<uint64_t> abs_sum(n, 0);
   std::vector<int32_t> exps(PacketCount(n, per), kZeroBlockExponent);
-  for (uint32_t r = 0; r < 8; r++) {
+  std::vector<float> all(world * n);
+  for (uint32_t r = 0; r < world; r++) {
     auto v = Values(r, n, 7);
+    std::copy(v.begin(), v.end(), all.begin() + r * n);
     for (uint64_t b = 0; b < exps.size(); b++) {
       PacketRange pr = PacketElements(b, n, per);
       exps[b] = std::max(exps[b], BlockExponentF32(v.data() + pr.first, pr.count));
     }
   }
-  for (uint32_t r = 0; r < 8; r++) {
-    auto v = Values(r, n, 7);
+  for (uint32_t r = 0; r < world; r++) {
     std::vector<int32_t> q(n);
     for (uint64_t b = 0; b < exps.size(); b++) {
       PacketRange pr = PacketElements(b, n, per);
-      QuantiseF32(v.data() + pr.first, pr.count, exps[b], HeadroomBits(8), q.data() + pr.first);
+      QuantiseF32(all.data() + r * n + pr.first, pr.count, exps[b], HeadroomBits(world), q.data() + pr.first);
     }
-    for (size_t i = 0; i < n; i++) sum[i] += q[i];
+    for (size_t i = 0; i < n; i++) {
+      sum[i] += q[i];
+      abs_sum[i] += static_cast<uint64_t>(std::llabs(q[i]));
+    }
   }
   std::vector<float> want(n);
+  uint64_t gathered = 0;
   for (uint64_t b = 0; b < exps.size(); b++) {
     PacketRange pr = PacketElements(b, n, per);
-    std::vector<int32_t> lanes(sum.begin() + pr.first, sum.begin() + pr.first + pr.count);
-    DequantiseF32(lanes.data(), pr.count, exps[b], HeadroomBits(8), want.data() + pr.first);
+    bool certified = true;
+    for (uint64_t i = pr.first; i < pr.first + pr.count; i++) certified &= abs_sum[i] >= threshold;
+    if (certified) {
+      std::vector<int32_t> lanes(sum.begin() + pr.first, sum.begin() + pr.first + pr.count);
+      DequantiseF32(lanes.data(), pr.count, exps[b], HeadroomBits(world), want.data() + pr.first);
+    } else {
+      gathered++;
+      std::vector<float> block(world * pr.count);
+      for (uint32_t r = 0; r < world; r++)
+        std::copy(all.begin() + r * n + pr.first, all.begin() + r * n + pr.first + pr.count,
+                  block.begin() + r * pr.count);
+      SumGathered(DataType::kFloat32, world, pr.count, block.data(), want.data() + pr.first);
+    }
   }
-  auto got = FloatResults(4, DataType::kFloat32, ReduceOp::kSum, n);
-  ASSERT_EQ(std::memcmp(got[5].data(), want.data(), n * 4), 0);
+  RecordProperty("gathered_blocks", static_cast<int>(gathered));
+  for (uint32_t l : {1u, 4u}) {
+    auto got = FloatResults(l, DataType::kFloat32, ReduceOp::kSum, n);
+    for (uint32_t r = 0; r < world; r++)
+      ASSERT_EQ(std::memcmp(got[r].data(), want.data(), n * 4), 0) << l << " ranks per host, rank " << r;
+  }
 }
 
 TEST(HostStage, ReduceBroadcastBarrier) {
@@ -367,6 +419,199 @@ TEST(HostStage, LeaderFailureReachesEveryLocalRank) {
       },
       65536, &sw);
   EXPECT_EQ(failed.load(), 4);
+}
+
+// ------------------------------------------------- the float-sum contract
+// Every element of a float SUM within (n-1)*u*sum|x_i| of the exact sum (u
+// the type's unit roundoff; plus n*eta below the normal range, as for any
+// IEEE sum), IEEE results where inputs hold inf/NaN, the same bits on every
+// rank: checked through the real planner and codec against the stand-in
+// switch (which certifies as bpf/aggregate.h does), for data of every kind.
+
+enum class Kind { kRandn, kWide, kSpecials, kCancel, kTiny };
+
+const char* KindName(Kind k) {
+  switch (k) {
+    case Kind::kRandn: return "randn";
+    case Kind::kWide: return "wide 1e-6..1e6";
+    case Kind::kSpecials: return "inf/nan";
+    case Kind::kCancel: return "cancelling";
+    case Kind::kTiny: return "tiny";
+  }
+  return "?";
+}
+
+// Rank r's values as doubles (exactly representable in t after Narrow).
+std::vector<double> Inputs(Kind k, uint32_t r, uint32_t world, size_t n) {
+  std::mt19937_64 g(1234 + r * 7919 + static_cast<int>(k) * 104729);
+  std::normal_distribution<double> randn(0, 1);
+  std::uniform_real_distribution<double> uni(0, 1);
+  std::vector<double> v(n);
+  for (size_t i = 0; i < n; i++) {
+    switch (k) {
+      case Kind::kRandn: v[i] = randn(g); break;
+      case Kind::kWide: v[i] = std::pow(10.0, -6 + 12 * uni(g)) * (uni(g) < 0.5 ? -1 : 1); break;
+      case Kind::kSpecials:
+        v[i] = randn(g);
+        // Rank-dependent places: +inf alone, -inf alone, +inf and -inf
+        // (NaN), NaN, and an inf in an otherwise tiny block.
+        if (i % 97 == 5 && r == 1) v[i] = INFINITY;
+        if (i % 97 == 11 && r == world - 1) v[i] = -INFINITY;
+        if (i % 97 == 20) v[i] = r == 0 ? INFINITY : (r == 1 ? -INFINITY : v[i]);
+        if (i % 131 == 7 && r == world / 2) v[i] = NAN;
+        break;
+      case Kind::kCancel: {
+        // x on even ranks, -x on odd ones (plus a tiny rest on rank 0)
+        // over a block whose maximum is large.
+        std::mt19937_64 shared(99 + i);
+        const double x = std::ldexp(1.0 + uni(shared), -30 + static_cast<int>(i % 40));
+        v[i] = (r % 2 ? -x : x) + (r == 0 ? std::ldexp(1.0, -60) : 0.0);
+        if (i % 256 == 0) v[i] = 1e3;
+        break;
+      }
+      case Kind::kTiny: v[i] = std::ldexp(randn(g), -140 + static_cast<int>(i % 20)); break;
+    }
+  }
+  return v;
+}
+
+double Narrow(DataType t, double x) {
+  switch (t) {
+    case DataType::kFloat32: return static_cast<float>(x);
+    case DataType::kFloat16: return F16ToF32(F32ToF16(static_cast<float>(x)));
+    case DataType::kBFloat16: return Bf16ToF32(F32ToBf16(static_cast<float>(x)));
+    default: return x;
+  }
+}
+
+void Store(DataType t, double x, uint8_t* p) {
+  if (t == DataType::kFloat32) {
+    float f = static_cast<float>(x);
+    std::memcpy(p, &f, 4);
+  } else if (t == DataType::kFloat64) {
+    std::memcpy(p, &x, 8);
+  } else {
+    uint16_t h = t == DataType::kFloat16 ? F32ToF16(static_cast<float>(x)) : F32ToBf16(static_cast<float>(x));
+    std::memcpy(p, &h, 2);
+  }
+}
+
+double Load(DataType t, const uint8_t* p) {
+  if (t == DataType::kFloat32) {
+    float f;
+    std::memcpy(&f, p, 4);
+    return f;
+  }
+  if (t == DataType::kFloat64) {
+    double d;
+    std::memcpy(&d, p, 8);
+    return d;
+  }
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return t == DataType::kFloat16 ? F16ToF32(h) : Bf16ToF32(h);
+}
+
+struct ContractCase {
+  Kind kind;
+  DataType t;
+  uint32_t world, local_size;
+  size_t n;
+};
+
+struct ContractOutcome {
+  size_t elements = 0, correctly_rounded = 0, violations = 0, special_mismatches = 0;
+  std::string first_violation;
+};
+
+ContractOutcome RunContract(const ContractCase& c) {
+  std::vector<std::vector<double>> in(c.world);
+  for (uint32_t r = 0; r < c.world; r++) {
+    in[r] = Inputs(c.kind, r, c.world, c.n);
+    for (double& x : in[r]) x = Narrow(c.t, x);
+  }
+  const size_t es = DataTypeSize(c.t);
+  std::vector<std::vector<uint8_t>> out(c.world);
+  RunRanks("fc" + std::to_string(c.world) + std::to_string(c.local_size), c.world, c.local_size,
+           [&](uint32_t r, HostCollectives& hc) {
+             std::vector<uint8_t> send(c.n * es), recv(c.n * es);
+             for (size_t i = 0; i < c.n; i++) Store(c.t, in[r][i], &send[i * es]);
+             Status s =
+                 hc.Reduce(INC_COLL_ALLREDUCE, send.data(), recv.data(), c.n, c.t, ReduceOp::kSum, 0, true);
+             ASSERT_TRUE(s.ok()) << s.ToString();
+             out[r] = recv;
+           });
+  ContractOutcome o;
+  for (uint32_t r = 1; r < c.world; r++) EXPECT_EQ(out[r], out[0]) << "rank " << r << " differs from rank 0";
+  const long double u = c.t == DataType::kFloat64    ? std::ldexp(1.0L, -53)
+                        : c.t == DataType::kFloat16  ? std::ldexp(1.0L, -11)
+                        : c.t == DataType::kBFloat16 ? std::ldexp(1.0L, -8)
+                                                     : std::ldexp(1.0L, -24);
+  const long double eta = c.t == DataType::kFloat64   ? std::ldexp(1.0L, -1075)
+                          : c.t == DataType::kFloat16 ? std::ldexp(1.0L, -25)
+                                                      : std::ldexp(1.0L, -150);
+  for (size_t i = 0; i < c.n; i++) {
+    o.elements++;
+    const double got = Load(c.t, &out[0][i * es]);
+    bool nan = false, pinf = false, ninf = false;
+    long double hi = 0, lo = 0, abs_sum = 0;  // exact sum as hi + lo
+    for (uint32_t r = 0; r < c.world; r++) {
+      const double x = in[r][i];
+      if (std::isnan(x)) nan = true;
+      if (std::isinf(x)) (x > 0 ? pinf : ninf) = true;
+      if (!std::isfinite(x)) continue;
+      const long double s = hi + x, bb = s - hi;
+      lo += (hi - (s - bb)) + (x - bb);
+      hi = s;
+      abs_sum += std::fabs(static_cast<long double>(x));
+    }
+    if (nan || pinf || ninf) {
+      const bool ok = (nan || (pinf && ninf)) ? std::isnan(got) : (std::isinf(got) && (got > 0) == pinf);
+      if (!ok) o.special_mismatches++;
+      continue;
+    }
+    const long double exact = hi + lo;
+    if (std::isinf(Narrow(c.t, static_cast<double>(exact)))) {
+      // The exact sum is beyond the type's range: IEEE rounds it to inf.
+      if (got != Narrow(c.t, static_cast<double>(exact))) o.special_mismatches++;
+      continue;
+    }
+    const long double err = std::fabs(static_cast<long double>(got) - exact);
+    if (got == Narrow(c.t, static_cast<double>(exact))) o.correctly_rounded++;
+    if (!(err <= (c.world - 1) * u * abs_sum + c.world * eta)) {
+      if (o.violations++ == 0)
+        o.first_violation = "element " + std::to_string(i) + ": got " + std::to_string(got) + ", error " +
+                            std::to_string(static_cast<double>(err)) + " > bound " +
+                            std::to_string(static_cast<double>((c.world - 1) * u * abs_sum));
+    }
+  }
+  return o;
+}
+
+TEST(FloatSumContract, EveryElementWithinTheBoundAndIeeeSpecialsForEveryKindTypeAndWorld) {
+  std::vector<ContractCase> cases;
+  for (Kind k : {Kind::kRandn, Kind::kWide, Kind::kSpecials, Kind::kCancel, Kind::kTiny})
+    for (DataType t : {DataType::kFloat32, DataType::kFloat64, DataType::kFloat16, DataType::kBFloat16})
+      for (uint32_t world : {2u, 3u, 4u, 8u})
+        for (size_t n : {size_t{3}, size_t{1700}}) cases.push_back({k, t, world, 1, n});
+  // Several ranks per host: the same contract through the local stage.
+  for (Kind k : {Kind::kRandn, Kind::kWide, Kind::kSpecials})
+    cases.push_back({k, DataType::kFloat32, 8, 2, 1700});
+  for (const ContractCase& c : cases) {
+    SCOPED_TRACE(std::string(KindName(c.kind)) + " " + DataTypeName(c.t) + " world " +
+                 std::to_string(c.world) + " x" + std::to_string(c.local_size) + " n " + std::to_string(c.n));
+    ContractOutcome o = RunContract(c);
+    EXPECT_EQ(o.violations, 0u) << o.first_violation;
+    EXPECT_EQ(o.special_mismatches, 0u);
+  }
+}
+
+TEST(FloatSumContract, OrdinaryDataKeepsTheFastPathAndStaysMostlyCorrectlyRounded) {
+  // randn over 4 ranks: the switch certifies almost every block (the fast
+  // path), and most elements are the correctly rounded sum.
+  ContractOutcome o = RunContract({Kind::kRandn, DataType::kFloat32, 4, 1, 20000});
+  EXPECT_EQ(o.violations, 0u) << o.first_violation;
+  EXPECT_GT(o.correctly_rounded, o.elements * 9 / 10);
 }
 
 }  // namespace

@@ -19,7 +19,7 @@ static_assert(offsetof(inc_hdr, count) == 14);
 static_assert(offsetof(inc_hdr, key) == 16);
 static_assert(offsetof(inc_hdr, exponent) == 20);
 static_assert(offsetof(inc_hdr, root_rank) == 21);
-static_assert(offsetof(inc_hdr, reserved) == 22);
+static_assert(offsetof(inc_hdr, aux) == 22);
 static_assert(offsetof(inc_reth, rkey) == 8);
 static_assert(offsetof(inc_reth, dma_len) == 12);
 static_assert(INC_OFF_PAYLOAD == INC_OFF_INC + sizeof(inc_hdr));
