@@ -93,7 +93,7 @@ bool ParseReduceOp(const std::string& s, ReduceOp* out) {
 namespace {
 
 // The wire type of float64 SUM lanes (int64 block fixed point).
-constexpr uint8_t kFp64SumWire = INC_DTYPE_INT64;
+constexpr uint8_t kFp64SumWire = INC_DTYPE_FP64;
 // Largest gathered vector of one pass of a float sum's gathered blocks.
 constexpr size_t kGatherChunkBytes = 4u << 20;
 
@@ -1140,6 +1140,8 @@ CommunicatorStatus Communicator::GetStatus() const {
   s.member_qpn = impl_->qpn;
   s.transport = impl_->transport;
   if (impl_->verbs) s.rdma_device = impl_->verbs->gid().device;
+  s.gathered_blocks = impl_->gathered_blocks + (impl_->hc ? impl_->hc->gathered_blocks() : 0);
+  s.uncertified_blocks = impl_->uncertified_blocks + (impl_->hc ? impl_->hc->uncertified_blocks() : 0);
   if (!impl_->io || !impl_->engine) return s;  // a local rank other than its host's member
   PacketIoStats io = impl_->io->Stats();
   s.tx_packets = io.tx_packets;
@@ -1161,8 +1163,6 @@ CommunicatorStatus Communicator::GetStatus() const {
   s.srtt_us = c.srtt_us;
   s.rto_us = c.rto_us;
   s.saturated_blocks = impl_->saturated;
-  s.gathered_blocks = impl_->gathered_blocks;
-  s.uncertified_blocks = impl_->uncertified_blocks;
   s.heartbeats_failed = impl_->hb_failed.load();
   for (size_t i = 1; i < c.rejects.size(); i++)
     if (c.rejects[i]) s.rejects[RejectName(static_cast<Reject>(i))] = c.rejects[i];

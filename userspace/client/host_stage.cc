@@ -536,7 +536,7 @@ Status HostCollectives::FloatSum(uint8_t collective, const void* send, void* rec
                                           reinterpret_cast<int32_t*>(acc));
         std::vector<uint8_t> uncertified;
         HostNetSum sum{plan.fast.data(), plan.fast.size(), code, &uncertified};
-        Status s = net_->Reduce(collective, f64 ? INC_DTYPE_INT64 : INC_DTYPE_FP32, INC_OP_SUM, acc, n,
+        Status s = net_->Reduce(collective, f64 ? INC_DTYPE_FP64 : INC_DTYPE_FP32, INC_OP_SUM, acc, n,
                                 root_node, host_recv, sum);
         for (size_t k = 0; k < plan.fast.size(); k++) flags[k] = k < uncertified.size() && uncertified[k];
         return s;
@@ -544,7 +544,10 @@ Status HostCollectives::FloatSum(uint8_t collective, const void* send, void* rec
     }
     std::vector<uint32_t> gathered = plan.gather;
     for (size_t k = 0; k < plan.fast.size(); k++)
-      if (flags[k]) gathered.push_back(plan.fast[k]);
+      if (flags[k]) {
+        gathered.push_back(plan.fast[k]);
+        uncertified_blocks_++;
+      }
     std::sort(gathered.begin(), gathered.end());
     if (want) {
       const uint8_t* res = st_->result();
@@ -592,6 +595,7 @@ Status HostCollectives::GatherBlocks(uint8_t collective, const std::vector<uint3
                                      const void* send, void* recv, uint64_t count, DataType t, uint32_t per,
                                      uint32_t root_node, bool host_recv, bool want) {
   const size_t esize = DataTypeSize(t);
+  gathered_blocks_ += blocks.size();
   for (const GatherChunk& c : ChunkGather(blocks, count, per, world_, esize, st_->slot_bytes())) {
     const size_t lanes = c.Lanes(esize);
     GatherChunkContribution(c, count, per, world_, rank_, esize, send,

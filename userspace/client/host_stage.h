@@ -135,6 +135,10 @@ class HostCollectives {
   // bytes from global rank root (send valid there) into every rank's recv.
   Status Broadcast(const void* send, void* recv, size_t bytes, uint32_t root);
   Status Barrier();
+  // Float-sum blocks this rank added from gathered values, and of those the
+  // ones the switch did not certify (CommunicatorStatus counters).
+  uint64_t gathered_blocks() const { return gathered_blocks_; }
+  uint64_t uncertified_blocks() const { return uncertified_blocks_; }
 
  private:
   Status Step(const std::function<Status()>& leader_work);
@@ -147,6 +151,7 @@ class HostCollectives {
   HostNet* net_;
   uint32_t rank_, world_, local_size_, node_;
   HostInfo info_;
+  uint64_t gathered_blocks_ = 0, uncertified_blocks_ = 0;
 };
 
 }  // namespace inc::client
