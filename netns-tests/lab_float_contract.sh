@@ -41,7 +41,8 @@ share = sum(c["correctly_rounded"] for c in randn) / max(1, sum(c["elements"] fo
 print(f"{sys.argv[2]}: world {s['world']}, {len(cases)} cases, {s['elements']} elements checked on rank 0, "
       f"{s['violations']} outside the bound, {s['special_mismatches']} wrong specials, "
       f"{s['cases_with_differing_ranks']} cases where ranks differ; {gathered} blocks gathered "
-      f"({unc} uncertified by the switch); randn float32 correctly rounded {share:.4f}")
+      f"({unc} uncertified by the switch), {s['status'].get('exponent_guess_misses', 0)} calls on guessed "
+      f"exponents redone; randn float32 correctly rounded {share:.4f}")
 for c in bad[:10]:
     print("  FAIL", json.dumps(c))
 sys.exit(1 if bad or s["violations"] or s["special_mismatches"] or s["cases_with_differing_ranks"] else 0)

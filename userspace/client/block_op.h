@@ -38,6 +38,11 @@ struct BlockSpec {
   // Out: per message, whether its result came back INC_AUX_UNCERTIFIED
   // (sized by the operation; may be null).
   std::vector<uint8_t>* uncertified = nullptr;
+  // Per block (indexed like exponents): 1 marks its contribution OVERFLOW
+  // (this rank cannot quantise it at the guessed exponent; float_sum.h).
+  const uint8_t* mark_overflow = nullptr;
+  // Out: per message, whether its result came back OVERFLOW.
+  std::vector<uint8_t>* overflowed = nullptr;
   bool send_data = true;    // false: contribute without elements ("ready")
   bool send_zeros = false;  // with send == nullptr: contribute count zero lanes
   bool recv_data = true;    // false: the result is a completion notice
@@ -50,6 +55,7 @@ class BlockOperation : public Operation {
   Expected<size_t> Build(uint64_t i, IncHeader* header, uint8_t* payload, size_t capacity) override;
   Reject Accept(uint64_t i, const ParsedFrame& result) override;
   uint64_t saturated() const { return saturated_; }
+  bool HandlesOverflow() const override { return s_.overflowed != nullptr; }
 
  private:
   uint64_t BlockOf(uint64_t message) const { return s_.blocks ? s_.blocks[message] : message; }

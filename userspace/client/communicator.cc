@@ -185,7 +185,8 @@ std::string CommunicatorStatus::ToJson() const {
     << ",\"rx_bytes\":" << rx_bytes << ",\"messages\":" << messages
     << ",\"retransmissions\":" << retransmissions << ",\"overflow_results\":" << overflow_results
     << ",\"saturated_blocks\":" << saturated_blocks << ",\"gathered_blocks\":" << gathered_blocks
-    << ",\"uncertified_blocks\":" << uncertified_blocks << ",\"operations\":" << operations
+    << ",\"uncertified_blocks\":" << uncertified_blocks
+    << ",\"exponent_guess_misses\":" << exponent_guess_misses << ",\"operations\":" << operations
     << ",\"failed_operations\":" << failed_operations << ",\"heartbeats_failed\":" << heartbeats_failed
     << ",\"srtt_us\":" << static_cast<uint64_t>(srtt_us) << ",\"rto_us\":" << static_cast<uint64_t>(rto_us)
     << ",\"tx_kicks\":" << tx_kicks << ",\"tx_busy\":" << tx_busy << ",\"cq_bogus\":" << cq_bogus
@@ -216,6 +217,8 @@ class Communicator::Impl {
   uint64_t saturated = 0;
   uint64_t gathered_blocks = 0;     // float-sum blocks added from gathered values
   uint64_t uncertified_blocks = 0;  // of which the switch could not certify
+  uint64_t guess_misses = 0;        // float sums whose guessed exponents did not fit some block
+  ExponentGuesses guesses;          // float-sum exponents of earlier calls
   bool joined = false;              // JoinGroup succeeded: leave on destruction
   // The job's rank and world; with several ranks per host opt.rank and
   // opt.world_size number the hosts (this rank's leader is the member).
@@ -357,11 +360,12 @@ class Communicator::Impl {
     return Run(s);
   }
 
-  // A float SUM (client/float_sum.h): block fixed point after the exponent
-  // pre-pass for ordinary blocks, gathered in rank order where the switch
-  // cannot certify an element or a block holds inf/NaN; every block
-  // gathered when no certificate exists (world <= 2) or when every rank's
-  // elements fit one packet (one round trip).
+  // A float SUM (client/float_sum.h): block fixed point for ordinary
+  // blocks, with the exponents agreed by a pre-pass or guessed from the
+  // last call of the same type and count (ExponentGuesses); gathered in
+  // rank order where the switch cannot certify an element or a block holds
+  // inf/NaN; every block gathered when no certificate exists (world <= 2)
+  // or when every rank's elements fit one packet (one round trip).
   Status FloatSum(uint8_t collective, DataType t, const void* send, void* recv, uint64_t count,
                   uint8_t root_index, bool recv_data) {
     const uint32_t world = opt.world_size;
@@ -371,71 +375,61 @@ class Communicator::Impl {
         !Allowed(asg.ops, INC_OP_MAX))
       return FailedPrecondition("tree " + std::to_string(asg.tree_id) +
                                 " cannot run float sums: they need INT32 SUM and MAX besides the float type");
-    const DataType ft = FixedPointType(t);
-    const bool f64 = ft == DataType::kFloat64;
-    const uint32_t per = ElemsPerPacket(asg.elems_per_packet, f64 ? 8 : 4);
-    const uint64_t blocks = PacketCount(count, per);
-    const uint16_t code = CertificateCode(t, world);
+    FixedSum f;
+    f.t = t;
+    f.ft = FixedPointType(t);
+    f.lane = f.ft == DataType::kFloat64 ? 8 : 4;
+    f.per = ElemsPerPacket(asg.elems_per_packet, f.lane);
+    f.count = count;
+    f.blocks = PacketCount(count, f.per);
+    f.code = CertificateCode(t, world);
+    f.collective = collective;
+    f.root_index = root_index;
+    f.recv_data = recv_data;
     const bool small = opt.small_sum == "gather" && GatherSumFits(world, count, esize, asg.elems_per_packet);
     std::vector<uint32_t> gathered;
-    if (code == 0 || small) {
-      gathered.resize(blocks);
-      for (uint64_t b = 0; b < blocks; b++) gathered[b] = static_cast<uint32_t>(b);
+    if (f.code == 0 || small) {
+      gathered.resize(f.blocks);
+      for (uint64_t b = 0; b < f.blocks; b++) gathered[b] = static_cast<uint32_t>(b);
     } else {
       // The fixed point's input: float32 and float64 as they are, 16-bit
-      // types widened (exactly) to float32.
+      // types widened (exactly) to float32, decoded through out32.
       std::vector<float> wide, out32;
-      const void* in = send;
+      f.in = send;
       if (t == DataType::kFloat16 || t == DataType::kBFloat16) {
         const auto* h = static_cast<const uint16_t*>(send);
         wide.resize(count);
         for (uint64_t i = 0; i < count; i++)
           wide[i] = t == DataType::kFloat16 ? F16ToF32(h[i]) : Bf16ToF32(h[i]);
-        in = wide.data();
+        f.in = wide.data();
         if (recv_data) out32.resize(count);
       }
-      std::vector<int32_t> local(blocks), agreed(blocks);
-      for (uint64_t b = 0; b < blocks; b++) {
-        PacketRange r = PacketElements(b, count, per);
-        local[b] = f64 ? BlockExponentF64(static_cast<const double*>(in) + r.first, r.count)
-                       : BlockExponentF32(static_cast<const float*>(in) + r.first, r.count);
+      f.out = out32.empty() ? recv : out32.data();
+      f.own.resize(f.blocks);
+      for (uint64_t b = 0; b < f.blocks; b++) {
+        PacketRange r = PacketElements(b, count, f.per);
+        f.own[b] = f.lane == 8 ? BlockExponentF64(static_cast<const double*>(f.in) + r.first, r.count)
+                               : BlockExponentF32(static_cast<const float*>(f.in) + r.first, r.count);
       }
-      INC_RETURN_IF_ERROR(Reduction(INC_COLL_ALLREDUCE, DataType::kInt32, ReduceOp::kMax, local.data(),
-                                    agreed.data(), blocks, 0, true)
-                              .WithContext("exponent pre-pass"));
-      FloatSumPlan plan = PlanFloatSum(agreed.data(), blocks);
-      gathered = plan.gather;
-      void* fixed_out = out32.empty() ? recv : out32.data();
-      if (recv_data)
-        for (uint32_t b : plan.zero) {
-          PacketRange r = PacketElements(b, count, per);
-          std::memset(static_cast<uint8_t*>(fixed_out) + r.first * (f64 ? 8 : 4), 0, r.count * (f64 ? 8 : 4));
+      std::vector<uint32_t> all(f.blocks);
+      for (uint64_t b = 0; b < f.blocks; b++) all[b] = static_cast<uint32_t>(b);
+      if (const std::vector<int32_t>* guess = guesses.Use(f.ft, count)) {
+        // One round trip: the data pass with the guessed exponents; blocks
+        // some rank could not quantise come back OVERFLOW and are redone
+        // with a pre-pass of their own.
+        f.agreed = *guess;
+        std::vector<uint32_t> redo;
+        INC_RETURN_IF_ERROR(FixedPass(&f, all, /*speculative=*/true, &gathered, &redo));
+        if (!redo.empty()) {
+          guess_misses++;
+          guesses.Forget(f.ft, count);
+          INC_RETURN_IF_ERROR(AgreeAndSum(&f, redo, &gathered));
         }
-      std::vector<uint8_t> flagged;
-      if (!plan.fast.empty()) {
-        uint8_t coll = collective, root = root_index;
-        MapReduceMode(&coll, &root);
-        BlockSpec s = Base(coll, f64 ? kFp64SumWire : uint8_t{INC_DTYPE_FP32}, INC_OP_SUM, count);
-        s.codec = f64 ? Codec::kFixedF64 : Codec::kFixedF32;
-        s.exponents = agreed.data();
-        s.headroom = HeadroomBits(world);
-        s.blocks = plan.fast.data();
-        s.num_blocks = plan.fast.size();
-        s.aux = code;
-        s.uncertified = &flagged;
-        s.root_index = root;
-        s.send = in;
-        s.recv = recv_data ? fixed_out : nullptr;
-        s.recv_data = recv_data;
-        INC_RETURN_IF_ERROR(Run(s));
-        for (size_t k = 0; k < plan.fast.size(); k++) {
-          if (flagged[k]) {
-            gathered.push_back(plan.fast[k]);
-            uncertified_blocks++;
-          }
-        }
-        std::sort(gathered.begin(), gathered.end());
+      } else {
+        INC_RETURN_IF_ERROR(AgreeAndSum(&f, all, &gathered));
+        guesses.Store(f.ft, count, f.agreed);
       }
+      std::sort(gathered.begin(), gathered.end());
       if (!out32.empty()) {
         // Narrow what the fixed point delivered; gathered blocks are
         // overwritten below with their own (single) rounding.
@@ -445,13 +439,94 @@ class Communicator::Impl {
       }
     }
     gathered_blocks += gathered.size();
-    for (const GatherChunk& c : ChunkGather(gathered, count, per, world, esize, kGatherChunkBytes)) {
+    for (const GatherChunk& c : ChunkGather(gathered, count, f.per, world, esize, kGatherChunkBytes)) {
       std::vector<int32_t> mine(c.Lanes(esize)), all(recv_data ? c.Lanes(esize) : 0);
-      GatherChunkContribution(c, count, per, world, opt.rank, esize, send, mine.data());
+      GatherChunkContribution(c, count, f.per, world, opt.rank, esize, send, mine.data());
       INC_RETURN_IF_ERROR(Reduction(collective, DataType::kInt32, ReduceOp::kSum, mine.data(),
                                     recv_data ? all.data() : nullptr, mine.size(), root_index, recv_data)
                               .WithContext("gathered float sum"));
-      if (recv_data) GatherChunkSum(c, t, count, per, world, all.data(), recv);
+      if (recv_data) GatherChunkSum(c, t, count, f.per, world, all.data(), recv);
+    }
+    return Status::Ok();
+  }
+
+  // One float SUM's fixed-point state.
+  struct FixedSum {
+    DataType t, ft;
+    size_t lane = 4;
+    uint32_t per = 0;
+    uint64_t count = 0, blocks = 0;
+    uint16_t code = 0;
+    uint8_t collective = INC_COLL_ALLREDUCE, root_index = 0;
+    bool recv_data = false;
+    const void* in = nullptr;          // float32 or float64 values
+    void* out = nullptr;               // float32 or float64 results (or null)
+    std::vector<int32_t> own, agreed;  // per block
+  };
+
+  // The pre-pass for `blocks` (their agreed exponents into f->agreed), then
+  // their data pass.
+  Status AgreeAndSum(FixedSum* f, const std::vector<uint32_t>& blocks, std::vector<uint32_t>* gathered) {
+    std::vector<int32_t> local(blocks.size()), agreed(blocks.size());
+    for (size_t k = 0; k < blocks.size(); k++) local[k] = f->own[blocks[k]];
+    INC_RETURN_IF_ERROR(Reduction(INC_COLL_ALLREDUCE, DataType::kInt32, ReduceOp::kMax, local.data(),
+                                  agreed.data(), blocks.size(), 0, true)
+                            .WithContext("exponent pre-pass"));
+    f->agreed.resize(f->blocks);
+    for (size_t k = 0; k < blocks.size(); k++) f->agreed[blocks[k]] = agreed[k];
+    return FixedPass(f, blocks, /*speculative=*/false, gathered, nullptr);
+  }
+
+  // The data pass of `blocks` at f->agreed: zero blocks are +0 without a
+  // message (unless speculative: a rank whose block is not zero must be
+  // able to say so), inf/NaN blocks and uncertified ones join *gathered,
+  // blocks that came back OVERFLOW (speculative only) go to *redo.
+  Status FixedPass(FixedSum* f, const std::vector<uint32_t>& blocks, bool speculative,
+                   std::vector<uint32_t>* gathered, std::vector<uint32_t>* redo) {
+    std::vector<uint32_t> fast;
+    std::vector<uint8_t> mark(speculative ? f->blocks : 0, 0);
+    for (uint32_t b : blocks) {
+      const int32_t e = f->agreed[b];
+      if (e >= kGatherBlockExponent) {
+        gathered->push_back(b);
+      } else if (e == kZeroBlockExponent && !speculative) {
+        if (f->recv_data) {
+          PacketRange r = PacketElements(b, f->count, f->per);
+          std::memset(static_cast<uint8_t*>(f->out) + r.first * f->lane, 0, r.count * f->lane);
+        }
+      } else {
+        fast.push_back(b);
+        if (speculative && f->own[b] > e) mark[b] = 1;  // would saturate (or holds inf/NaN)
+      }
+    }
+    if (fast.empty()) return Status::Ok();
+    uint8_t coll = f->collective, root = f->root_index;
+    MapReduceMode(&coll, &root);
+    BlockSpec s = Base(coll, f->lane == 8 ? kFp64SumWire : uint8_t{INC_DTYPE_FP32}, INC_OP_SUM, f->count);
+    s.codec = f->lane == 8 ? Codec::kFixedF64 : Codec::kFixedF32;
+    s.exponents = f->agreed.data();
+    s.headroom = HeadroomBits(opt.world_size);
+    s.blocks = fast.data();
+    s.num_blocks = fast.size();
+    s.aux = f->code;
+    std::vector<uint8_t> flagged, overflowed;
+    s.uncertified = &flagged;
+    if (speculative) {
+      s.mark_overflow = mark.data();
+      s.overflowed = &overflowed;
+    }
+    s.root_index = root;
+    s.send = f->in;
+    s.recv = f->recv_data ? f->out : nullptr;
+    s.recv_data = f->recv_data;
+    INC_RETURN_IF_ERROR(Run(s));
+    for (size_t k = 0; k < fast.size(); k++) {
+      if (speculative && overflowed[k]) {
+        redo->push_back(fast[k]);
+      } else if (flagged[k]) {
+        gathered->push_back(fast[k]);
+        uncertified_blocks++;
+      }
     }
     return Status::Ok();
   }
@@ -1142,6 +1217,7 @@ CommunicatorStatus Communicator::GetStatus() const {
   if (impl_->verbs) s.rdma_device = impl_->verbs->gid().device;
   s.gathered_blocks = impl_->gathered_blocks + (impl_->hc ? impl_->hc->gathered_blocks() : 0);
   s.uncertified_blocks = impl_->uncertified_blocks + (impl_->hc ? impl_->hc->uncertified_blocks() : 0);
+  s.exponent_guess_misses = impl_->guess_misses;
   if (!impl_->io || !impl_->engine) return s;  // a local rank other than its host's member
   PacketIoStats io = impl_->io->Stats();
   s.tx_packets = io.tx_packets;

@@ -167,6 +167,9 @@ struct CommunicatorStatus {
   // Float sums: blocks added from gathered values (inf/NaN, no certificate,
   // small sums) and, of those, blocks the switch could not certify.
   uint64_t gathered_blocks = 0, uncertified_blocks = 0;
+  // Float sums that ran on guessed exponents (no pre-pass) and found a block
+  // that did not fit them (redone with a pre-pass).
+  uint64_t exponent_guess_misses = 0;
   uint64_t operations = 0, failed_operations = 0, heartbeats_failed = 0;
   double srtt_us = 0, rto_us = 0;  // result latency estimate and current retransmission timeout
   uint64_t tx_kicks = 0, tx_busy = 0, cq_bogus = 0, rx_dropped = 0, rx_ring_full = 0, rx_fill_empty = 0;

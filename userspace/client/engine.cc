@@ -76,7 +76,9 @@ Status Engine::Send(Operation* op, uint64_t i, uint32_t msg_id, bool retransmit)
   auto payload_len = op->Build(i, &spec.inc, buf + INC_OFF_PAYLOAD, room);
   if (!payload_len.ok()) return payload_len.status().WithContext("build message " + std::to_string(msg_id));
   spec.payload_len = *payload_len;
-  spec.inc.flags = retransmit ? INC_FLAG_RETRANSMIT : 0;
+  // Build may have set flags of its own (OVERFLOW); RETRANSMIT is ours.
+  spec.inc.flags =
+      static_cast<uint8_t>((spec.inc.flags & ~INC_FLAG_RETRANSMIT) | (retransmit ? INC_FLAG_RETRANSMIT : 0));
   auto len = BuildFrameAroundPayload(spec, buf, max_frame);
   if (!len.ok()) return len.status().WithContext("build message " + std::to_string(msg_id));
   io_->TxCommit(*len);
@@ -122,7 +124,7 @@ Status Engine::Run(Operation* op) {
           // Karn: only never-retransmitted messages give RTT samples.
           if (f.timeouts == 0) SampleRtt(Clock::now() - f.sent);
           if (parsed->inc.flags & INC_FLAG_OVERFLOW) {
-            if (counters_.overflow_results++ == 0) {
+            if (counters_.overflow_results++ == 0 && !op->HandlesOverflow()) {
               LOG_WARN << "tree " << cfg_.tree_id
                        << ": switch reported OVERFLOW (a sum saturated or wrapped) in message "
                        << parsed->inc.msg_id;

@@ -86,6 +86,9 @@ class Operation {
   // into the received frame (any alignment). Returns kNone, or kMismatch
   // when it does not answer the request (then it is not consumed).
   virtual Reject Accept(uint64_t i, const ParsedFrame& result) = 0;
+  // True when the operation reads OVERFLOW itself (the engine then counts
+  // but does not warn).
+  virtual bool HandlesOverflow() const { return false; }
 };
 
 struct EngineCounters {

@@ -207,6 +207,41 @@ FloatSumPlan PlanFloatSum(const int32_t* agreed, uint64_t blocks) {
   return p;
 }
 
+ExponentGuesses::Entry* ExponentGuesses::Find(DataType t, uint64_t count) {
+  for (Entry& e : entries_)
+    if (e.type == t && e.count == count) return &e;
+  return nullptr;
+}
+
+const std::vector<int32_t>* ExponentGuesses::Use(DataType t, uint64_t count) {
+  Entry* e = Find(t, count);
+  if (!e) return nullptr;
+  e->last = ++clock_;
+  if (++e->uses % kRefreshEvery == 0) return nullptr;  // a full pre-pass this time
+  return &e->agreed;
+}
+
+void ExponentGuesses::Store(DataType t, uint64_t count, std::vector<int32_t> agreed) {
+  Entry* e = Find(t, count);
+  if (!e) {
+    if (entries_.size() >= kMaxEntries)
+      entries_.erase(std::min_element(entries_.begin(), entries_.end(),
+                                      [](const Entry& a, const Entry& b) { return a.last < b.last; }));
+    entries_.push_back(Entry{t, count, 0, 0, {}});
+    e = &entries_.back();
+  }
+  e->agreed = std::move(agreed);
+  e->last = ++clock_;
+}
+
+void ExponentGuesses::Forget(DataType t, uint64_t count) {
+  for (size_t i = 0; i < entries_.size(); i++)
+    if (entries_[i].type == t && entries_[i].count == count) {
+      entries_.erase(entries_.begin() + static_cast<ptrdiff_t>(i));
+      return;
+    }
+}
+
 std::vector<GatherChunk> ChunkGather(const std::vector<uint32_t>& blocks, uint64_t count, uint32_t per_block,
                                      uint32_t world, size_t esize, size_t max_bytes) {
   std::vector<GatherChunk> out;

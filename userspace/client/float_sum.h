@@ -64,6 +64,40 @@ struct FloatSumPlan {
 // From the agreed pre-pass exponents of `blocks` blocks.
 FloatSumPlan PlanFloatSum(const int32_t* agreed, uint64_t blocks);
 
+// Exponents of the data pass without a pre-pass round trip: a float SUM of
+// a type and count seen before (a training loop's gradient buckets) uses
+// that call's agreed exponents as its own. A rank whose block would
+// saturate under them (its own exponent is larger, or the block holds
+// inf/NaN) marks that block's contribution OVERFLOW; the switch ORs the
+// flag into the result, and every rank redoes exactly those blocks with a
+// pre-pass. The guesses are the same on every rank (agreed values of the
+// same earlier call), so every rank takes the same path and gets the same
+// bits; results stay within the contract whatever the guess (the
+// certificate is computed at the step actually used). Every kRefreshEvery-th
+// use of a guess is a full pre-pass again, so that exponents follow data
+// whose magnitude shrinks.
+class ExponentGuesses {
+ public:
+  static constexpr uint32_t kRefreshEvery = 8;
+  static constexpr size_t kMaxEntries = 64;
+  // The guess for this call, or null (then run the pre-pass and Store).
+  const std::vector<int32_t>* Use(DataType fixed_type, uint64_t count);
+  void Store(DataType fixed_type, uint64_t count, std::vector<int32_t> agreed);
+  void Forget(DataType fixed_type, uint64_t count);
+
+ private:
+  struct Entry {
+    DataType type;
+    uint64_t count;
+    uint32_t uses = 0;
+    uint64_t last = 0;  // for eviction of the least recently used
+    std::vector<int32_t> agreed;
+  };
+  Entry* Find(DataType t, uint64_t count);
+  std::vector<Entry> entries_;
+  uint64_t clock_ = 0;
+};
+
 // Gathering blocks: the blocks of one gather pass and where each rank's
 // values go. A pass's vector holds, block after block, world regions of the
 // block's elements (rank-major), padded to whole int32 lanes at its end.

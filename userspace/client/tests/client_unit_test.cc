@@ -16,6 +16,7 @@
 
 #include "client/block_op.h"
 #include "client/engine.h"
+#include "client/float_sum.h"
 #include "client/gather_sum.h"
 #include "client/numerics.h"
 #include "client/protocol.h"
@@ -1064,6 +1065,34 @@ TEST(GatherSum, SpecialValuesFollowIeeeAndFiniteSumsAreRoundedOnce) {
       EXPECT_EQ(std::signbit(got), std::signbit(c.want));
     }
   }
+}
+
+TEST(ExponentGuesses, AGuessIsUsedSevenTimesThenRefreshedAndForgottenOnAMiss) {
+  ExponentGuesses g;
+  EXPECT_EQ(g.Use(DataType::kFloat32, 100), nullptr) << "nothing stored yet";
+  g.Store(DataType::kFloat32, 100, {3, 4});
+  EXPECT_EQ(g.Use(DataType::kFloat64, 100), nullptr) << "another type";
+  EXPECT_EQ(g.Use(DataType::kFloat32, 101), nullptr) << "another count";
+  int used = 0;
+  for (uint32_t i = 1; i <= ExponentGuesses::kRefreshEvery; i++) {
+    const std::vector<int32_t>* e = g.Use(DataType::kFloat32, 100);
+    if (i % ExponentGuesses::kRefreshEvery == 0) {
+      EXPECT_EQ(e, nullptr) << "every kRefreshEvery-th call runs the pre-pass";
+    } else {
+      ASSERT_NE(e, nullptr);
+      EXPECT_EQ(*e, (std::vector<int32_t>{3, 4}));
+      used++;
+    }
+  }
+  EXPECT_EQ(used, static_cast<int>(ExponentGuesses::kRefreshEvery) - 1);
+  g.Forget(DataType::kFloat32, 100);
+  EXPECT_EQ(g.Use(DataType::kFloat32, 100), nullptr);
+  // The least recently used entry goes when the table is full.
+  for (uint64_t c = 1; c <= ExponentGuesses::kMaxEntries; c++) g.Store(DataType::kFloat32, c, {1});
+  ASSERT_NE(g.Use(DataType::kFloat32, 1), nullptr);  // entry 1 is now the most recent
+  g.Store(DataType::kFloat32, 9999, {2});
+  EXPECT_NE(g.Use(DataType::kFloat32, 1), nullptr);
+  EXPECT_EQ(g.Use(DataType::kFloat32, 2), nullptr) << "entry 2 was the least recently used";
 }
 
 // ---------------------------------------------------------------- engine --
