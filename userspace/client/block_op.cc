@@ -83,6 +83,9 @@ Reject BlockOperation::Accept(uint64_t m, const ParsedFrame& f) {
     return Reject::kMismatch;
   if (flagged) (*s_.uncertified)[m] = 1;
   if (overflowed) (*s_.overflowed)[m] = 1;
+  // Those elements are redone from the inputs, which recv may hold (an
+  // in-place call): leave them.
+  if (flagged || overflowed) return Reject::kNone;
   switch (s_.codec) {
     case Codec::kRaw:
       std::memcpy(static_cast<uint8_t*>(s_.recv) + r.first * wire_size_, f.payload, f.payload_len);

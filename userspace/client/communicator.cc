@@ -431,11 +431,15 @@ class Communicator::Impl {
       }
       std::sort(gathered.begin(), gathered.end());
       if (!out32.empty()) {
-        // Narrow what the fixed point delivered; gathered blocks are
-        // overwritten below with their own (single) rounding.
+        // Narrow what the fixed point delivered, not the gathered blocks:
+        // their inputs, which recv may hold (in place), are still needed.
         auto* o = static_cast<uint16_t*>(recv);
-        for (uint64_t i = 0; i < count; i++)
-          o[i] = t == DataType::kFloat16 ? F32ToF16(out32[i]) : F32ToBf16(out32[i]);
+        for (uint64_t b = 0; b < f.blocks; b++) {
+          if (std::binary_search(gathered.begin(), gathered.end(), static_cast<uint32_t>(b))) continue;
+          PacketRange r = PacketElements(b, count, f.per);
+          for (uint64_t i = r.first; i < r.first + r.count; i++)
+            o[i] = t == DataType::kFloat16 ? F32ToF16(out32[i]) : F32ToBf16(out32[i]);
+        }
       }
     }
     gathered_blocks += gathered.size();

@@ -558,6 +558,7 @@ Status HostCollectives::FloatSum(uint8_t collective, const void* send, void* rec
           std::memset(o + r.first, 0, r.count * 8);
         }
         for (uint32_t b : plan.fast) {
+          if (std::binary_search(gathered.begin(), gathered.end(), b)) continue;  // its input is still needed
           PacketRange r = PacketElements(b, n, per);
           DequantiseF64(res + r.first * 8, r.count, agreed[b], headroom, o + r.first);
         }
@@ -574,10 +575,18 @@ Status HostCollectives::FloatSum(uint8_t collective, const void* send, void* rec
           }
         }
         for (uint32_t b : plan.fast) {
+          if (std::binary_search(gathered.begin(), gathered.end(), b)) continue;  // its input is still needed
           PacketRange r = PacketElements(b, n, per);
           DequantiseF32(res + r.first * 4, r.count, agreed[b], headroom, o + r.first);
         }
-        if (t != DataType::kFloat32) StoreF32(t, out32.data(), n, recv, first);
+        if (t != DataType::kFloat32) {
+          // Narrowed block by block, leaving the gathered ones' inputs.
+          for (uint64_t b = 0; b < blocks; b++) {
+            if (std::binary_search(gathered.begin(), gathered.end(), static_cast<uint32_t>(b))) continue;
+            PacketRange r = PacketElements(b, n, per);
+            StoreF32(t, out32.data() + r.first, r.count, recv, first + r.first);
+          }
+        }
       }
     }
     INC_RETURN_IF_ERROR(GatherBlocks(collective, gathered, static_cast<const uint8_t*>(send) + first * esize,

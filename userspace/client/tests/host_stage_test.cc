@@ -434,6 +434,7 @@ struct ContractCase {
   DataType t;
   uint32_t world, local_size;
   size_t n;
+  bool in_place = false;
 };
 
 ContractOutcome RunContract(const ContractCase& c) {
@@ -448,8 +449,9 @@ ContractOutcome RunContract(const ContractCase& c) {
            [&](uint32_t r, HostCollectives& hc) {
              std::vector<uint8_t> send(c.n * es), recv(c.n * es);
              for (size_t i = 0; i < c.n; i++) Store(c.t, in[r][i], &send[i * es]);
-             Status s =
-                 hc.Reduce(INC_COLL_ALLREDUCE, send.data(), recv.data(), c.n, c.t, ReduceOp::kSum, 0, true);
+             if (c.in_place) recv = send;
+             Status s = hc.Reduce(INC_COLL_ALLREDUCE, c.in_place ? recv.data() : send.data(), recv.data(),
+                                  c.n, c.t, ReduceOp::kSum, 0, true);
              ASSERT_TRUE(s.ok()) << s.ToString();
              out[r] = recv;
            });
@@ -468,13 +470,15 @@ TEST(FloatSumContract, EveryElementWithinTheBoundAndIeeeSpecialsForEveryKindType
   for (Kind k : {Kind::kRandn, Kind::kWide, Kind::kSpecials, Kind::kCancel, Kind::kTiny})
     for (DataType t : {DataType::kFloat32, DataType::kFloat64, DataType::kFloat16, DataType::kBFloat16})
       for (uint32_t world : {2u, 3u, 4u, 8u})
-        for (size_t n : {size_t{3}, size_t{1700}}) cases.push_back({k, t, world, 1, n});
+        for (size_t n : {size_t{3}, size_t{1700}})
+          for (bool in_place : {false, true}) cases.push_back({k, t, world, 1, n, in_place});
   // Several ranks per host: the same contract through the local stage.
   for (Kind k : {Kind::kRandn, Kind::kWide, Kind::kSpecials})
-    cases.push_back({k, DataType::kFloat32, 8, 2, 1700});
+    for (bool in_place : {false, true}) cases.push_back({k, DataType::kFloat32, 8, 2, 1700, in_place});
   for (const ContractCase& c : cases) {
     SCOPED_TRACE(std::string(KindName(c.kind)) + " " + DataTypeName(c.t) + " world " +
-                 std::to_string(c.world) + " x" + std::to_string(c.local_size) + " n " + std::to_string(c.n));
+                 std::to_string(c.world) + " x" + std::to_string(c.local_size) + " n " + std::to_string(c.n) +
+                 (c.in_place ? " in place" : ""));
     ContractOutcome o = RunContract(c);
     EXPECT_EQ(o.violations, 0u) << o.first_violation;
     EXPECT_EQ(o.special_mismatches, 0u);

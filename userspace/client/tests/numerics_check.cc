@@ -72,7 +72,8 @@ int main(int argc, char** argv) {
       continue;
     for (DataType t : {DataType::kFloat32, DataType::kFloat64, DataType::kFloat16, DataType::kBFloat16}) {
       for (uint64_t n : sizes) {
-        for (bool rooted : {false, true}) {
+        for (int variant = 0; variant < 3; variant++) {  // AllReduce, AllReduce in place, Reduce
+          const bool rooted = variant == 2, in_place = variant == 1;
           std::vector<std::vector<double>> in(world);
           for (uint32_t r = 0; r < world; r++) {
             in[r] = Inputs(all_kinds[k], r, world, n);
@@ -82,8 +83,10 @@ int main(int argc, char** argv) {
           std::vector<uint8_t> send(n * es), recv(n * es, 0);
           for (uint64_t i = 0; i < n; i++) Store(t, in[me][i], &send[i * es]);
           const CommunicatorStatus before = (*comm)->GetStatus();
-          inc::Status st = rooted ? (*comm)->Reduce(send.data(), recv.data(), n, t, ReduceOp::kSum, root)
-                                  : (*comm)->AllReduce(send.data(), recv.data(), n, t, ReduceOp::kSum);
+          if (in_place) recv = send;
+          inc::Status st = rooted     ? (*comm)->Reduce(send.data(), recv.data(), n, t, ReduceOp::kSum, root)
+                           : in_place ? (*comm)->AllReduce(recv.data(), recv.data(), n, t, ReduceOp::kSum)
+                                      : (*comm)->AllReduce(send.data(), recv.data(), n, t, ReduceOp::kSum);
           if (!st.ok()) {
             std::fprintf(stderr, "inc-numerics-check rank %u: %s %s %" PRIu64 ": %s\n", me,
                          KindName(all_kinds[k]), DataTypeName(t), n, st.ToString().c_str());
@@ -122,7 +125,8 @@ int main(int argc, char** argv) {
                         "\"violations\":%zu,"
                         "\"special_mismatches\":%zu,\"ranks_agree\":%s,\"gathered_blocks\":%" PRIu64
                         ",\"uncertified_blocks\":%" PRIu64 "%s%s%s}\n",
-                        kind_keys[k], DataTypeName(t), n, rooted ? "reduce" : "allreduce", me, out.elements,
+                        kind_keys[k], DataTypeName(t), n,
+                        rooted ? "reduce" : (in_place ? "allreduce_in_place" : "allreduce"), me, out.elements,
                         out.correctly_rounded, out.violations, out.special_mismatches,
                         same ? "true" : "false", after.gathered_blocks - before.gathered_blocks,
                         after.uncertified_blocks - before.uncertified_blocks,
