@@ -15,6 +15,8 @@
 #      AM has no tree left after MPI_Finalize;
 #   3. with an unreachable AM: exact results, every call fell back (no_group);
 #   4. with INCMPI_ENABLE=0: exact results, every call fell back (disabled);
+#      with INCMPI_ENABLE=0 on rank 1 only: exact results, every call on
+#      every rank fell back (bad_config: the ranks compare their settings);
 #   5. (4 ranks) mpi_comm_loop, MPICH's communicator loop (splits,
 #      intercommunicators and their merges, dups, creates; derived datatypes)
 #      without and with libincmpi: exit 0, the same digest;
@@ -90,7 +92,20 @@ run noam --preload "$LIBINCMPI" -x INCMPI_AM=172.31.0.1:1 -x INCMPI_JOIN_TIMEOUT
   -x "INCMPI_SUMMARY_JSON=$OUT/noam-%r.json" -- --quick "${ARGS[@]}"
 run off --preload "$LIBINCMPI" -x INCMPI_ENABLE=0 -x "INCMPI_SUMMARY_JSON=$OUT/off-%r.json" -- --quick "${ARGS[@]}"
 grep -q "incmpi: fallback reason=no_group call=MPI_Allreduce" "$OUT/noam.log" || fail "no log line for reason=no_group"
-mpi_all_fell_back 4 noam:no_group off:disabled
+# Rank 1 alone sees INCMPI_ENABLE=0 (its host's environment differs): the
+# ranks compare their settings at MPI_Init and all run on MPI (bad_config).
+# Before, rank 1 skipped the group formation the others ran, and its first
+# collective met their formation's.
+cat >"$OUT/rank1-disabled.sh" <<EOF
+#!/bin/sh
+[ "\$OMPI_COMM_WORLD_RANK" = 1 ] && export INCMPI_ENABLE=0
+exec "$COVERAGE" "\$@"
+EOF
+chmod +x "$OUT/rank1-disabled.sh"
+mpi_run mixed "$OUT/rank1-disabled.sh" "^mpi_coverage: ranks 4 checks [0-9]* failures 0 " --preload "$LIBINCMPI" \
+  -x "INCMPI_SUMMARY_JSON=$OUT/mixed-%r.json" -- --quick "${ARGS[@]}"
+mpi_all_fell_back 4 noam:no_group off:disabled mixed:bad_config
+[ "$(digest "$OUT/mixed.log")" = "$(digest "$OUT/off.log")" ] || fail "run mixed: results differ from run off"
 
 LOOP=$(find "$INCLAB_BUILD" -maxdepth 4 -type f -name mpi_comm_loop -perm -u+x | head -n1)
 loopdigest() { sed -n 's/^mpi_comm_loop: .* digest \([0-9a-f]*\)$/\1/p' "$1"; }

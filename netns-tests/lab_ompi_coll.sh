@@ -12,7 +12,9 @@
 #      reasons counted and logged ("coll/incin: fallback reason=..."), libinc
 #      moved frames, and the AM has no tree of the job left after MPI_Finalize;
 #   4. with an unreachable AM and with INCMPI_ENABLE=0: the plain results,
-#      every call counted as a no_group / disabled fallback;
+#      every call counted as a no_group / disabled fallback; with
+#      INCMPI_ENABLE=0 on rank 1 only: the plain results, every call on every
+#      rank a bad_config fallback (the ranks compare their settings);
 #   5. with coll_incin_enable=0: exact results and no trace of the component
 #      (the checks of run 3 can tell a run without it);
 #   6. mpi_comm_loop, MPICH's communicator loop (MPI_Comm_split halves ->
@@ -104,14 +106,25 @@ run noam --mca mca_component_path "$CPATH_MCA" -x INCMPI_AM=172.31.0.1:1 -x INCM
 run disabled --mca mca_component_path "$CPATH_MCA" -x INCMPI_ENABLE=0 \
   -x "INCMPI_SUMMARY_JSON=$OUT/disabled-%r.json" -- --quick
 grep -q "coll/incin: fallback reason=no_group call=MPI_Allreduce" "$OUT/noam.log" || fail "no log line for reason=no_group"
-mpi_all_fell_back 4 noam:no_group disabled:disabled
+# Rank 1 alone sees INCMPI_ENABLE=0 (its host's environment differs): the
+# ranks compare their settings when the group forms and all pass every call
+# on (bad_config).
+cat >"$OUT/rank1-disabled.sh" <<EOF
+#!/bin/sh
+[ "\$OMPI_COMM_WORLD_RANK" = 1 ] && export INCMPI_ENABLE=0
+exec "$COVERAGE" "\$@"
+EOF
+chmod +x "$OUT/rank1-disabled.sh"
+mpi_run mixed "$OUT/rank1-disabled.sh" "^mpi_coverage: ranks 4 checks [0-9]* failures 0 " \
+  --mca mca_component_path "$CPATH_MCA" -x "INCMPI_SUMMARY_JSON=$OUT/mixed-%r.json" -- --quick
+mpi_all_fell_back 4 noam:no_group disabled:disabled mixed:bad_config
 
 # The same path with the component switched off: plain results, no trace.
 run off --mca mca_component_path "$CPATH_MCA" --mca coll_incin_enable 0 -x INCMPI_LOG_LEVEL=info \
   -x "INCMPI_SUMMARY_JSON=$OUT/off-%r.json" -- --quick
 ! grep -q "coll/incin" "$OUT/off.log" || fail "coll/incin ran with coll_incin_enable=0"
 ! ls "$OUT"/off-*.json >/dev/null 2>&1 || fail "coll/incin wrote a summary with coll_incin_enable=0"
-for tag in noam disabled; do
+for tag in noam disabled mixed; do
   [ "$(digest "$OUT/$tag.log")" = "$(digest "$OUT/off.log")" ] || fail "run $tag: results differ from plain Open MPI"
 done
 
