@@ -8,9 +8,12 @@
  *   ranks, a split into halves, MPI_Comm_create of the odd ranks and of all
  *   but rank 0, the merges of an intercommunicator of the two halves (both
  *   orders: the world's group in the world's order and permuted), the merge
- *   of "rank 0 against the rest", and a dup of a merged one;
- *   intercommunicators: the halves, and rank 0 against the rest
- *   (MPI_Intercomm_create over MPI_COMM_WORLD as peer).
+ *   of "rank 0 against the rest", a dup of a merged one, the communicator
+ *   of the even ranks by MPI_Comm_create_group, the node-local ones of
+ *   MPI_Comm_split_type;
+ *   intercommunicators: the halves, a dup of it and a split of it that
+ *   reverses the ranks, and rank 0 against the rest (MPI_Intercomm_create
+ *   over MPI_COMM_WORLD as peer).
  *
  * On each intracommunicator: MPI_Allreduce (SUM/MIN/MAX int and double,
  * counts 1, 7, 1000, in place), MPI_Reduce to the first and last rank,
@@ -529,8 +532,30 @@ int main(int argc, char** argv) {
   MPI_Intercomm_merge(ic0, c0, &merged0);
   run_intra(merged0, "merged rank 0 vs rest");
 
-  MPI_Comm* all[] = {&dup,       &rev,       &half,       &odd,   &butfirst, &ic,
-                     &merged_lo, &merged_hi, &merged_dup, &alone, &ic0,      &merged0};
+  /* More of MPICH's loop: an intercommunicator dup'd and split (Open MPI
+   * runs both through coll/inter on the local communicators), a group of
+   * the even ranks made with MPI_Comm_create_group (only they call it), and
+   * the node-local communicators of MPI_Comm_split_type. */
+  MPI_Comm icdup, icsplit, even = MPI_COMM_NULL, node;
+  MPI_Comm_dup(ic, &icdup);
+  run_inter(icdup, "dup of intercomm halves");
+  int irank;
+  MPI_Comm_rank(ic, &irank);
+  MPI_Comm_split(ic, 0, -irank, &icsplit);
+  run_inter(icsplit, "split of intercomm halves, reversed");
+  MPI_Group eg;
+  int neven = (wsize_ + 1) / 2, *evens = malloc(sizeof(int) * (size_t)neven);
+  for (int i = 0; i < neven; i++) evens[i] = 2 * i;
+  MPI_Group_incl(wg, neven, evens, &eg);
+  if (wrank_ % 2 == 0) MPI_Comm_create_group(MPI_COMM_WORLD, eg, 13, &even);
+  run_intra(even, "create_group even ranks");
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, wrank_, MPI_INFO_NULL, &node);
+  run_intra(node, "split_type shared");
+  MPI_Group_free(&eg);
+  free(evens);
+
+  MPI_Comm* all[] = {&dup,        &rev,   &half, &odd,     &butfirst, &ic,      &merged_lo, &merged_hi,
+                     &merged_dup, &alone, &ic0,  &merged0, &icdup,    &icsplit, &even,      &node};
   for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
     if (*all[i] != MPI_COMM_NULL) MPI_Comm_free(all[i]);
   MPI_Group_free(&wg);
