@@ -241,9 +241,23 @@ static void note_failure(int t, int op, const char* call, int arr, int count, in
   if (fails_[t][op][c] != 1) return;
   enum cls cc;
   struct expect e = expected(t, op, arr, count, i, &cc);
+  const double big = t == T_FLOAT ? (double)FLT_MAX : DBL_MAX;
+  double want = e.value; /* as judge() wants it */
+  if (op == O_SUM) {
+    if (e.nan_in || (e.pinf && e.ninf))
+      want = NAN;
+    else if (e.pinf)
+      want = INFINITY;
+    else if (e.ninf)
+      want = -INFINITY;
+    else if (isinf(e.value) || fabs(e.value) > big)
+      want = e.value > 0 ? INFINITY : -INFINITY;
+  }
   fprintf(stderr, "mpi_numerics: rank %d %s %s %s count %d element %d (%s): got %.17g want %.17g%s\n", rank_,
-          kTypeName[t], kOpName[op], call, count, i, kClassName[c], got, e.value,
-          c == C_WIDE ? " (within gamma*sum|x|)" : "");
+          kTypeName[t], kOpName[op], call, count, i, kClassName[c], got, want,
+          c == C_WIDE               ? " (within gamma*sum|x|)"
+          : op != O_SUM && e.nan_in ? " (or NaN or any input)"
+                                    : "");
 }
 
 static void fill(int t, void* buf, int arr, int count) {
