@@ -87,6 +87,10 @@ static int rank_, size_;
 static long checks_;
 /* failures and checks per type, op, class */
 static long fails_[T_COUNT][O_COUNT][C_COUNT], tries_[T_COUNT][O_COUNT][C_COUNT];
+/* failures per call: MPI_Allreduce, in place, MPI_Reduce to the first and
+ * to the last rank; and per count (7, 1000, 5000) */
+static long by_call_[T_COUNT][O_COUNT][C_COUNT][4], by_count_[T_COUNT][O_COUNT][C_COUNT][3];
+static int count_index_;
 
 static uint64_t splitmix(uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;
@@ -273,7 +277,7 @@ static void fill(int t, void* buf, int arr, int count) {
 
 /* Every rank's MPI_Allreduce result must have the same bits as rank 0's
  * (MPI_Bcast of rank 0's is compared locally; the broadcast moves bytes). */
-static void same_everywhere(int t, int op, const void* buf, int count, size_t esize) {
+static void same_everywhere(int t, int op, const void* buf, int count, size_t esize, int call) {
   char* r0 = malloc(esize * (size_t)count);
   memcpy(r0, buf, esize * (size_t)count);
   MPI_Bcast(r0, (int)(esize * (size_t)count), MPI_BYTE, 0, MPI_COMM_WORLD);
@@ -282,6 +286,8 @@ static void same_everywhere(int t, int op, const void* buf, int count, size_t es
   tries_[t][op][C_SAME]++;
   if (diff) {
     fails_[t][op][C_SAME]++;
+    by_call_[t][op][C_SAME][call]++;
+    by_count_[t][op][C_SAME][count_index_]++;
     if (fails_[t][op][C_SAME] == 1)
       fprintf(stderr, "mpi_numerics: rank %d %s %s MPI_Allreduce count %d: result differs from rank 0's\n",
               rank_, kTypeName[t], kOpName[op], count);
@@ -320,10 +326,12 @@ static void run(int t, int op, int arr, int count) {
       tries_[t][op][c]++;
       if (!ok) {
         fails_[t][op][c]++;
+        by_call_[t][op][c][call]++;
+        by_count_[t][op][c][count_index_]++;
         note_failure(t, op, name, arr, count, i, got, c);
       }
     }
-    if (call < 2) same_everywhere(t, op, out, count, esize);
+    if (call < 2) same_everywhere(t, op, out, count, esize, call);
   }
   free(in);
   free(out);
@@ -342,7 +350,10 @@ int main(int argc, char** argv) {
   for (int t = 0; t < T_COUNT; t++)
     for (int op = 0; op < O_COUNT; op++)
       for (int arr = 0; arr < 3; arr++)
-        for (int k = 0; k < 3; k++) run(t, op, arr, counts[k]);
+        for (int k = 0; k < 3; k++) {
+          count_index_ = k;
+          run(t, op, arr, counts[k]);
+        }
 
   /* Totals per category on rank 0 (MPI_Gather: a call no offload takes). */
   const int n = T_COUNT * O_COUNT * C_COUNT;
@@ -350,6 +361,13 @@ int main(int argc, char** argv) {
   long* all_t = rank_ == 0 ? malloc(sizeof(long) * (size_t)n * (size_t)size_) : NULL;
   MPI_Gather(fails_, n, MPI_LONG, all_f, n, MPI_LONG, 0, MPI_COMM_WORLD);
   MPI_Gather(tries_, n, MPI_LONG, all_t, n, MPI_LONG, 0, MPI_COMM_WORLD);
+  long* all_c = rank_ == 0 ? malloc(sizeof(long) * (size_t)n * 7 * (size_t)size_) : NULL;
+  long mine[T_COUNT * O_COUNT * C_COUNT * 7];
+  for (int i = 0; i < n; i++) {
+    for (int k = 0; k < 4; k++) mine[i * 7 + k] = (&by_call_[0][0][0][0])[i * 4 + k];
+    for (int k = 0; k < 3; k++) mine[i * 7 + 4 + k] = (&by_count_[0][0][0][0])[i * 3 + k];
+  }
+  MPI_Gather(mine, n * 7, MPI_LONG, all_c, n * 7, MPI_LONG, 0, MPI_COMM_WORLD);
   long total_checks = 0, total_fail = 0;
   MPI_Reduce(&checks_, &total_checks, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
   if (rank_ == 0) {
@@ -366,8 +384,15 @@ int main(int argc, char** argv) {
           total_fail += f;
           const char* what = kClassName[c];
           if (f) {
-            printf("mpi_numerics: FAIL %s %s %s: %ld of %ld checks wrong\n", kTypeName[t], kOpName[op], what,
-                   f, tr);
+            long k7[7] = {0};
+            for (int r = 0; r < size_; r++)
+              for (int k = 0; k < 7; k++)
+                k7[k] += all_c[((size_t)r * (size_t)n + (size_t)idx) * 7 + (size_t)k];
+            printf(
+                "mpi_numerics: FAIL %s %s %s: %ld of %ld checks wrong (by call: MPI_Allreduce %ld, in place "
+                "%ld, "
+                "MPI_Reduce root 0 %ld, root n-1 %ld; by count: 7 %ld, 1000 %ld, 5000 %ld)\n",
+                kTypeName[t], kOpName[op], what, f, tr, k7[0], k7[1], k7[2], k7[3], k7[4], k7[5], k7[6]);
           } else {
             printf("mpi_numerics: ok %s %s %s: %ld checks\n", kTypeName[t], kOpName[op], what, tr);
           }
@@ -375,6 +400,7 @@ int main(int argc, char** argv) {
     printf("mpi_numerics: ranks %d checks %ld failures %ld\n", size_, total_checks, total_fail);
     free(all_f);
     free(all_t);
+    free(all_c);
   }
   MPI_Bcast(&total_fail, 1, MPI_LONG, 0, MPI_COMM_WORLD);
   MPI_Finalize();
