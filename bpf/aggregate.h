@@ -56,6 +56,14 @@ static __always_inline __u64 inc_lt_mask(__s64 x, __s64 y)
 	return (__u64)((__s64)t >> 63);
 }
 
+/* All ones if x < 0, else 0. The barrier keeps clang from turning the
+ * sign mask (and what it masks) into a compare and a branch per lane. */
+static __always_inline __s64 inc_sign_mask(__s64 x)
+{
+	asm volatile("" : "+r"(x));
+	return x >> 63;
+}
+
 /* INT32 and FP32 (fixed point) SUM: 4-byte lanes added into int64 lanes
  * (`add` a constant: 0 stores them, for the first contribution), 8 per bound
  * check, two per 64-bit load (each half sign-extended). */
@@ -90,10 +98,19 @@ static __always_inline void inc_sum32(__s64 *a, const __u64 *b, __u32 n, __u64 f
  * of each is the xor of the operands' and the carry into it), 8 per bound
  * check; `add` as in inc_sum32_lanes. No int64 widening and no narrowing at
  * completion: members quantise with ceil(log2(n)) bits of headroom, so the
- * sum of any subset of n contributions fits int32 (docs/architecture.md). */
-static __always_inline void inc_fsum32_lanes(__u64 *a, const __u64 *b, __u32 n, const int add)
+ * sum of any subset of n contributions fits int32 (docs/architecture.md).
+ * `cert` (a constant) also adds |lane| into the u32 abs sums of the slot's
+ * second half (the certificate, inc_wire.h), two per word as well: the sign
+ * bits moved to bit 0 of each half (neg) make the mask (neg << 32) - neg,
+ * all ones in each negative half, and (y ^ mask) + neg is |y| per half (no
+ * carry leaves a half: a negative half of y ^ mask is at most 0x7fffffff).
+ * The abs sums add as one 64-bit word: members keep |q| < 2^(30 - h) with
+ * n <= 2^h ranks, so no half reaches 2^30 and no carry crosses. */
+static __always_inline void inc_fsum32_lanes(__u64 *a, const __u64 *b, __u32 n, const int add,
+					     const int cert)
 {
-	const __u64 low31 = 0x7fffffff7fffffffull;
+	const __u64 low31 = 0x7fffffff7fffffffull, lsb = 0x0000000100000001ull;
+	__u64 *abs_sum = a + INC_MAX_LANES64;
 
 	for (__u32 i = 0; i < INC_MAX_LANES32 / 8; i++) {
 		if (8 * i >= n)
@@ -103,16 +120,70 @@ static __always_inline void inc_fsum32_lanes(__u64 *a, const __u64 *b, __u32 n, 
 			__u64 x = add ? a[4 * i + k] : 0, y = b[4 * i + k];
 
 			a[4 * i + k] = add ? ((x & low31) + (y & low31)) ^ ((x ^ y) & ~low31) : y;
+			if (cert) {
+				__u64 neg = (y >> 31) & lsb;
+				__u64 mag = (y ^ ((neg << 32) - neg)) + neg;
+
+				abs_sum[4 * i + k] = (add ? abs_sum[4 * i + k] : 0) + mag;
+			}
 		}
 	}
 }
 
-static __always_inline void inc_fsum32(__u64 *a, const __u64 *b, __u32 n, __u64 first)
+/* FP64 (fixed point) SUM: 8-byte lanes added in place, 4 per bound check
+ * (headroom as for FP32: no lane can overflow, so neither wrap counts nor
+ * OVERFLOW); `cert` adds |lane| into the u64 abs sums of the second half. */
+static __always_inline void inc_fsum64_lanes(__u64 *a, const __u64 *b, __u32 n, const int add,
+					     const int cert)
 {
-	if (first)
-		inc_fsum32_lanes(a, b, n, 0);
-	else
-		inc_fsum32_lanes(a, b, n, 1);
+	__u64 *abs_sum = a + INC_MAX_LANES64;
+
+	for (__u32 i = 0; i < INC_MAX_LANES64 / 4; i++) {
+		if (4 * i >= n)
+			break;
+#pragma unroll
+		for (__u32 k = 0; k < 4; k++) {
+			__u32 j = 4 * i + k;
+			__u64 y = b[j];
+
+			a[j] = (add ? a[j] : 0) + y;
+			if (cert) {
+				__u64 sign = (__u64)inc_sign_mask((__s64)y);
+
+				abs_sum[j] = (add ? abs_sum[j] : 0) + ((y ^ sign) - sign);
+			}
+		}
+	}
+}
+
+/* One loop per (first, cert) pair: each is straight-line code, and a message
+ * without a threshold code pays nothing for the certificate. */
+static __always_inline void inc_fsum(__u64 *a, const __u64 *b, __u32 n, __u8 dtype, __u64 first,
+				     int cert)
+{
+	if (dtype == INC_DTYPE_FP64) {
+		if (cert) {
+			if (first)
+				inc_fsum64_lanes(a, b, n, 0, 1);
+			else
+				inc_fsum64_lanes(a, b, n, 1, 1);
+		} else {
+			if (first)
+				inc_fsum64_lanes(a, b, n, 0, 0);
+			else
+				inc_fsum64_lanes(a, b, n, 1, 0);
+		}
+	} else if (cert) {
+		if (first)
+			inc_fsum32_lanes(a, b, n, 0, 1);
+		else
+			inc_fsum32_lanes(a, b, n, 1, 1);
+	} else {
+		if (first)
+			inc_fsum32_lanes(a, b, n, 0, 0);
+		else
+			inc_fsum32_lanes(a, b, n, 1, 0);
+	}
 }
 
 /* INT64 SUM: wrapped int64 lanes plus a net wrap count per lane (`add` as
@@ -170,14 +241,6 @@ static __always_inline void inc_minmax64(__s64 *a, const __s64 *b, __u32 n, __u6
 	}
 }
 
-/* All ones if x < 0, else 0. The barrier keeps clang from turning the
- * sign mask (and what it masks) into a compare and a branch per lane. */
-static __always_inline __s64 inc_sign_mask(__s64 x)
-{
-	asm volatile("" : "+r"(x));
-	return x >> 63;
-}
-
 /* INT32/FP32 MIN/MAX in place (4-byte lanes); FP32 compares on the
  * order-preserving key x ^ ((x >> 31) & 0x7fffffff) (key_mask 0x7fffffff).
  * Keys of sign-extended lanes stay sign-extended, and their 64-bit
@@ -206,11 +269,11 @@ static __always_inline void inc_minmax32(__s32 *a, const __s32 *b, __u32 n, __u6
  * tests for overflow per add (that would depend on the arrival order):
  * INT32 lanes add into int64 lanes, INT64 lanes keep a net wrap count per
  * lane, and inc_finish_sum decides OVERFLOW once the slot is complete; FP32
- * lanes add as int32 in place (inc_fsum32_lanes: they cannot overflow).
- * Selection (MIN vs MAX, FP32 key) uses masks computed once, so each loop
- * body is straight-line code. */
+ * and FP64 lanes add in place (inc_fsum*_lanes: they cannot overflow), with
+ * the certificate's abs sums when `cert`. Selection (MIN vs MAX, FP32 key)
+ * uses masks computed once, so each loop body is straight-line code. */
 static __always_inline void inc_combine(__u64 *acc, const __u64 *src, __u32 n, __u8 dtype, __u8 op,
-					__u64 first)
+					__u64 first, int cert)
 {
 	/* All ones when equal, without a branch: ((a ^ b) - 1) >> 31. */
 	__u32 is_fp = inc_bit_mask((__u32)(dtype ^ INC_DTYPE_FP32) - 1, 31);
@@ -221,16 +284,16 @@ static __always_inline void inc_combine(__u64 *acc, const __u64 *src, __u32 n, _
 			inc_sum64((__s64 *)acc, (const __s64 *)src, n, first);
 		else
 			inc_minmax64((__s64 *)acc, (const __s64 *)src, n, min_mask, first);
-	} else if (op == INC_OP_SUM && dtype == INC_DTYPE_FP32) {
-		inc_fsum32(acc, src, n, first);
-	} else if (op == INC_OP_SUM) {
-		inc_sum32((__s64 *)acc, src, n, first);
-	} else {
+	} else if (op != INC_OP_SUM) {
 		/* A shift, not is_fp & 0x7fffffff: the verifier forks two
 		 * states on an AND of a [-1, 0] value with a constant, and
 		 * a constant key mask would fork every lane's (x >> 31) &
 		 * key_mask again (4^4 paths per step). */
 		inc_minmax32((__s32 *)acc, (const __s32 *)src, n, is_fp >> 1, min_mask, first);
+	} else if (dtype == INC_DTYPE_FP32 || dtype == INC_DTYPE_FP64) {
+		inc_fsum(acc, src, n, dtype, first, cert);
+	} else {
+		inc_sum32((__s64 *)acc, src, n, first);
 	}
 }
 
@@ -281,6 +344,168 @@ static __always_inline int inc_finish_sum(__u64 *acc, __u32 n, __u8 dtype)
 	return (ovf >> 32) != 0;
 }
 
+/* ------------------------------------------------ accuracy certificate --
+ * (inc_wire.h INC_AUX_*). Element i of a certified message is certified iff
+ * A_i = sum over all ranks of |lane i| >= T. A single switch keeps the A_i
+ * (inc_fsum*_lanes) and judges them at completion; a leaf turns its A_i
+ * into the trailer of its partial (bit i: A_i >= T over its members, which
+ * implies the total's); a root ORs its children's trailers. Members keep
+ * every A_i below 2^30 (FP32) or 2^63 (FP64), which the comparisons below
+ * rely on. They run once per message, at completion, under the slot lock
+ * in inc_finish_slot (global: verified once). */
+
+/* T = (C & 0xff) << ((C >> 8) & 0x3f) in *t, or -1 when T > limit. T <=
+ * limit iff mant <= limit >> shift (integers), which shifts nothing out. */
+static __always_inline int inc_cert_threshold(__u16 code, __u64 limit, __u64 *t)
+{
+	__u64 mant = code & 0xff;
+	__u32 shift = (code >> 8) & 0x3f;
+
+	if (mant > (limit >> shift))
+		return -1;
+	*t = mant << shift;
+	return 0;
+}
+
+#define INC_CERT_TOP32 0x8000000080000000ull /* top bit of each u32 half */
+#define INC_CERT_TOP64 0x8000000000000000ull
+
+/* Single switch: nonzero iff some A_i (i < n) is below T. With T < 2^31
+ * copied into both halves (tt), (A | top) - tt keeps the top bit of a half
+ * iff A >= T (A < 2^31: no borrow leaves the half); FP64 the same in one
+ * lane with T < 2^63. The loops take 8 (4) lanes per bound check, so the
+ * lanes past n up to the step are first set to the largest T, which they
+ * pass. T above that: no conforming A_i reaches it. */
+static __always_inline int inc_cert_check_sums(struct inc_slot *s, __u32 n)
+{
+	__u64 *sums = s->acc + INC_MAX_LANES64, bad = 0, t;
+
+	if (n == 0)
+		return 0;
+	if (s->dtype == INC_DTYPE_FP64) {
+		if (inc_cert_threshold(s->aux_code, INC_CERT_TOP64 - 1, &t))
+			return 1;
+#pragma unroll
+		for (__u32 k = 0; k < 3; k++) {
+			__u32 pad = n + k;
+
+			asm volatile("" : "+r"(pad)); /* bound-check the register used */
+			if (pad < INC_MAX_LANES64)
+				sums[pad] = INC_CERT_TOP64 - 1;
+		}
+		for (__u32 i = 0; i < INC_MAX_LANES64 / 4; i++) {
+			if (4 * i >= n)
+				break;
+#pragma unroll
+			for (__u32 k = 0; k < 4; k++)
+				bad |= ~((sums[4 * i + k] | INC_CERT_TOP64) - t);
+		}
+		return (bad & INC_CERT_TOP64) != 0;
+	}
+	if (inc_cert_threshold(s->aux_code, 0x7fffffff, &t))
+		return 1;
+	t |= t << 32;
+#pragma unroll
+	for (__u32 k = 0; k < 7; k++) {
+		__u32 pad = n + k;
+
+		asm volatile("" : "+r"(pad));
+		if (pad < INC_MAX_LANES32)
+			((__u32 *)sums)[pad] = 0x7fffffff;
+	}
+	for (__u32 i = 0; i < INC_MAX_LANES32 / 8; i++) {
+		if (8 * i >= n)
+			break;
+#pragma unroll
+		for (__u32 k = 0; k < 4; k++)
+			bad |= ~((sums[4 * i + k] | INC_CERT_TOP32) - t);
+	}
+	return (bad & INC_CERT_TOP32) != 0;
+}
+
+/* Bits 0..rem-1 set, rem in 1..64 (two shifts: x << 64 is undefined). */
+static __always_inline __u64 inc_low_bits(__u32 rem)
+{
+	return ~((~0ull << (rem - 1)) << 1);
+}
+
+/* Leaf: replaces the A_i by its partial's trailer, word w at sums[w]. Word w
+ * reads the sums of lanes 64w..64w+63, i.e. words from 32w (FP32) or 64w
+ * (FP64) on, which are >= w: every word read before it is written is still
+ * the sums. Bits past n are cleared, words past the last zeroed. */
+static __always_inline void inc_cert_trailer(struct inc_slot *s, __u32 n)
+{
+	__u64 *sums = s->acc + INC_MAX_LANES64, t = 0, bits;
+	__u32 last = n ? (n - 1) / 64 : 0;
+	int none; /* no element, or T above every conforming A_i */
+
+	if (last >= INC_CERT_TRAILER_WORDS)
+		last = INC_CERT_TRAILER_WORDS - 1;
+	if (s->dtype == INC_DTYPE_FP64) {
+		none = !n || inc_cert_threshold(s->aux_code, INC_CERT_TOP64 - 1, &t);
+		for (__u32 w = 0; w < INC_MAX_LANES64 / 64; w++) {
+			if (w > last || none)
+				break;
+			bits = 0;
+			/* Lane 64w + k ends at bit k after the 64 shifts. */
+#pragma unroll 8
+			for (__u32 k = 0; k < 64; k++)
+				bits = (bits >> 1) |
+				       (((sums[64 * w + k] | INC_CERT_TOP64) - t) & INC_CERT_TOP64);
+			sums[w] = bits;
+		}
+	} else {
+		none = !n || inc_cert_threshold(s->aux_code, 0x7fffffff, &t);
+		t |= t << 32;
+		for (__u32 w = 0; w < INC_CERT_TRAILER_WORDS; w++) {
+			if (w > last || none)
+				break;
+			bits = 0;
+			/* Lanes 64w + 2k and 2k + 1 end at bits 2k, 2k + 1. */
+#pragma unroll 8
+			for (__u32 k = 0; k < 32; k++) {
+				__u64 d = (sums[32 * w + k] | INC_CERT_TOP32) - t;
+
+				bits =
+				    (bits >> 2) | ((d << 31) & (1ull << 62)) | (d & INC_CERT_TOP64);
+			}
+			sums[w] = bits;
+		}
+	}
+	if (none) {
+		last = 0;
+		sums[0] = 0;
+	} else {
+		sums[last] &= inc_low_bits(n - 64 * last);
+	}
+	for (__u32 w = 1; w < INC_CERT_TRAILER_WORDS; w++) {
+		if (w > last)
+			sums[w] = 0;
+	}
+}
+
+/* Root: nonzero iff some element i < n has no bit in the OR of the
+ * children's trailers (a child without a trailer certified nothing). */
+static __always_inline int inc_cert_check_bitmap(struct inc_slot *s, __u32 n)
+{
+	const __u64 *bm = s->acc + INC_MAX_LANES64;
+	__u64 bad = 0;
+	__u32 last;
+
+	if (n == 0)
+		return 0;
+	last = (n - 1) / 64;
+	if (last >= INC_CERT_TRAILER_WORDS)
+		return 1;
+	for (__u32 w = 0; w < INC_CERT_TRAILER_WORDS; w++) {
+		if (w >= last)
+			break;
+		bad |= ~bm[w];
+	}
+	bad |= ~bm[last] & inc_low_bits(n - 64 * last);
+	return bad != 0;
+}
+
 /* The contribution in scratch into the slot copy, under its lock. Every
  * operand is read back from the slot (set or checked equal just before), not
  * taken from the caller's registers: the verifier knows nothing about map
@@ -288,15 +513,41 @@ static __always_inline int inc_finish_sum(__u64 *acc, __u32 n, __u8 dtype)
  * state and they are walked once, not once per path. `first` (all ones iff
  * the bitmap is empty) is computed without a branch for the same reason. */
 static __always_inline void inc_combine_slot(struct inc_slot *s, const struct inc_scratch *payload,
-					     __u8 ver_flags)
+					     __u8 ver_flags, const struct inc_tree_cfg *tree,
+					     __u16 aux)
 {
-	__u64 bitmap;
+	__u64 bitmap, neg, *bm = s->acc + INC_MAX_LANES64;
+	__u32 cert;
 
+	/* Before the lane loops, so that nothing it branched on is live
+	 * across them (they would be walked once per outcome): a root ORs its
+	 * children's trailers; a child without one (no room at its leaf, or a
+	 * member) certifies nothing. Only certified messages hold a code. */
+	if (s->aux_code && tree->role == INC_ROLE_ROOT) {
+		if (!s->bitmap) {
+#pragma unroll
+			for (__u32 w = 0; w < INC_CERT_TRAILER_WORDS; w++)
+				bm[w] = 0;
+		}
+		if (aux & INC_AUX_TRAILER) {
+#pragma unroll
+			for (__u32 w = 0; w < INC_CERT_TRAILER_WORDS; w++)
+				bm[w] |= payload->trailer[w];
+		}
+	}
 	asm volatile("" ::: "memory"); /* load the fields, do not forward stores */
 	bitmap = s->bitmap;
-
-	inc_combine(s->acc, payload->buf, s->count, s->dtype, s->op,
-		    ((bitmap | -bitmap) >> 63) - 1);
+	/* Hidden from clang, which would turn (b | -b) >> 63 into b != 0, i.e.
+	 * a branch, and the lane loops would be walked once per outcome. */
+	neg = -bitmap;
+	asm volatile("" : "+r"(neg));
+	/* Abs sums unless a root (it judges its children's trailers, not
+	 * partials): nonzero iff both factors are, as a product behind a
+	 * barrier so that no 0/1 outcome of a branch is live in the loops. */
+	cert = (__u32)s->aux_code * (tree->role ^ INC_ROLE_ROOT);
+	asm volatile("" : "+r"(cert));
+	inc_combine(s->acc, payload->buf, s->count, s->dtype, s->op, ((bitmap | neg) >> 63) - 1,
+		    cert);
 	/* A child switch's partial that was out of range (see
 	 * docs/wire-format.md: OVERFLOW in two-level trees). */
 	if (s->op == INC_OP_SUM)
@@ -316,6 +567,7 @@ static __always_inline int inc_contribute(struct inc_slot *s, const struct inc_t
 					  __u32 count, __u32 payload_len)
 {
 	__u8 coll = h->collective, dtype = h->dtype, op = h->op;
+	__u16 aux = bpf_ntohs(h->aux);
 	__u64 bit = 1ull << (rank & 63);
 	int out;
 
@@ -331,6 +583,7 @@ static __always_inline int inc_contribute(struct inc_slot *s, const struct inc_t
 		s->root_rank = h->root_rank;
 		s->flags = 0;
 		s->count = coll == INC_COLL_BROADCAST ? 0 : count;
+		s->aux_code = inc_certified_msg(coll, dtype, op) ? aux & INC_AUX_CODE_MASK : 0;
 	} else if (s->msg_id != msg) {
 		out = INC_OUT_DROP_BASE + INC_DROP_STALE;
 		goto unlock;
@@ -363,13 +616,19 @@ static __always_inline int inc_contribute(struct inc_slot *s, const struct inc_t
 		out = INC_OUT_DROP_BASE + INC_DROP_EXP_MISMATCH;
 		goto unlock;
 	}
+	/* Like the exponent: one threshold code per message, or the
+	 * certificate would answer a question no member asked. */
+	if (inc_certified_msg(coll, dtype, op) && s->aux_code != (aux & INC_AUX_CODE_MASK)) {
+		out = INC_OUT_DROP_BASE + INC_DROP_BAD_AUX;
+		goto unlock;
+	}
 	if (coll == INC_COLL_BROADCAST) {
 		if (count) {
 			inc_copy_lanes(s->acc, payload->buf, payload_len);
 			s->count = count;
 		}
 	} else if (coll != INC_COLL_BARRIER) {
-		inc_combine_slot(s, payload, h->ver_flags);
+		inc_combine_slot(s, payload, h->ver_flags, tree, aux);
 	}
 	/* Collective and op from the slot again (equal to the frame's), so the
 	 * registers that held them are dead across the lane loops. */
@@ -378,10 +637,11 @@ static __always_inline int inc_contribute(struct inc_slot *s, const struct inc_t
 	s->bitmap |= bit;
 	if (s->bitmap == tree->children_mask) {
 		if (coll != INC_COLL_BARRIER && coll != INC_COLL_BROADCAST && s->op == INC_OP_SUM &&
-		    s->dtype != INC_DTYPE_FP32) {
+		    (s->dtype == INC_DTYPE_INT32 || s->dtype == INC_DTYPE_INT64 || s->aux_code)) {
 			/* Stays AGGREGATING with the full bitmap (so a
 			 * retransmission meanwhile is a duplicate) until
-			 * inc_finish_slot has narrowed the sums. */
+			 * inc_finish_slot has narrowed the integer sums or
+			 * judged the certificate. */
 			out = INC_OUT_FINISH;
 			goto unlock;
 		}
@@ -446,7 +706,11 @@ static __always_inline int inc_store_result(struct inc_slot *s, const struct inc
 	s->op = h->op;
 	s->exponent = h->exponent;
 	s->root_rank = h->root_rank;
-	s->flags = h->ver_flags & INC_FLAG_OVERFLOW;
+	/* Whatever the result says about the certificate, so that every copy
+	 * this switch sends of it says the same. */
+	s->flags = (h->ver_flags & INC_FLAG_OVERFLOW) |
+		   (bpf_ntohs(h->aux) & INC_AUX_UNCERTIFIED ? INC_SLOT_FLAG_UNCERTIFIED : 0);
+	s->aux_code = bpf_ntohs(h->aux) & INC_AUX_CODE_MASK;
 	s->count = count;
 unlock:
 	bpf_spin_unlock(&s->lock);
@@ -454,10 +718,12 @@ unlock:
 }
 
 /* Global (verified once): reached from every path of inc_update_slot, the
- * narrowing loop would otherwise be re-verified per path. Completes a SUM
- * slot copy that inc_contribute left AGGREGATING with the full bitmap. */
+ * narrowing and certificate loops would otherwise be re-verified per path.
+ * Completes a SUM slot copy that inc_contribute left AGGREGATING with the
+ * full bitmap: integer sums narrowed (OVERFLOW), or a certified float sum
+ * judged (single, root) or turned into its partial's trailer (leaf). */
 __attribute__((noinline)) int inc_finish_slot(__u32 slot_idx, __u32 msg, __u64 children_mask,
-					      __u32 leaf)
+					      __u32 role)
 {
 	struct inc_slot *s = bpf_map_lookup_elem(&slots, &slot_idx);
 	int out = INC_OUT_COMPLETE;
@@ -469,9 +735,16 @@ __attribute__((noinline)) int inc_finish_slot(__u32 slot_idx, __u32 msg, __u64 c
 		out = INC_OUT_DROP_BASE + INC_DROP_STALE; /* reset by a newer message */
 		goto unlock;
 	}
-	if (inc_finish_sum(s->acc, s->count, s->dtype))
-		s->flags |= INC_FLAG_OVERFLOW;
-	s->state = leaf ? INC_SLOT_WAITING : INC_SLOT_DONE;
+	if (s->dtype == INC_DTYPE_INT32 || s->dtype == INC_DTYPE_INT64) {
+		if (inc_finish_sum(s->acc, s->count, s->dtype))
+			s->flags |= INC_FLAG_OVERFLOW;
+	} else if (role == INC_ROLE_LEAF) {
+		inc_cert_trailer(s, s->count);
+	} else if (role == INC_ROLE_ROOT ? inc_cert_check_bitmap(s, s->count)
+					 : inc_cert_check_sums(s, s->count)) {
+		s->flags |= INC_SLOT_FLAG_UNCERTIFIED;
+	}
+	s->state = role == INC_ROLE_LEAF ? INC_SLOT_WAITING : INC_SLOT_DONE;
 unlock:
 	bpf_spin_unlock(&s->lock);
 	return out;
@@ -499,6 +772,9 @@ __attribute__((noinline)) int inc_update_slot(struct xdp_md *ctx, __u32 slot_idx
 	if (udp_len < 8 + INC_UDP_FIXED)
 		return INC_OUT_DROP_BASE + INC_DROP_TRUNC_INC;
 	len = udp_len - 8 - INC_UDP_FIXED;
+	/* The elements only: a child's trailer is in payload->trailer. */
+	if (bpf_ntohs(p.inc->aux) & INC_AUX_TRAILER)
+		len -= INC_CERT_TRAILER_BYTES;
 	if (len > INC_MAX_PAYLOAD_BYTES)
 		return INC_OUT_DROP_BASE + INC_DROP_BAD_COUNT;
 	count = bpf_ntohs(p.inc->count);
@@ -510,8 +786,7 @@ __attribute__((noinline)) int inc_update_slot(struct xdp_md *ctx, __u32 slot_idx
 					rank >= INC_FROM_CHILD_RESULT);
 	out = inc_contribute(s, tree, p.inc, payload, msg, rank, count, len);
 	if (out == INC_OUT_FINISH)
-		out = inc_finish_slot(slot_idx, msg, tree->children_mask,
-				      tree->role == INC_ROLE_LEAF);
+		out = inc_finish_slot(slot_idx, msg, tree->children_mask, tree->role);
 	return out;
 }
 

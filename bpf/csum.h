@@ -154,6 +154,16 @@ __attribute__((noinline)) __u32 inc_crc_scratch(__u32 crc, __u32 len)
 	return inc_crc_buf(crc, b->buf, len);
 }
 
+/* crc32_le(crc, .) continued over a certificate trailer (12 words of map
+ * memory): table steps, 96 bytes do not pay for the fold's setup. */
+static __always_inline __u32 inc_crc_trailer(__u32 crc, const __u64 *t)
+{
+#pragma unroll
+	for (int w = 0; w < INC_CERT_TRAILER_WORDS; w++)
+		crc = inc_crc_step8(crc, (__u32)t[w], (__u32)(t[w] >> 32));
+	return crc;
+}
+
 /* All ones if bit `bit` of v is set. Written as shift-left/arith-shift
  * behind a barrier: the verifier forks two states on the -(v & 1) form clang
  * would otherwise emit, which is 2^32 paths through the multiply below. */

@@ -32,7 +32,8 @@ struct inc_pkt {
 	struct inc_reth *reth;
 	struct inc_hdr *inc;
 	__u32 frame_len;
-	__u32 payload_len; /* INC payload bytes (between header and ICRC) */
+	__u32 payload_len; /* INC payload bytes (between header and ICRC; elements
+			    * and a certificate trailer if the frame has one) */
 };
 
 /* Re-derives the header pointers after a helper may have moved the packet.
@@ -119,7 +120,7 @@ static __always_inline int inc_parse(struct xdp_md *ctx, struct inc_pkt *p)
 	if ((p->inc->ver_flags >> 4) != INC_VERSION)
 		return INC_DROP_BAD_VERSION;
 	p->payload_len = udp_len - 8 - INC_UDP_FIXED;
-	if (p->payload_len > INC_MAX_PAYLOAD_BYTES ||
+	if (p->payload_len > INC_MAX_WIRE_PAYLOAD_BYTES ||
 	    bpf_ntohl(p->reth->dma_len) != sizeof(struct inc_hdr) + p->payload_len)
 		return INC_DROP_BAD_COUNT;
 	return 0;

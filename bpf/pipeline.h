@@ -18,7 +18,7 @@
 __attribute__((noinline)) int inc_verify_icrc_of(struct xdp_md *ctx,
 						 const struct inc_scratch *payload)
 {
-	__u32 crc, wire, udp_len, len;
+	__u32 crc, wire, udp_len, len, trailer;
 	struct inc_pkt p;
 
 	if (!payload || inc_pkt_load(ctx, &p))
@@ -27,12 +27,16 @@ __attribute__((noinline)) int inc_verify_icrc_of(struct xdp_md *ctx,
 	if (udp_len < 8 + INC_UDP_FIXED)
 		return 0;
 	len = udp_len - 8 - INC_UDP_FIXED;
+	trailer = bpf_ntohs(p.inc->aux) & INC_AUX_TRAILER ? INC_CERT_TRAILER_BYTES : 0;
+	p.payload_len = len;
+	len -= trailer;
 	if (len > INC_MAX_PAYLOAD_BYTES)
 		return 0;
-	p.payload_len = len;
 	crc = inc_crc_headers(p.data);
 	crc = inc_crc_r_head(crc, p.data);
 	crc = inc_crc_buf(crc, payload->buf, len);
+	if (trailer)
+		crc = inc_crc_trailer(crc, payload->trailer);
 	if (inc_load_icrc_field(ctx, &p, &wire))
 		return 0;
 	return ~crc == wire;
@@ -40,7 +44,7 @@ __attribute__((noinline)) int inc_verify_icrc_of(struct xdp_md *ctx,
 
 static __always_inline int inc_ingress(struct xdp_md *ctx)
 {
-	__u32 zero = 0, tree_id, msg, slot_no, count, rank, from, idx, elem;
+	__u32 zero = 0, tree_id, msg, slot_no, count, rank, from, idx, elem, trailer, len;
 	const struct inc_endpoint *ep;
 	struct inc_tree_cfg *tree;
 	struct inc_scratch *payload;
@@ -48,6 +52,7 @@ static __always_inline int inc_ingress(struct xdp_md *ctx)
 	struct inc_pkt p;
 	struct inc_hdr *h;
 	__u8 coll, dtype, op, flags;
+	__u16 aux;
 	int r;
 
 	inc_stat_add(INC_STAT_RX_PACKETS, 1);
@@ -86,15 +91,26 @@ static __always_inline int inc_ingress(struct xdp_md *ctx)
 	if (coll >= 16 || !(tree->coll_mask & INC_BIT(coll)) ||
 	    (coll != INC_COLL_BARRIER && (dtype >= 16 || !(tree->dtype_mask & INC_BIT(dtype)))) ||
 	    ((coll == INC_COLL_ALLREDUCE || coll == INC_COLL_REDUCE) &&
-	     (op >= 8 || !(tree->op_mask & INC_BIT(op)))))
+	     (op >= 8 || !(tree->op_mask & INC_BIT(op)) ||
+	      /* FP64 is a switch type for SUM only: MIN/MAX go as INT64 keys. */
+	      (dtype == INC_DTYPE_FP64 && op != INC_OP_SUM))))
 		return inc_drop(INC_DROP_BAD_DTYPE_OP, tree_id, INC_MAX_CHILDREN);
+	flags = h->ver_flags & 0xf;
+	/* A certificate trailer comes only on a contribution (a leaf's partial)
+	 * of a certified message with a threshold code; a switch that is not a
+	 * root ignores its bits (see inc_combine_slot). */
+	aux = bpf_ntohs(h->aux);
+	trailer = aux & INC_AUX_TRAILER ? INC_CERT_TRAILER_BYTES : 0;
+	if (trailer && ((flags & (INC_FLAG_RESULT | INC_FLAG_PULL)) || !(aux & INC_AUX_CODE_MASK) ||
+			!inc_certified_msg(coll, dtype, op)))
+		return inc_drop(INC_DROP_BAD_AUX, tree_id, INC_MAX_CHILDREN);
 	count = bpf_ntohs(h->count);
 	elem = coll == INC_COLL_BARRIER ? 4 : inc_dtype_size(dtype);
-	if (count > tree->max_elems || count * elem != p.payload_len ||
-	    (coll == INC_COLL_BARRIER && count))
+	len = count * elem;
+	if (count > tree->max_elems || len + trailer != p.payload_len ||
+	    len > INC_MAX_PAYLOAD_BYTES || (coll == INC_COLL_BARRIER && count))
 		return inc_drop(INC_DROP_BAD_COUNT, tree_id, INC_MAX_CHILDREN);
 
-	flags = h->ver_flags & 0xf;
 	if ((flags & INC_FLAG_PULL) || ((flags & INC_FLAG_RESULT) && tree->role == INC_ROLE_LEAF)) {
 		/* From the parent: a RESULT, or a PULL of the result. */
 		if (tree->role != INC_ROLE_LEAF || p.ip->saddr != tree->parent.peer_ip ||
@@ -152,8 +168,10 @@ static __always_inline int inc_ingress(struct xdp_md *ctx)
 	payload = bpf_map_lookup_elem(&scratch, &zero);
 	if (!payload)
 		return inc_drop(INC_DROP_INTERNAL, tree_id, rank);
-	if (p.payload_len > 0 &&
-	    bpf_xdp_load_bytes(ctx, INC_OFF_PAYLOAD, payload->buf, p.payload_len & 0xfff))
+	if (len > 0 && bpf_xdp_load_bytes(ctx, INC_OFF_PAYLOAD, payload->buf, len & 0xfff))
+		return inc_drop(INC_DROP_INTERNAL, tree_id, rank);
+	if (trailer && bpf_xdp_load_bytes(ctx, INC_OFF_PAYLOAD + (len & 0xfff), payload->trailer,
+					  INC_CERT_TRAILER_BYTES))
 		return inc_drop(INC_DROP_INTERNAL, tree_id, rank);
 	if (inc_verify_icrc && !inc_verify_icrc_of(ctx, payload))
 		return inc_drop(INC_DROP_BAD_ICRC, tree_id, rank);

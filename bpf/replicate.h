@@ -21,7 +21,7 @@ static __always_inline int inc_resize(struct xdp_md *ctx, struct inc_pkt *p, __u
 {
 	int delta = (int)payload_len - (int)p->payload_len;
 
-	if (payload_len > INC_MAX_PAYLOAD_BYTES)
+	if (payload_len > INC_MAX_WIRE_PAYLOAD_BYTES)
 		return -1;
 	/* Growing fails when the buffer has no tailroom, e.g. a count-0 ready
 	 * that veth copied out of an skb (AF_XDP copy-mode or stack TX). */
@@ -36,33 +36,68 @@ static __always_inline int inc_resize(struct xdp_md *ctx, struct inc_pkt *p, __u
 	return 0;
 }
 
+/* Where a leaf keeps its partial's certificate trailer (inc_tree.h). */
+#define INC_SLOT_TRAILER(s) ((s)->acc + INC_MAX_PAYLOAD_BYTES / 8)
+
 /* Writes the slot's accumulator as the payload of a frame carrying `count`
- * elements and returns crc32_le(0, R) in *crc_r. The INC header is set to
- * flags/rank/count; the other fields stay as received (they match the slot).
- * The slot must be stable (WAITING or DONE). */
+ * elements (then the slot's certificate trailer if `trailer`) and returns
+ * crc32_le(0, R) in *crc_r. The INC header is set to flags/rank/count/aux;
+ * the other fields stay as received (they match the slot). The slot must be
+ * stable (WAITING or DONE). */
 static __always_inline int inc_build_from_slot(struct xdp_md *ctx, struct inc_pkt *p,
 					       struct inc_slot *s, __u32 slot_idx, __u8 flags,
-					       __u16 rank, __u32 count, __u32 *crc_r)
+					       __u16 rank, __u32 count, __u16 aux, int trailer,
+					       __u32 *crc_r)
 {
 	__u32 len = count * inc_dtype_size(s->dtype);
 	__u32 crc;
 
 	if (len > INC_MAX_PAYLOAD_BYTES)
 		return -1;
-	int err = inc_resize(ctx, p, len);
+	int err = inc_resize(ctx, p, len + (trailer ? INC_CERT_TRAILER_BYTES : 0));
 
 	if (err)
 		return err;
 	if (len > 0 && bpf_xdp_store_bytes(ctx, INC_OFF_PAYLOAD, s->acc, len & 0xfff))
+		return -1;
+	if (trailer && bpf_xdp_store_bytes(ctx, INC_OFF_PAYLOAD + (len & 0xfff),
+					   INC_SLOT_TRAILER(s), INC_CERT_TRAILER_BYTES))
 		return -1;
 	if (inc_pkt_load(ctx, p))
 		return -1;
 	p->inc->ver_flags = (INC_VERSION << 4) | flags;
 	p->inc->rank = bpf_htons(rank);
 	p->inc->count = bpf_htons(count);
+	p->inc->aux = bpf_htons(aux);
 	crc = inc_crc_r_head(0, p->data);
-	*crc_r = inc_crc_slot_acc(slot_idx, crc, len);
+	crc = inc_crc_slot_acc(slot_idx, crc, len);
+	if (trailer)
+		crc = inc_crc_trailer(crc, INC_SLOT_TRAILER(s));
+	*crc_r = crc;
 	return 0;
+}
+
+/* aux of every result frame built from the slot: the message's threshold
+ * code and whether an element is uncertified (0 for uncertified kinds of
+ * message, whose slots hold no code). */
+static __always_inline __u16 inc_result_aux(const struct inc_slot *s)
+{
+	return s->aux_code | (s->flags & INC_SLOT_FLAG_UNCERTIFIED ? INC_AUX_UNCERTIFIED : 0);
+}
+
+/* Grows a partial of len element bytes to carry its certificate trailer.
+ * Fails (and the partial goes without it, certifying nothing at the root)
+ * when the frame has no tailroom, or when the longer frame would exceed the
+ * MTU of the parent's port, which would drop it silently and stall the
+ * message; the AM sizes packets for the elements alone. */
+static __always_inline int inc_grow_for_trailer(struct xdp_md *ctx, struct inc_pkt *p,
+						const struct inc_endpoint *ep, __u32 len)
+{
+	__u32 mtu_len = 20 + 8 + INC_UDP_FIXED + len + INC_CERT_TRAILER_BYTES;
+
+	if (len > INC_MAX_PAYLOAD_BYTES || bpf_check_mtu(ctx, ep->ifindex, &mtu_len, 0, 0))
+		return -1;
+	return inc_resize(ctx, p, len + INC_CERT_TRAILER_BYTES);
 }
 
 static __always_inline int inc_store_icrc_field(struct xdp_md *ctx, struct inc_pkt *p, __u32 value)
@@ -159,9 +194,9 @@ __attribute__((noinline)) int inc_emit(struct xdp_md *ctx, __u32 slot_idx, __u32
 	struct inc_slot *s;
 	struct inc_pkt p;
 	__u32 crc_r, udp_len, count, idx, psn_key;
-	__u16 out_rank;
+	__u16 out_rank, aux;
 	__u8 flags;
-	int err;
+	int err, trailer = 0;
 
 	s = bpf_map_lookup_elem(&slots, &slot_idx);
 	tree = bpf_map_lookup_elem(&trees, &tree_id);
@@ -181,7 +216,8 @@ __attribute__((noinline)) int inc_emit(struct xdp_md *ctx, __u32 slot_idx, __u32
 		 * that its members reject. */
 		__u32 icrc, xkey, *xp;
 
-		if (p.payload_len > INC_MAX_PAYLOAD_BYTES || inc_load_icrc_field(ctx, &p, &icrc))
+		if (p.payload_len > INC_MAX_WIRE_PAYLOAD_BYTES ||
+		    inc_load_icrc_field(ctx, &p, &icrc))
 			return inc_drop(INC_DROP_INTERNAL, tree_id, rank);
 		xkey = (4 + sizeof(struct inc_hdr) + p.payload_len) / 4;
 		xp = bpf_map_lookup_elem(&xpow, &xkey);
@@ -200,17 +236,30 @@ __attribute__((noinline)) int inc_emit(struct xdp_md *ctx, __u32 slot_idx, __u32
 		flags = s->flags & INC_FLAG_OVERFLOW;
 		if (mode == INC_EMIT_RESEND_PARTIAL)
 			flags |= INC_FLAG_RETRANSMIT;
-		if (mode == INC_EMIT_RESULT_UP)
-			flags |= INC_FLAG_RESULT;
 		out_rank = tree->rank_at_parent;
+		if (mode == INC_EMIT_RESULT_UP) {
+			flags |= INC_FLAG_RESULT;
+			aux = inc_result_aux(s);
+		} else {
+			/* A partial of a certified message carries the leaf's
+			 * trailer (inc_finish_slot wrote it) when it fits. */
+			aux = s->aux_code;
+			if (aux &&
+			    !inc_grow_for_trailer(ctx, &p, ep, count * inc_dtype_size(s->dtype))) {
+				trailer = 1;
+				aux |= INC_AUX_TRAILER;
+			}
+		}
 	} else if (mode == INC_EMIT_PULL) {
 		flags = INC_FLAG_PULL;
 		out_rank = INC_RANK_RESULT;
 		count = 0;
+		aux = 0;
 		ep = 0;
 		psn_key = 0;
 	} else {
 		flags = INC_FLAG_RESULT | (s->flags & INC_FLAG_OVERFLOW);
+		aux = inc_result_aux(s);
 		out_rank = INC_RANK_RESULT;
 		ep = 0;
 		psn_key = 0;
@@ -226,7 +275,8 @@ __attribute__((noinline)) int inc_emit(struct xdp_md *ctx, __u32 slot_idx, __u32
 				count = 0;
 		}
 	}
-	err = inc_build_from_slot(ctx, &p, s, slot_idx, flags, out_rank, count, &crc_r);
+	err =
+	    inc_build_from_slot(ctx, &p, s, slot_idx, flags, out_rank, count, aux, trailer, &crc_r);
 	if (err)
 		return inc_drop(err == INC_ERR_NO_ROOM ? INC_DROP_NO_ROOM : INC_DROP_INTERNAL,
 				tree_id, rank);

@@ -117,9 +117,12 @@ struct {
 } xpow SEC(".maps");
 
 /* Per-CPU staging buffer for a frame's payload (copied out of the packet
- * before the slot lock is taken, since helpers cannot run under it). */
+ * before the slot lock is taken, since helpers cannot run under it): the
+ * elements, and a leaf partial's certificate trailer (INC_AUX_TRAILER) in a
+ * field of its own so that it is 8-byte aligned whatever the count. */
 struct inc_scratch {
 	__u64 buf[INC_MAX_PAYLOAD_BYTES / 8];
+	__u64 trailer[INC_CERT_TRAILER_WORDS];
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

@@ -66,7 +66,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(q.inc.collective == p.inc.collective && q.inc.dtype == p.inc.dtype && q.inc.op == p.inc.op);
   FUZZ_CHECK(q.inc.tree_id == p.inc.tree_id && q.inc.rank == p.inc.rank && q.inc.slot == p.inc.slot);
   FUZZ_CHECK(q.inc.count == p.inc.count && q.inc.key == p.inc.key && q.inc.exponent == p.inc.exponent);
-  FUZZ_CHECK(q.inc.root_rank == p.inc.root_rank && q.inc.reserved == p.inc.reserved);
+  FUZZ_CHECK(q.inc.root_rank == p.inc.root_rank && q.inc.aux == p.inc.aux);
   FUZZ_CHECK(q.imm == p.inc.msg_id);
   FUZZ_CHECK(q.payload_len == p.payload_len);
   FUZZ_CHECK(p.payload_len == 0 || std::memcmp(q.payload, p.payload, p.payload_len) == 0);

@@ -14,7 +14,13 @@
 #      no "reason=empty" for a call with bytes, libinc sent frames, and the
 #      AM has no tree left after MPI_Finalize;
 #   3. with an unreachable AM: exact results, every call fell back (no_group);
-#   4. with INCMPI_ENABLE=0: exact results, every call fell back (disabled).
+#   4. with INCMPI_ENABLE=0: exact results, every call fell back (disabled);
+#      with INCMPI_ENABLE=0 on rank 1 only: exact results, every call on
+#      every rank fell back (bad_config: the ranks compare their settings);
+#   5. (4 ranks) mpi_comm_loop, MPICH's communicator loop (splits,
+#      intercommunicators and their merges, dups, creates; derived datatypes)
+#      without and with libincmpi: exit 0, the same digest;
+# and no run logged an error line (a clean run is quiet).
 # The two-level run starts the program with MPI_Init_thread.
 # With a rank count NP above 4 (third argument) the ranks share hosts: NP/4
 # per worker, placed round robin (rank r on worker r mod 4), so libincmpi
@@ -25,7 +31,7 @@
 KIND=${2:?single or two}
 NP=${3:-4}
 [ "$NP" = 4 ] || MPI_RUN_TIMEOUT=${MPI_RUN_TIMEOUT:-240}  # 16 ranks on 2 cores
-require_bins incamd incswitchd incinctl mpi_coverage libincmpi.so
+require_bins incamd incswitchd incinctl mpi_coverage mpi_comm_loop libincmpi.so
 # shellcheck disable=SC2034  # TEST_OK is lib.sh's (keeps the lab logs quiet on a skip)
 command -v mpirun >/dev/null || { echo "SKIP: mpirun not installed (openmpi-bin)" >&2; TEST_OK=1; exit 77; }
 COVERAGE=$(find "$INCLAB_BUILD" -maxdepth 4 -type f -name mpi_coverage -perm -u+x | head -n1)
@@ -80,11 +86,36 @@ want = "spine" if kind == "two" else "leaf0"
 sys.exit(1 if left or len(mine) != 1 or not roots[0].startswith(want) else 0)' "$KIND" ||
   fail "the MPI job did not have exactly one tree rooted at the expected switch, or it is still live after MPI_Finalize"
 
-[ "$NP" = 4 ] || pass
+[ "$NP" = 4 ] || { mpi_no_error_lines plain inc; pass; }
 # The AM's port is closed: every rank fails to join, all fall back together.
 run noam --preload "$LIBINCMPI" -x INCMPI_AM=172.31.0.1:1 -x INCMPI_JOIN_TIMEOUT_MS=2000 \
   -x "INCMPI_SUMMARY_JSON=$OUT/noam-%r.json" -- --quick "${ARGS[@]}"
 run off --preload "$LIBINCMPI" -x INCMPI_ENABLE=0 -x "INCMPI_SUMMARY_JSON=$OUT/off-%r.json" -- --quick "${ARGS[@]}"
 grep -q "incmpi: fallback reason=no_group call=MPI_Allreduce" "$OUT/noam.log" || fail "no log line for reason=no_group"
-mpi_all_fell_back 4 noam:no_group off:disabled
+# Rank 1 alone sees INCMPI_ENABLE=0 (its host's environment differs): the
+# ranks compare their settings at MPI_Init and all run on MPI (bad_config).
+# Before, rank 1 skipped the group formation the others ran, and its first
+# collective met their formation's.
+cat >"$OUT/rank1-disabled.sh" <<EOF
+#!/bin/sh
+[ "\$OMPI_COMM_WORLD_RANK" = 1 ] && export INCMPI_ENABLE=0
+exec "$COVERAGE" "\$@"
+EOF
+chmod +x "$OUT/rank1-disabled.sh"
+mpi_run mixed "$OUT/rank1-disabled.sh" "^mpi_coverage: ranks 4 checks [0-9]* failures 0 " --preload "$LIBINCMPI" \
+  -x "INCMPI_SUMMARY_JSON=$OUT/mixed-%r.json" -- --quick "${ARGS[@]}"
+mpi_all_fell_back 4 noam:no_group off:disabled mixed:bad_config
+[ "$(digest "$OUT/mixed.log")" = "$(digest "$OUT/off.log")" ] || fail "run mixed: results differ from run off"
+
+LOOP=$(find "$INCLAB_BUILD" -maxdepth 4 -type f -name mpi_comm_loop -perm -u+x | head -n1)
+loopdigest() { sed -n 's/^mpi_comm_loop: .* digest \([0-9a-f]*\)$/\1/p' "$1"; }
+for tag in loopplain loopinc; do
+  opts=()
+  [ "$tag" = loopinc ] && opts=(--preload "$LIBINCMPI" -x "INCMPI_SUMMARY_JSON=$OUT/loopinc-%r.json")
+  mpi_run "$tag" "$LOOP" "^mpi_comm_loop: ranks 4 comms [0-9]* checks [0-9]* failures 0 " "${opts[@]}" --
+done
+[ "$(loopdigest "$OUT/loopplain.log")" = "$(loopdigest "$OUT/loopinc.log")" ] ||
+  fail "mpi_comm_loop: results differ with and without libincmpi"
+mpi_offloaded_summary loopinc 4 "subcomm intercomm unsupported_op" "no_group group_failed bad_config"
+mpi_no_error_lines plain inc off loopplain loopinc
 pass

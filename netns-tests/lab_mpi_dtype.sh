@@ -15,7 +15,8 @@
 #      calls as the program counted, and as many of them packed (a
 #      non-contiguous layout on that rank, pair types included) as it
 #      counted; reductions on a struct of an int and a double are logged as
-#      noncontiguous_dtype, no call with bytes as empty.
+#      noncontiguous_dtype, no call with bytes as empty;
+# and neither run logged an error line.
 . "$(dirname "$0")/lib.sh" "$1" mpid
 KIND=${2:?single or two}
 require_bins incamd incswitchd mpi_dtype_conformance libincmpi.so
@@ -71,4 +72,5 @@ PY
 grep -q "incmpi: fallback reason=noncontiguous_dtype call=MPI_Allreduce" "$OUT/inc.log" ||
   fail "no log line for reason=noncontiguous_dtype"
 ! grep "incmpi: fallback reason=empty .* bytes=[1-9]" "$OUT/inc.log" || fail "a call with bytes logged as empty"
+mpi_no_error_lines plain inc
 pass

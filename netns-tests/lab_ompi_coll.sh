@@ -12,17 +12,35 @@
 #      reasons counted and logged ("coll/incin: fallback reason=..."), libinc
 #      moved frames, and the AM has no tree of the job left after MPI_Finalize;
 #   4. with an unreachable AM and with INCMPI_ENABLE=0: the plain results,
-#      every call counted as a no_group / disabled fallback;
+#      every call counted as a no_group / disabled fallback; with
+#      INCMPI_ENABLE=0 on rank 1 only: the plain results, every call on every
+#      rank a bad_config fallback (the ranks compare their settings);
 #   5. with coll_incin_enable=0: exact results and no trace of the component
-#      (the checks of run 3 can tell a run without it).
+#      (the checks of run 3 can tell a run without it);
+#   6. mpi_comm_loop, MPICH's communicator loop (MPI_Comm_split halves ->
+#      MPI_Intercomm_create -> MPI_Intercomm_merge both ways, MPI_Comm_dup,
+#      MPI_Comm_create of subgroups) with collectives on the
+#      intercommunicators and on every intracommunicator (Allreduce, Reduce,
+#      Bcast, Barrier, Allgather, Reduce_scatter_block, and calls the
+#      component passes on: Alltoall, Gather, Allgatherv, Scan, Exscan,
+#      Reduce_scatter, PROD, MINLOC) over predefined and derived datatypes:
+#      plain Open MPI, then with the component: exit 0, the same digest, the
+#      six collectives offloaded on every rank alike (merged and dup'd
+#      communicators with the world's group included), subcommunicators
+#      passed on. Before the fix Open MPI's coll/inter ran MPI_Allgatherv on
+#      the intercommunicator with an internal datatype through the
+#      component, which decoded it: MPI_ERR_INTERN, the job aborted;
+#   7. no run that passed logged an error (a clean run is quiet: no " E "
+#      line from libinc, coll/incin or libincmpi on any rank).
 . "$(dirname "$0")/lib.sh" "$1" ompicoll
 KIND=single
-require_bins incamd incswitchd incinctl mpi_coverage mca_coll_incin.so
+require_bins incamd incswitchd incinctl mpi_coverage mpi_comm_loop mca_coll_incin.so
 # shellcheck disable=SC2034  # TEST_OK is lib.sh's (keeps the lab logs quiet on a skip)
 skip() { echo "SKIP: $*" >&2; TEST_OK=1; exit 77; }
 command -v mpirun >/dev/null || skip "mpirun not installed (openmpi-bin)"
 command -v ompi_info >/dev/null || skip "ompi_info not installed (openmpi-bin)"
 COVERAGE=$(find "$INCLAB_BUILD" -maxdepth 4 -type f -name mpi_coverage -perm -u+x | head -n1)
+LOOP=$(find "$INCLAB_BUILD" -maxdepth 4 -type f -name mpi_comm_loop -perm -u+x | head -n1)
 COMPONENT=$(readlink -f "$(find "$INCLAB_BUILD" -maxdepth 4 -type f -name mca_coll_incin.so | head -n1)")
 # Open MPI's own components stay on the path, ours is added after them.
 PKGLIB=$(ompi_info --path pkglibdir --parsable | sed -n 's/^path:pkglibdir://p')
@@ -88,14 +106,54 @@ run noam --mca mca_component_path "$CPATH_MCA" -x INCMPI_AM=172.31.0.1:1 -x INCM
 run disabled --mca mca_component_path "$CPATH_MCA" -x INCMPI_ENABLE=0 \
   -x "INCMPI_SUMMARY_JSON=$OUT/disabled-%r.json" -- --quick
 grep -q "coll/incin: fallback reason=no_group call=MPI_Allreduce" "$OUT/noam.log" || fail "no log line for reason=no_group"
-mpi_all_fell_back 4 noam:no_group disabled:disabled
+# Rank 1 alone sees INCMPI_ENABLE=0 (its host's environment differs): the
+# ranks compare their settings when the group forms and all pass every call
+# on (bad_config).
+cat >"$OUT/rank1-disabled.sh" <<EOF
+#!/bin/sh
+[ "\$OMPI_COMM_WORLD_RANK" = 1 ] && export INCMPI_ENABLE=0
+exec "$COVERAGE" "\$@"
+EOF
+chmod +x "$OUT/rank1-disabled.sh"
+mpi_run mixed "$OUT/rank1-disabled.sh" "^mpi_coverage: ranks 4 checks [0-9]* failures 0 " \
+  --mca mca_component_path "$CPATH_MCA" -x "INCMPI_SUMMARY_JSON=$OUT/mixed-%r.json" -- --quick
+mpi_all_fell_back 4 noam:no_group disabled:disabled mixed:bad_config
 
 # The same path with the component switched off: plain results, no trace.
 run off --mca mca_component_path "$CPATH_MCA" --mca coll_incin_enable 0 -x INCMPI_LOG_LEVEL=info \
   -x "INCMPI_SUMMARY_JSON=$OUT/off-%r.json" -- --quick
 ! grep -q "coll/incin" "$OUT/off.log" || fail "coll/incin ran with coll_incin_enable=0"
 ! ls "$OUT"/off-*.json >/dev/null 2>&1 || fail "coll/incin wrote a summary with coll_incin_enable=0"
-for tag in noam disabled; do
+for tag in noam disabled mixed; do
   [ "$(digest "$OUT/$tag.log")" = "$(digest "$OUT/off.log")" ] || fail "run $tag: results differ from plain Open MPI"
 done
+
+# MPICH's communicator loop, plain and with the component (its own job).
+loop() {
+  mpi_run "$1" "$LOOP" "^mpi_comm_loop: ranks 4 comms [0-9]* checks [0-9]* failures 0 " "${@:2}"
+}
+loopdigest() { sed -n 's/^mpi_comm_loop: .* digest \([0-9a-f]*\)$/\1/p' "$1"; }
+loop loopplain --
+JOB2="mpi-$L-loop-$$"
+CREDENTIAL2=$("$INCLAB" ctl "$L" job credential "$JOB2") || fail "no job credential for $JOB2 from the AM"
+loop loopcoll --mca mca_component_path "$CPATH_MCA" -x "INC_JOB_CREDENTIAL=$CREDENTIAL2" -x INCMPI_LOG_LEVEL=info \
+  -x "INCMPI_SUMMARY_JSON=$OUT/loopcoll-%r.json" --
+[ "$(loopdigest "$OUT/loopplain.log")" = "$(loopdigest "$OUT/loopcoll.log")" ] ||
+  fail "mpi_comm_loop: results differ with and without coll/incin (digests $(loopdigest "$OUT/loopplain.log") / $(loopdigest "$OUT/loopcoll.log"))"
+grep -q "coll/incin: rank 0: MPI_COMM_WORLD on INC tree" "$OUT/loopcoll.log" || fail "mpi_comm_loop: no INC tree with coll/incin"
+mpi_offloaded_summary loopcoll 4 "subcomm unsupported_op" "single_rank no_group group_failed bad_config"
+# The merged and dup'd communicators have the world's group: offloaded too.
+# Seven intracommunicators have it (world, dup, reversed split, both merges
+# of the halves, the dup of a merge, the merge of rank 0 against the rest),
+# and on each the program makes 12 offloadable MPI_Allreduce calls (counts
+# 1, 7 and 1000 x int SUM, MIN, MAX and double SUM in place): at least 84.
+python3 - "$OUT" <<'PY' || fail "mpi_comm_loop: too few MPI_Allreduce offloaded for the communicators with the world's group"
+import json, sys
+d = json.load(open(f"{sys.argv[1]}/loopcoll-0.json"))
+n = d["calls"]["MPI_Allreduce"]["offloaded"]["calls"]
+print(f"  mpi_comm_loop: {n} MPI_Allreduce offloaded on rank 0")
+sys.exit(0 if n >= 84 else 1)
+PY
+
+mpi_no_error_lines plain coll disabled off loopplain loopcoll
 pass

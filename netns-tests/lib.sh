@@ -196,6 +196,18 @@ mpi_run() {
   grep "$pass" "$OUT/$tag.log" | sed 's/^/  /'
 }
 
+# mpi_no_error_lines TAG...: a passing job logs no error: no line of any
+# rank's log ($OUT/TAG.log, every rank's stderr) at level E (the logs'
+# "<time>Z E <component>: ..." format of libinc, libincmpi and coll/incin).
+mpi_no_error_lines() {
+  local tag lines
+  for tag in "$@"; do
+    lines=$(grep -E '[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z E ' "$OUT/$tag.log" || true)
+    [ -z "$lines" ] || fail "run $tag passed but logged errors:"$'\n'"$lines"
+  done
+  echo "  no error lines in: $*"
+}
+
 # mpi_offloaded_summary TAG RANKS WANT [NEVER]: the INCMPI_SUMMARY_JSON of
 # the offloading run TAG ($OUT/TAG-<rank>.json) on each of RANKS ranks: the
 # group formed, every collective offloaded at least once and as often as on

@@ -14,7 +14,7 @@
 #                         [--workers 2|4] [--ranks-per-host N]
 #
 #   --quick       sizes 8 B, 64 KiB, 1 MiB and 1 repetition (the smoke test)
-#   --reps N      repetitions of every configuration (default 3)
+#   --reps N      repetitions of every configuration (default 5)
 #   --out DIR     results (default bench-results/<UTC time>)
 #   --build DIR   build directory (default build); --no-build uses it as is
 #   --mtu N       lab MTU (default 9000: 768 four-byte elements per packet)
@@ -51,7 +51,7 @@ ROOT=$(pwd)
 [ "$(id -u)" -eq 0 ] || { echo "bench.sh: run as root (namespaces, XDP, bpffs)" >&2; exit 1; }
 
 QUICK=0
-REPS=3
+REPS=5
 REPS_SET=0
 OUT=""
 BUILD_DIR=build
@@ -169,7 +169,7 @@ MPI_PLACEMENT=()
 RAW="$OUT/raw.csv"
 echo "topology,system,workers,rep,size_bytes,time_us,algbw_GBps,busbw_GBps,wrong" >"$RAW"
 RUNS="$OUT/runs.csv"
-echo "topology,system,rep,run,exit,seconds,retransmissions,load1_before,load1_after" >"$RUNS"
+echo "topology,system,rep,run,exit,seconds,retransmissions,load1_before,load1_after,idle_pct,steal_pct" >"$RUNS"
 FAILED=0
 
 LABS=()
@@ -217,10 +217,22 @@ EOF
 }
 
 # run TOPOLOGY SYSTEM REP LOG cmd...: runs with a time limit, records rows.
+# cpu_times: the aggregate "cpu" line of /proc/stat (user nice system idle
+# iowait irq softirq steal ...), for the idle and steal shares of a run.
+cpu_times() { sed -n 's/^cpu  //p' /proc/stat; }
+cpu_shares() {  # BEFORE AFTER: "idle_pct,steal_pct" of all CPUs between the two readings
+  python3 -c 'import sys
+b, a = [list(map(int, s.split())) for s in sys.argv[1:3]]
+d = [y - x for x, y in zip(b, a)]
+total = sum(d[:8]) or 1
+print(f"{100 * (d[3] + d[4]) / total:.1f},{100 * d[7] / total:.1f}")' "$1" "$2"
+}
+
 run() {
-  local topo=$1 sys=$2 rep=$3 log=$4 rc=0 t0=$SECONDS retx load0
+  local topo=$1 sys=$2 rep=$3 log=$4 rc=0 t0=$SECONDS retx load0 cpu0
   shift 4
   load0=$(cut -d' ' -f1 /proc/loadavg)
+  cpu0=$(cpu_times)
   timeout --kill-after=20 "$RUN_TIMEOUT" "$@" >"$log" 2>&1 || rc=$?
   # Open MPI's launch across the lab's namespaces now and then hangs before
   # any rank starts (about 1 run in 20 on the loaded VM; lab_mpi.sh retries
@@ -238,7 +250,7 @@ import json, sys
 for line in open(sys.argv[1], errors="replace"):
     if line.startswith("{\"collective\""):
         print(json.loads(line)["status"].get("retransmissions", "")); break' "$log" 2>/dev/null || true)
-  echo "$topo,$sys,$rep,$(basename "$log" .log),$rc,$((SECONDS - t0)),$retx,$load0,$(cut -d' ' -f1 /proc/loadavg)" \
+  echo "$topo,$sys,$rep,$(basename "$log" .log),$rc,$((SECONDS - t0)),$retx,$load0,$(cut -d' ' -f1 /proc/loadavg),$(cpu_shares "$cpu0" "$(cpu_times)")" \
     >>"$RUNS"
   if [ $rc -ne 0 ]; then
     echo "bench.sh: $sys on $topo (rep $rep) failed with exit $rc; log $log" >&2

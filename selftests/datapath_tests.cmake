@@ -5,7 +5,8 @@
 # they exit 77, which ctest reports as skipped.
 if(TARGET inc_datapath)
   add_executable(datapath_test datapath/main.cc datapath/aggregate_test.cc datapath/replicate_test.cc
-                               datapath/parse_test.cc datapath/two_level_test.cc datapath/control_test.cc)
+                               datapath/parse_test.cc datapath/two_level_test.cc datapath/control_test.cc
+                               datapath/certificate_test.cc)
   target_link_libraries(datapath_test PRIVATE inc_datapath inc_common PkgConfig::LIBBPF GTest::gtest)
   inc_target_defaults(datapath_test)
   inc_gtest_groups(
@@ -18,5 +19,6 @@ if(TARGET inc_datapath)
            "slot_reuse_wrap=*SlotReuse*"
            "icrc=*Icrc*:*ResultAndRetransmitCopiesAreByteExact*"
            "live_broadcast=*LiveBroadcast*"
+           "certificate=*Certificate*"
            "control=*ConfigureTree*:*Reconfigure*:*Restarted*:*StatsCount*")
 endif()

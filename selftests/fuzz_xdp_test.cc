@@ -269,7 +269,7 @@ const Field kFields[] = {
     {INC_OFF_INC + 16, 4},   // key
     {INC_OFF_INC + 20, 1},   // exponent
     {INC_OFF_INC + 21, 1},   // root rank
-    {INC_OFF_INC + 22, 2},   // reserved
+    {INC_OFF_INC + 22, 2},   // aux
 };
 
 uint64_t GetBe(const std::vector<uint8_t>& f, const Field& x) {
@@ -510,6 +510,7 @@ class XdpFuzz : public ::testing::Test {
       const char* name;
       uint8_t coll, dtype, op;
       uint16_t count;
+      uint16_t aux = 0;  // certificate threshold code
     };
     const Kind kinds[] = {{"int32 sum", INC_COLL_ALLREDUCE, INC_DTYPE_INT32, INC_OP_SUM, 16},
                           {"int32 sum full", INC_COLL_ALLREDUCE, INC_DTYPE_INT32, INC_OP_SUM, 768},
@@ -518,13 +519,16 @@ class XdpFuzz : public ::testing::Test {
                           {"int64 sum", INC_COLL_ALLREDUCE, INC_DTYPE_INT64, INC_OP_SUM, 33},
                           {"int64 min", INC_COLL_ALLREDUCE, INC_DTYPE_INT64, INC_OP_MIN, 5},
                           {"reduce", INC_COLL_REDUCE, INC_DTYPE_INT32, INC_OP_SUM, 12},
-                          {"barrier", INC_COLL_BARRIER, INC_DTYPE_INT32, INC_OP_SUM, 0}};
+                          {"barrier", INC_COLL_BARRIER, INC_DTYPE_INT32, INC_OP_SUM, 0},
+                          {"fp32 sum certified", INC_COLL_ALLREDUCE, INC_DTYPE_FP32, INC_OP_SUM, 41, 0x0a07},
+                          {"fp64 sum certified", INC_COLL_REDUCE, INC_DTYPE_FP64, INC_OP_SUM, 19, 0x2c31}};
     for (const Kind& k : kinds) {
-      uint32_t esz = k.dtype == INC_DTYPE_INT64 ? 8 : 4;
+      uint32_t esz = inc_dtype_size(k.dtype);
       Exchange x;
       for (uint16_t r = 0; r < 4; r++) {
         IncHeader h = Header(1, r, r, k.coll, k.dtype, k.op, k.count);
         h.root_rank = 2;
+        h.aux = k.aux;
         if (k.dtype == INC_DTYPE_FP32 && k.op == INC_OP_SUM) h.exponent = -9;
         x.push_back(s.size());
         s.push_back(FromPeer(std::string("t1 ") + k.name, t1.children[r], h, Payload(k.count * esz, r)));
@@ -579,6 +583,17 @@ class XdpFuzz : public ::testing::Test {
     again.flags = INC_FLAG_RETRANSMIT;
     s.push_back(FromPeer("t3 child switch retransmission", t3.children[0], again, Payload(160, 3)));
     exchanges_.push_back({partial, partial + 1, s.size() - 1});  // counted: becomes a pull
+    // Root, certified FP32 sum: the child switch's partial with its
+    // certificate trailer, and the direct member (certifies nothing).
+    IncHeader cp = Header(3, 0, 4, INC_COLL_ALLREDUCE, INC_DTYPE_FP32, INC_OP_SUM, 30);
+    cp.aux = 0x0311 | INC_AUX_TRAILER;
+    size_t cert_partial = s.size();
+    s.push_back(FromPeer("t3 child switch partial with trailer", t3.children[0], cp,
+                         Payload(120 + INC_CERT_TRAILER_BYTES, 6)));
+    IncHeader cm = Header(3, 1, 4, INC_COLL_ALLREDUCE, INC_DTYPE_FP32, INC_OP_SUM, 30);
+    cm.aux = 0x0311;
+    s.push_back(FromPeer("t3 member certified", t3.children[1], cm, Payload(120, 8)));
+    exchanges_.push_back({cert_partial, cert_partial + 1});
     // Not INC: ARN, RSVP, transit RoCE, DNS, ARP.
     const Peer& p0 = t1.children[0];
     arn::Message am;

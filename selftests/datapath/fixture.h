@@ -21,6 +21,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -41,8 +42,9 @@ namespace inc::dp {
 constexpr int kPorts = 72;  // dpt0..dpt71 (switch side) <-> dpt<i>p
 constexpr uint16_t kMaxElems32 = INC_MAX_PAYLOAD_BYTES / 4;
 constexpr uint16_t kMaxElems64 = INC_MAX_PAYLOAD_BYTES / 8;
-// Port MTU: a frame with the largest payload, without its Ethernet header.
-constexpr int kPortMtu = INC_FRAME_OVERHEAD + INC_MAX_PAYLOAD_BYTES - 14;
+// Port MTU: the largest frame (a leaf's partial with its certificate
+// trailer), without its Ethernet header.
+constexpr int kPortMtu = INC_FRAME_OVERHEAD + INC_MAX_WIRE_PAYLOAD_BYTES - 14;
 inline std::string g_skip;  // non-empty: why BPF tests cannot run here
 inline const std::string kPinRoot = "/sys/fs/bpf/incin-dpt" + std::to_string(getpid());
 
@@ -267,6 +269,7 @@ inline void ExpectBroadcastFrame(const std::vector<uint8_t>& out, const IncHeade
   EXPECT_EQ(parsed->inc.rank, want_hdr.rank);
   EXPECT_EQ(parsed->inc.count, want_hdr.count);
   EXPECT_EQ(parsed->inc.msg_id, want_hdr.msg_id);
+  EXPECT_EQ(parsed->inc.aux, want_hdr.aux) << "aux (certificate code and flags)";
   EXPECT_EQ(parsed->dma_len, sizeof(inc_hdr) + want_payload.size());
   ASSERT_EQ(parsed->payload_len, want_payload.size());
   EXPECT_EQ(std::vector<uint8_t>(parsed->payload, parsed->payload + parsed->payload_len), want_payload);
@@ -292,10 +295,14 @@ inline int32_t F32Key(int32_t x) {
   return x ^ ((x >> 31) & 0x7fffffff);
 }
 
+inline size_t ElemSize(uint8_t dtype) {
+  return dtype == INC_DTYPE_INT64 || dtype == INC_DTYPE_FP64 ? 8 : 4;
+}
+
 inline Reduced Reference(uint8_t dtype, uint8_t op, const std::vector<std::vector<uint8_t>>& in) {
   Reduced r;
   r.bytes = in[0];
-  size_t esz = dtype == INC_DTYPE_INT64 ? 8 : 4;
+  size_t esz = ElemSize(dtype);
   size_t n = r.bytes.size() / esz;
   for (size_t k = 1; k < in.size(); k++) {
     for (size_t i = 0; i < n; i++) {
@@ -306,8 +313,10 @@ inline Reduced Reference(uint8_t dtype, uint8_t op, const std::vector<std::vecto
         int64_t v = a;
         if (op == INC_OP_SUM) {
           v = static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
-          if ((b > 0 && a > std::numeric_limits<int64_t>::max() - b) ||
-              (b < 0 && a < std::numeric_limits<int64_t>::min() - b))
+          // FP64 lanes are fixed point with headroom, like FP32's: no
+          // OVERFLOW flag.
+          if (dtype != INC_DTYPE_FP64 && ((b > 0 && a > std::numeric_limits<int64_t>::max() - b) ||
+                                          (b < 0 && a < std::numeric_limits<int64_t>::min() - b)))
             r.overflow = true;
         } else if (op == INC_OP_MIN) {
           v = std::min(a, b);
@@ -339,6 +348,66 @@ inline Reduced Reference(uint8_t dtype, uint8_t op, const std::vector<std::vecto
   return r;
 }
 
+// ------------------------------------------------- accuracy certificate --
+// Computed here from the contributions, independently of the data path's
+// SWAR arithmetic: exact abs sums in 128 bits, T = (C & 0xFF) << ((C >> 8) &
+// 0x3F) in 128 bits.
+
+// A_i = sum over the contributions of |lane i| (FP32: int32 lanes, FP64:
+// int64 lanes).
+inline std::vector<unsigned __int128> AbsSums(uint8_t dtype, const std::vector<std::vector<uint8_t>>& in) {
+  size_t esz = ElemSize(dtype), n = in.empty() ? 0 : in[0].size() / esz;
+  std::vector<unsigned __int128> a(n, 0);
+  for (const auto& c : in) {
+    for (size_t i = 0; i < n; i++) {
+      int64_t v;
+      if (esz == 8) {
+        std::memcpy(&v, &c[i * 8], 8);
+      } else {
+        int32_t w;
+        std::memcpy(&w, &c[i * 4], 4);
+        v = w;
+      }
+      a[i] += v < 0 ? static_cast<unsigned __int128>(-static_cast<__int128>(v))
+                    : static_cast<unsigned __int128>(v);
+    }
+  }
+  return a;
+}
+
+inline unsigned __int128 Threshold(uint16_t code) {
+  return static_cast<unsigned __int128>(code & 0xFF) << ((code >> 8) & 0x3F);
+}
+
+// Element i is certified (code != 0).
+inline std::vector<bool> Certified(uint8_t dtype, uint16_t code,
+                                   const std::vector<std::vector<uint8_t>>& in) {
+  auto a = AbsSums(dtype, in);
+  std::vector<bool> ok(a.size());
+  for (size_t i = 0; i < a.size(); i++) ok[i] = a[i] >= Threshold(code);
+  return ok;
+}
+
+// What a single switch or a root whose children are members says about the
+// message: aux = C | UNCERTIFIED iff some element is below T; 0 for code 0
+// and for messages that are not FP32/FP64 sums.
+inline uint16_t ResultAux(uint8_t coll, uint8_t dtype, uint8_t op, uint16_t code,
+                          const std::vector<std::vector<uint8_t>>& in) {
+  if (!inc_certified_msg(coll, dtype, op) || code == 0) return 0;
+  auto ok = Certified(dtype, code, in);
+  bool uncertified = std::find(ok.begin(), ok.end(), false) != ok.end();
+  return static_cast<uint16_t>(code | (uncertified ? INC_AUX_UNCERTIFIED : 0));
+}
+
+// A leaf's trailer: 12 little-endian words, bit i set iff element i is
+// certified over the leaf's members.
+inline std::vector<uint8_t> Trailer(const std::vector<bool>& certified) {
+  std::vector<uint64_t> w(INC_CERT_TRAILER_WORDS, 0);
+  for (size_t i = 0; i < certified.size(); i++)
+    if (certified[i]) w[i / 64] |= uint64_t{1} << (i % 64);
+  return Bytes(w);
+}
+
 // Deterministic pseudo-random payload of n elements for rank/message.
 inline std::vector<uint8_t> Payload(uint8_t dtype, uint16_t n, uint32_t seed, bool big = false) {
   std::vector<uint8_t> b;
@@ -350,7 +419,12 @@ inline std::vector<uint8_t> Payload(uint8_t dtype, uint16_t n, uint32_t seed, bo
     return x;
   };
   for (uint16_t i = 0; i < n; i++) {
-    if (dtype == INC_DTYPE_INT64) {
+    if (dtype == INC_DTYPE_FP64) {
+      // Block fixed point: within 2^(62 - h) of zero, either sign.
+      int64_t v = static_cast<int64_t>(next() % (uint64_t{1} << 50)) - (int64_t{1} << 49);
+      auto* p = reinterpret_cast<uint8_t*>(&v);
+      b.insert(b.end(), p, p + 8);
+    } else if (dtype == INC_DTYPE_INT64) {
       int64_t v = big ? static_cast<int64_t>(next()) : static_cast<int64_t>(next() % 2000001) - 1000000;
       auto* p = reinterpret_cast<uint8_t*>(&v);
       b.insert(b.end(), p, p + 8);
@@ -373,13 +447,16 @@ inline std::vector<uint8_t> Payload(uint8_t dtype, uint16_t n, uint32_t seed, bo
 // all but the last are consumed, the last yields the broadcast result; then
 // every child retransmits and gets its own addressed copy back (XDP_TX),
 // byte-exact with a valid ICRC. Returns false on a fatal mismatch.
+// `code`: the certificate threshold code every contribution carries in aux;
+// the result and every resent copy must carry ResultAux.
 inline void RunMessage(Switch& sw, const TreeParams& t, const std::vector<Peer>& kids, uint32_t msg,
                        uint8_t coll, uint8_t dtype, uint8_t op,
                        const std::vector<std::vector<uint8_t>>& contrib, uint8_t root,
-                       std::vector<uint32_t>* psn, bool retransmit_all = true) {
-  size_t esz = dtype == INC_DTYPE_INT64 ? 8 : 4;
+                       std::vector<uint32_t>* psn, bool retransmit_all = true, uint16_t code = 0) {
+  size_t esz = ElemSize(dtype);
   std::vector<uint8_t> want;
   bool ovf = false;
+  uint16_t aux = 0;
   if (coll == INC_COLL_BROADCAST) {
     for (const auto& c : contrib)
       if (!c.empty()) want = c;
@@ -387,6 +464,7 @@ inline void RunMessage(Switch& sw, const TreeParams& t, const std::vector<Peer>&
     auto r = Reference(dtype, op, contrib);
     want = r.bytes;
     ovf = r.overflow;
+    aux = ResultAux(coll, dtype, op, code, contrib);
   }
   uint16_t count = static_cast<uint16_t>(want.size() / esz);
   IncHeader last_hdr;
@@ -394,6 +472,7 @@ inline void RunMessage(Switch& sw, const TreeParams& t, const std::vector<Peer>&
     IncHeader h = Header(t, static_cast<uint16_t>(i), msg, static_cast<uint16_t>(contrib[i].size() / esz),
                          coll, dtype, op);
     h.root_rank = root;
+    h.aux = code;
     auto r = TestRun(sw.prog(), FromPeer(kids[i], h, contrib[i]), kids[i].ifindex);
     ASSERT_EQ(r.err, 0);
     if (i + 1 < kids.size()) {
@@ -402,13 +481,16 @@ inline void RunMessage(Switch& sw, const TreeParams& t, const std::vector<Peer>&
     }
     ASSERT_EQ(r.retval, XDP_REDIRECT) << "last contribution must broadcast the result";
     last_hdr = h;
-    ExpectBroadcastFrame(r.out, ResultHeader(h, count, ovf ? INC_FLAG_OVERFLOW : 0), want);
+    IncHeader rh = ResultHeader(h, count, ovf ? INC_FLAG_OVERFLOW : 0);
+    rh.aux = aux;
+    ExpectBroadcastFrame(r.out, rh, want);
   }
   if (!retransmit_all) return;
   for (size_t i = 0; i < kids.size(); i++) {
     IncHeader h = Header(t, static_cast<uint16_t>(i), msg, static_cast<uint16_t>(contrib[i].size() / esz),
                          coll, dtype, op);
     h.root_rank = root;
+    h.aux = code;
     h.flags = INC_FLAG_RETRANSMIT;
     auto r = TestRun(sw.prog(), FromPeer(kids[i], h, contrib[i]), kids[i].ifindex);
     ASSERT_EQ(r.err, 0);
@@ -420,6 +502,7 @@ inline void RunMessage(Switch& sw, const TreeParams& t, const std::vector<Peer>&
       bh.flags = INC_FLAG_RESULT;
       bh.rank = INC_RANK_RESULT;
       bh.count = count;
+      bh.aux = aux;
       ExpectBroadcastFrame(r.out, bh, want);
       continue;
     }
@@ -429,11 +512,37 @@ inline void RunMessage(Switch& sw, const TreeParams& t, const std::vector<Peer>&
     rh.flags = INC_FLAG_RESULT | (ovf ? INC_FLAG_OVERFLOW : 0);
     rh.rank = INC_RANK_RESULT;
     rh.count = gets_data ? count : 0;
+    rh.aux = aux;  // the same on every copy, element-less Reduce notices too
     std::vector<uint8_t> payload = gets_data ? want : std::vector<uint8_t>{};
     auto expected = ToPeer(kids[i], rh, payload, (*psn)[i]++);
     EXPECT_EQ(Hex(r.out), Hex(expected)) << "result copy to child " << i;
     EXPECT_TRUE(CheckIcrc(r.out.data(), r.out.size())) << "ICRC of the copy to child " << i;
   }
+}
+
+// A link between two switches of a tree that takes its two endpoints:
+// `up` is the parent as the child switch sees it, `down` the child as the
+// parent sees it.
+struct SwitchLink {
+  Peer up, down;
+};
+
+// Switches ignore VA, rkey and stride toward each other.
+inline SwitchLink LinkSwitches(int child_port, int parent_port, uint32_t parent_qpn, uint32_t child_qpn,
+                               uint16_t member_lo, uint16_t member_hi) {
+  SwitchLink l{MakePeer(child_port, 0), MakePeer(parent_port, 0)};
+  l.up.peer_mac = l.down.port_mac;
+  l.up.peer_ip = l.down.switch_ip;
+  l.down.peer_mac = l.up.port_mac;
+  l.down.peer_ip = l.up.switch_ip;
+  l.up.peer_qpn = l.down.switch_qpn = parent_qpn;
+  l.up.switch_qpn = l.down.peer_qpn = child_qpn;
+  l.up.va = l.down.va = 0;
+  l.up.rkey = l.down.rkey = 0;
+  l.up.stride = l.down.stride = 0;
+  l.down.member_lo = member_lo;
+  l.down.member_hi = member_hi;
+  return l;
 }
 
 inline std::vector<Peer> Kids(int n, int first_port = 0) {

@@ -318,6 +318,21 @@ TEST_F(DatapathTest, EveryDropReasonIsCountedOnceAndNothingElse) {
                        WithHeader(
                            k, t, [](IncHeader& h) { h.exponent = 4; }, 0, 4, INC_DTYPE_FP32));
        }},
+      {"FP64 MIN (travels as INT64 ordered keys)", "bad_dtype_op",
+       [](auto& k, auto& t) {
+         return WithHeader(
+             k, t, [](IncHeader& h) { h.op = INC_OP_MIN; }, 0, 2, INC_DTYPE_FP64);
+       }},
+      {"FP32 sum with another certificate threshold code", "bad_aux",
+       [](auto& k, auto& t) {
+         return WithHeader(
+             k, t, [](IncHeader& h) { h.aux = 0x0102; }, 1, 4, INC_DTYPE_FP32);
+       },
+       [](Switch& sw, auto& k, auto& t) {
+         RunFromSender(sw.prog(), k,
+                       WithHeader(
+                           k, t, [](IncHeader& h) { h.aux = 0x0101; }, 0, 4, INC_DTYPE_FP32));
+       }},
       {"RESULT sent to a single-level tree", "bad_result",
        [](auto& k, auto& t) { return WithHeader(k, t, [](IncHeader& h) { h.flags = INC_FLAG_RESULT; }); }},
       {"child 0's valid contribution on child 1's port", "bad_port",

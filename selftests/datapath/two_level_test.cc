@@ -9,31 +9,6 @@ namespace {
 
 // -------------------------------------------------- leaf -> root -> leaf --
 
-// A link between two switches of a tree that takes its two endpoints:
-// `up` is the parent as the child switch sees it, `down` the child as the
-// parent sees it.
-struct SwitchLink {
-  Peer up, down;
-};
-
-// Switches ignore VA, rkey and stride toward each other.
-SwitchLink LinkSwitches(int child_port, int parent_port, uint32_t parent_qpn, uint32_t child_qpn,
-                        uint16_t member_lo, uint16_t member_hi) {
-  SwitchLink l{MakePeer(child_port, 0), MakePeer(parent_port, 0)};
-  l.up.peer_mac = l.down.port_mac;
-  l.up.peer_ip = l.down.switch_ip;
-  l.down.peer_mac = l.up.port_mac;
-  l.down.peer_ip = l.up.switch_ip;
-  l.up.peer_qpn = l.down.switch_qpn = parent_qpn;
-  l.up.switch_qpn = l.down.peer_qpn = child_qpn;
-  l.up.va = l.down.va = 0;
-  l.up.rkey = l.down.rkey = 0;
-  l.up.stride = l.down.stride = 0;
-  l.down.member_lo = member_lo;
-  l.down.member_hi = member_hi;
-  return l;
-}
-
 TEST_F(DatapathTest, TwoLevelLeafRootLeafExchangeWithRetransmissionsInEveryState) {
   Switch leaf(UniqueName("leaf"));
   Switch root(UniqueName("root"));

@@ -98,6 +98,7 @@ struct ErrorReport {
   std::string error;
   uint64_t msg_id = 0;
   uint32_t timeouts = 0;
+  bool gave_up = false;  // the member's collective timed out: fail the tree
 };
 
 struct SwitchRegistration {

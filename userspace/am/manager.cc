@@ -688,10 +688,20 @@ Expected<Assignment> Manager::JoinGroup(const JoinRequest& req, const Cancelled&
   TreePtr t;
   uint64_t seq = 0;
   bool complete = false;
+  Ops stale;  // removing a finished tree of the same job
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (stopping_) return Unavailable("the aggregation manager is shutting down");
     auto j = job_live_.find(req.job);
+    if (j != job_live_.end()) {
+      TreePtr old = live_.at(j->second);
+      if (old->state == TreeState::kActive && !old->programming && old->members[rank].left) {
+        // A rank that left starts the job's next group while others still
+        // linger in the old one: the old tree is done.
+        DismantleLocked(old, TreeState::kDestroyed, rank_name + " started a new group of the job", &stale);
+        j = job_live_.find(req.job);
+      }
+    }
     if (j != job_live_.end()) {
       t = live_.at(j->second);
       if (t->state != TreeState::kPending || t->programming)
@@ -748,6 +758,7 @@ Expected<Assignment> Manager::JoinGroup(const JoinRequest& req, const Cancelled&
     if (complete) t->programming = true;  // claim the build for this thread
   }
 
+  RunOps(std::move(stale));
   if (complete) BuildAndProgram(t);
 
   const uint32_t timeout_ms = req.timeout_ms ? req.timeout_ms : Tuned(&AmOptions::join_timeout_ms);
@@ -872,13 +883,26 @@ Status Manager::LeaveGroup(const std::string& job, uint32_t rank) {
       return InvalidArgument("rank " + std::to_string(rank) + " is not below world_size " +
                              std::to_string(t->world));
     const std::string who = "rank " + std::to_string(rank) + " of job " + t->job;
-    if (!t->members[rank].joined) return NotFound(who + " has not joined");
+    if (!t->members[rank].joined) {
+      // Leaving a finished tree that another rank's new group replaced.
+      for (auto d = dismantled_.rbegin(); d != dismantled_.rend(); ++d)
+        if ((*d)->job == job && rank < (*d)->world && (*d)->members[rank].joined) return Status::Ok();
+      return NotFound(who + " has not joined");
+    }
     if (t->state == TreeState::kPending && !t->programming) {
       DropMemberLocked(t, rank);
       events_.Append("member_left", who + " left before the tree was built", t->id, "", t->job);
-    } else {
-      DismantleLocked(t, TreeState::kDestroyed,
-                      who + " (host " + t->members[rank].spec.host + ") left the group", &ops);
+    } else if (!t->members[rank].left) {
+      // The tree stays until every member left: a member lingering before
+      // its own LeaveGroup may still retransmit for a lost last result, and
+      // must not see its tree destroyed under it.
+      const std::string host = t->members[rank].spec.host;
+      if (t->members.Leave(rank)) {
+        DismantleLocked(t, TreeState::kDestroyed,
+                        "every rank left the group (the last: " + who + ", host " + host + ")", &ops);
+      } else {
+        events_.Append("member_left", who + " (host " + host + ") left the group", t->id, "", t->job);
+      }
     }
   }
   RunOps(std::move(ops));
@@ -911,15 +935,27 @@ Expected<MemberBeatReply> Manager::MemberHeartbeat(const MemberBeat& beat) {
 }
 
 Status Manager::ReportError(const ErrorReport& report) {
-  std::lock_guard<std::mutex> lk(mu_);
-  TreePtr t = FindTreeLocked(report.tree.tree_id, report.tree.job);
-  if (!t) return NotFound("no tree " + std::to_string(report.tree.tree_id) + " of job " + report.tree.job);
-  ++t->error_reports;
-  events_.Append("member_error",
-                 "rank " + std::to_string(report.rank) + " of job " + t->job + " on tree " +
-                     std::to_string(t->id) + ": " + report.error + " (msg " + std::to_string(report.msg_id) +
-                     ", " + std::to_string(report.timeouts) + " timeouts)",
-                 t->id, "", t->job);
+  Ops ops;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    TreePtr t = FindTreeLocked(report.tree.tree_id, report.tree.job);
+    if (!t) return NotFound("no tree " + std::to_string(report.tree.tree_id) + " of job " + report.tree.job);
+    ++t->error_reports;
+    const std::string what = "rank " + std::to_string(report.rank) + " of job " + t->job + " on tree " +
+                             std::to_string(t->id) + ": " + report.error + " (msg " +
+                             std::to_string(report.msg_id) + ", " + std::to_string(report.timeouts) +
+                             " timeouts)";
+    events_.Append("member_error", what, t->id, "", t->job);
+    // A member that gave up must not leave the others running on the
+    // switch: the tree fails for everyone (each member's next heartbeat
+    // says FAILED and aborts its collectives).
+    if (report.gave_up && !Dismantled(t->state))
+      DismantleLocked(t, TreeState::kFailed,
+                      "rank " + std::to_string(report.rank) + " gave up: " + report.error, &ops);
+  }
+  // Removed from the switches before the reporter hears back, so a late
+  // rank's contribution can no longer complete the message it gave up on.
+  RunOps(std::move(ops));
   return Status::Ok();
 }
 
@@ -1076,6 +1112,7 @@ void Manager::CheckHeartbeats() {
     for (const auto& [id, t] : live_) {
       if (t->state != TreeState::kActive || t->programming) continue;
       for (uint32_t r = 0; r < t->world; ++r) {
+        if (t->members[r].left) continue;  // no heartbeats after LeaveGroup
         uint64_t silent = MsSince(t->members[r].last_heartbeat);
         if (silent > Tuned(&AmOptions::member_heartbeat_timeout_ms)) {
           const bool silent_since_restart = t->restored && t->members[r].last_heartbeat == t->restored_at;

@@ -157,6 +157,15 @@ bool GroupMembers::Drop(uint32_t rank) {
   return true;
 }
 
+bool GroupMembers::Leave(uint32_t rank) {
+  Member& m = members_[rank];
+  if (m.joined && !m.left) {
+    m.left = true;
+    ++left_;
+  }
+  return left_ == joined_;
+}
+
 void GroupMembers::HeartbeatAll(Clock::time_point when) {
   for (Member& m : members_) m.last_heartbeat = when;
 }

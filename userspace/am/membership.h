@@ -35,6 +35,9 @@ class GroupMembers {
 
   struct Member {
     bool joined = false;
+    // Left an active tree (LeaveGroup); the tree lives on until every
+    // member left, so a rank whose last result was lost can still get it.
+    bool left = false;
     uint64_t join_seq = 0;  // distinguishes a join from a later one of the same rank
     MemberSpec spec;
     Clock::time_point last_heartbeat;
@@ -55,6 +58,8 @@ class GroupMembers {
   void Join(uint32_t rank, const MemberSpec& spec, uint64_t seq);
   // False when the rank had not joined.
   bool Drop(uint32_t rank);
+  // A member of an active tree left; true when it was the last one.
+  bool Leave(uint32_t rank);
   // Reserved trees know their hosts before anyone joins.
   void SetHost(uint32_t rank, const std::string& host) { members_[rank].spec.host = host; }
   void Heartbeat(uint32_t rank, Clock::time_point when) { members_[rank].last_heartbeat = when; }
@@ -74,6 +79,7 @@ class GroupMembers {
  private:
   std::vector<Member> members_;  // by rank
   uint32_t joined_ = 0;
+  uint32_t left_ = 0;
   std::map<std::string, uint32_t> rank_of_host_;  // joined members
 };
 

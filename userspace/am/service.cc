@@ -89,8 +89,12 @@ grpc::Status AmService::MemberHeartbeat(grpc::ServerContext* ctx, const v1::Memb
 grpc::Status AmService::ReportError(grpc::ServerContext* ctx, const v1::ReportErrorRequest* req,
                                     v1::ReportErrorResponse*) {
   INC_AUTHORIZE(AllowMemberOfRank(*ctx, "ReportError", req->job_id(), req->rank()));
-  return ToGrpcStatus(m_->ReportError(
-      {{req->tree_id(), req->job_id()}, req->rank(), req->error(), req->msg_id(), req->timeouts()}));
+  return ToGrpcStatus(m_->ReportError({{req->tree_id(), req->job_id()},
+                                       req->rank(),
+                                       req->error(),
+                                       req->msg_id(),
+                                       req->timeouts(),
+                                       req->gave_up()}));
 }
 
 grpc::Status AmService::RegisterSwitch(grpc::ServerContext* ctx, const v1::RegisterSwitchRequest* req,

@@ -106,6 +106,7 @@ inc_status inc_comm_create(const inc_comm_config* config, inc_comm** comm) {
   if (INC_HAS_FIELD(config, join_timeout_ms) && config->join_timeout_ms)
     o.join_timeout_ms = config->join_timeout_ms;
   if (INC_HAS_FIELD(config, max_retries) && config->max_retries) o.max_retries = config->max_retries;
+  if (INC_HAS_FIELD(config, op_timeout_ms) && config->op_timeout_ms) o.op_timeout_ms = config->op_timeout_ms;
   try {
     auto made = inc::client::Communicator::Create(o);
     if (!made.ok()) return Fail(made.status());

@@ -16,6 +16,7 @@
 
 #include "client/block_op.h"
 #include "client/engine.h"
+#include "client/float_sum.h"
 #include "client/gather_sum.h"
 #include "client/host_stage.h"
 #include "client/numerics.h"
@@ -90,6 +91,11 @@ bool ParseReduceOp(const std::string& s, ReduceOp* out) {
 }
 
 namespace {
+
+// The wire type of float64 SUM lanes (int64 block fixed point).
+constexpr uint8_t kFp64SumWire = INC_DTYPE_FP64;
+// Largest gathered vector of one pass of a float sum's gathered blocks.
+constexpr size_t kGatherChunkBytes = 4u << 20;
 
 std::string JsonEscape(const std::string& s) {
   std::string o;
@@ -178,7 +184,9 @@ std::string CommunicatorStatus::ToJson() const {
     << ",\"tx_packets\":" << tx_packets << ",\"tx_bytes\":" << tx_bytes << ",\"rx_packets\":" << rx_packets
     << ",\"rx_bytes\":" << rx_bytes << ",\"messages\":" << messages
     << ",\"retransmissions\":" << retransmissions << ",\"overflow_results\":" << overflow_results
-    << ",\"saturated_blocks\":" << saturated_blocks << ",\"operations\":" << operations
+    << ",\"saturated_blocks\":" << saturated_blocks << ",\"gathered_blocks\":" << gathered_blocks
+    << ",\"uncertified_blocks\":" << uncertified_blocks
+    << ",\"exponent_guess_misses\":" << exponent_guess_misses << ",\"operations\":" << operations
     << ",\"failed_operations\":" << failed_operations << ",\"heartbeats_failed\":" << heartbeats_failed
     << ",\"srtt_us\":" << static_cast<uint64_t>(srtt_us) << ",\"rto_us\":" << static_cast<uint64_t>(rto_us)
     << ",\"tx_kicks\":" << tx_kicks << ",\"tx_busy\":" << tx_busy << ",\"cq_bogus\":" << cq_bogus
@@ -207,7 +215,11 @@ class Communicator::Impl {
   std::shared_ptr<grpc::ChannelCredentials> am_credentials;  // TLS or plaintext, as the options say
   std::shared_ptr<grpc::Channel> channel;
   uint64_t saturated = 0;
-  bool joined = false;  // JoinGroup succeeded: leave on destruction
+  uint64_t gathered_blocks = 0;     // float-sum blocks added from gathered values
+  uint64_t uncertified_blocks = 0;  // of which the switch could not certify
+  uint64_t guess_misses = 0;        // float sums whose guessed exponents did not fit some block
+  ExponentGuesses guesses;          // float-sum exponents of earlier calls
+  bool joined = false;              // JoinGroup succeeded: leave on destruction
   // The job's rank and world; with several ranks per host opt.rank and
   // opt.world_size number the hosts (this rank's leader is the member).
   uint32_t g_rank = 0, g_world = 1;
@@ -221,12 +233,14 @@ class Communicator::Impl {
   std::condition_variable hb_cv;
   bool hb_stop = false;
   std::atomic<uint64_t> hb_failed{0};
+  std::atomic<bool> lingering{false};  // the communicator is being destroyed
   mutable std::mutex state_mu;
   std::string tree_state = "ACTIVE";
   uint32_t tree_generation = 0;  // heartbeat thread only
 
   ~Impl() {
     // Heartbeats keep running while lingering.
+    lingering.store(true);
     if (am && joined && engine && !engine->aborted()) {
       auto since = std::chrono::steady_clock::now() - last_op_end;
       auto linger = std::chrono::milliseconds(opt.leave_linger_ms);
@@ -312,60 +326,32 @@ class Communicator::Impl {
     return s;
   }
 
-  // Per-packet block exponents agreed through one INT32 MAX allreduce.
-  template <typename F>
-  Expected<std::vector<int32_t>> AgreeExponents(const F* in, uint64_t count, uint32_t per_packet) {
-    uint64_t blocks = PacketCount(count, per_packet);
-    std::vector<int32_t> local(blocks), agreed(blocks);
-    for (uint64_t b = 0; b < blocks; b++) {
-      PacketRange r = PacketElements(b, count, per_packet);
-      local[b] = sizeof(F) == 4 ? BlockExponentF32(reinterpret_cast<const float*>(in) + r.first, r.count)
-                                : BlockExponentF64(reinterpret_cast<const double*>(in) + r.first, r.count);
+  // Reduce runs as an AllReduce when the options say so (non-roots then
+  // ignore the elements).
+  void MapReduceMode(uint8_t* collective, uint8_t* root_index) const {
+    if (*collective == INC_COLL_REDUCE && opt.reduce_mode == "allreduce" &&
+        Allowed(asg.collectives, INC_COLL_ALLREDUCE)) {
+      *collective = INC_COLL_ALLREDUCE;
+      *root_index = 0;
     }
-    BlockSpec s = Base(INC_COLL_ALLREDUCE, INC_DTYPE_INT32, INC_OP_MAX, blocks);
-    s.send = local.data();
-    s.recv = agreed.data();
-    Status st = Run(s);
-    if (!st.ok()) return st.WithContext("exponent pre-pass");
-    return agreed;
   }
 
-  // A rooted or unrooted reduction on host-typed data already in wire-friendly
-  // form (int32/int64 raw, float32 or float64 values). recv may be null when
-  // this rank gets no data (Reduce non-root).
+  // A rooted or unrooted reduction of raw lanes: int32/int64 (any op) or
+  // float32 MIN/MAX (the switch orders them). recv may be null when this
+  // rank gets no data (Reduce non-root).
   Status Reduction(uint8_t collective, DataType t, ReduceOp op, const void* send, void* recv, uint64_t count,
                    uint8_t root_index, bool recv_data) {
-    uint8_t wop = static_cast<uint8_t>(op);
-    if (collective == INC_COLL_REDUCE && opt.reduce_mode == "allreduce" &&
-        Allowed(asg.collectives, INC_COLL_ALLREDUCE)) {
-      // Every rank gets the result; non-roots ignore its elements.
-      collective = INC_COLL_ALLREDUCE;
-      root_index = 0;
-    }
+    MapReduceMode(&collective, &root_index);
+    const auto wop = static_cast<uint8_t>(op);
     BlockSpec s;
     switch (t) {
       case DataType::kInt32: s = Base(collective, INC_DTYPE_INT32, wop, count); break;
       case DataType::kInt64: s = Base(collective, INC_DTYPE_INT64, wop, count); break;
       case DataType::kFloat32:
+        if (op == ReduceOp::kSum) return Internal("float32 SUM goes through FloatSum");
         s = Base(collective, INC_DTYPE_FP32, wop, count);
-        if (op == ReduceOp::kSum) s.codec = Codec::kFixedF32;
-        break;
-      case DataType::kFloat64:  // only SUM arrives here; MIN/MAX map onto ordered int64
-        s = Base(collective, INC_DTYPE_INT64, wop, count);
-        s.codec = Codec::kFixedF64;
         break;
       default: return Internal("unmapped data type in Reduction");
-    }
-    std::vector<int32_t> exps;
-    if (s.codec != Codec::kRaw) {
-      uint32_t per = ElemsPerPacket(s.elems4, inc_dtype_size(s.wire_dtype));
-      auto agreed = s.codec == Codec::kFixedF32
-                        ? AgreeExponents(static_cast<const float*>(send), count, per)
-                        : AgreeExponents(static_cast<const double*>(send), count, per);
-      if (!agreed.ok()) return agreed.status();
-      exps = std::move(*agreed);
-      s.exponents = exps.data();
-      s.headroom = HeadroomBits(opt.world_size);
     }
     s.root_index = root_index;
     s.send = send;
@@ -374,39 +360,195 @@ class Communicator::Impl {
     return Run(s);
   }
 
-  // A float SUM whose world x count elements fit one packet: one INT32 SUM
-  // gathers every rank's values (client/gather_sum.h), one round trip
-  // instead of block fixed point's two.
-  bool UseGatherSum(DataType t, ReduceOp op, uint64_t count) const {
-    return op == ReduceOp::kSum && t != DataType::kInt32 && t != DataType::kInt64 &&
-           opt.small_sum == "gather" && Allowed(asg.dtypes, INC_DTYPE_INT32) &&
-           Allowed(asg.ops, INC_OP_SUM) &&
-           GatherSumFits(opt.world_size, count, DataTypeSize(t), asg.elems_per_packet);
-  }
-
-  Status GatherSum(uint8_t collective, DataType t, const void* send, void* recv, uint64_t count,
-                   uint8_t root_index, bool recv_data) {
+  // A float SUM (client/float_sum.h): block fixed point for ordinary
+  // blocks, with the exponents agreed by a pre-pass or guessed from the
+  // last call of the same type and count (ExponentGuesses); gathered in
+  // rank order where the switch cannot certify an element or a block holds
+  // inf/NaN; every block gathered when no certificate exists (world <= 2)
+  // or when every rank's elements fit one packet (one round trip).
+  Status FloatSum(uint8_t collective, DataType t, const void* send, void* recv, uint64_t count,
+                  uint8_t root_index, bool recv_data) {
+    const uint32_t world = opt.world_size;
     const size_t esize = DataTypeSize(t);
-    const size_t lanes = GatherSumLanes(opt.world_size, count, esize);
-    std::vector<int32_t> mine(lanes), all(recv_data ? lanes : 0);
-    GatherSumContribution(opt.rank, opt.world_size, count, esize, send, mine.data());
-    INC_RETURN_IF_ERROR(Reduction(collective, DataType::kInt32, ReduceOp::kSum, mine.data(),
-                                  recv_data ? all.data() : nullptr, lanes, root_index, recv_data));
-    if (recv_data && recv) GatherSumAdd(t, opt.world_size, count, all.data(), recv);
+    recv_data = recv_data && recv != nullptr;
+    if (!Allowed(asg.dtypes, INC_DTYPE_INT32) || !Allowed(asg.ops, INC_OP_SUM) ||
+        !Allowed(asg.ops, INC_OP_MAX))
+      return FailedPrecondition("tree " + std::to_string(asg.tree_id) +
+                                " cannot run float sums: they need INT32 SUM and MAX besides the float type");
+    FixedSum f;
+    f.t = t;
+    f.ft = FixedPointType(t);
+    f.lane = f.ft == DataType::kFloat64 ? 8 : 4;
+    f.per = ElemsPerPacket(asg.elems_per_packet, f.lane);
+    f.count = count;
+    f.blocks = PacketCount(count, f.per);
+    f.code = CertificateCode(t, world);
+    f.collective = collective;
+    f.root_index = root_index;
+    f.recv_data = recv_data;
+    const bool small = opt.small_sum == "gather" && GatherSumFits(world, count, esize, asg.elems_per_packet);
+    std::vector<uint32_t> gathered;
+    if (f.code == 0 || small) {
+      gathered.resize(f.blocks);
+      for (uint64_t b = 0; b < f.blocks; b++) gathered[b] = static_cast<uint32_t>(b);
+    } else {
+      // The fixed point's input: float32 and float64 as they are, 16-bit
+      // types widened (exactly) to float32, decoded through out32.
+      std::vector<float> wide, out32;
+      f.in = send;
+      if (t == DataType::kFloat16 || t == DataType::kBFloat16) {
+        const auto* h = static_cast<const uint16_t*>(send);
+        wide.resize(count);
+        for (uint64_t i = 0; i < count; i++)
+          wide[i] = t == DataType::kFloat16 ? F16ToF32(h[i]) : Bf16ToF32(h[i]);
+        f.in = wide.data();
+        if (recv_data) out32.resize(count);
+      }
+      f.out = out32.empty() ? recv : out32.data();
+      f.own.resize(f.blocks);
+      for (uint64_t b = 0; b < f.blocks; b++) {
+        PacketRange r = PacketElements(b, count, f.per);
+        f.own[b] = f.lane == 8 ? BlockExponentF64(static_cast<const double*>(f.in) + r.first, r.count)
+                               : BlockExponentF32(static_cast<const float*>(f.in) + r.first, r.count);
+      }
+      std::vector<uint32_t> all(f.blocks);
+      for (uint64_t b = 0; b < f.blocks; b++) all[b] = static_cast<uint32_t>(b);
+      if (const std::vector<int32_t>* guess = guesses.Use(f.ft, count)) {
+        // One round trip: the data pass with the guessed exponents; blocks
+        // some rank could not quantise come back OVERFLOW and are redone
+        // with a pre-pass of their own.
+        f.agreed = *guess;
+        std::vector<uint32_t> redo;
+        INC_RETURN_IF_ERROR(FixedPass(&f, all, /*speculative=*/true, &gathered, &redo));
+        if (!redo.empty()) {
+          guess_misses++;
+          guesses.Forget(f.ft, count);
+          INC_RETURN_IF_ERROR(AgreeAndSum(&f, redo, &gathered));
+        }
+      } else {
+        INC_RETURN_IF_ERROR(AgreeAndSum(&f, all, &gathered));
+        guesses.Store(f.ft, count, f.agreed);
+      }
+      std::sort(gathered.begin(), gathered.end());
+      if (!out32.empty()) {
+        // Narrow what the fixed point delivered, not the gathered blocks:
+        // their inputs, which recv may hold (in place), are still needed.
+        auto* o = static_cast<uint16_t*>(recv);
+        for (uint64_t b = 0; b < f.blocks; b++) {
+          if (std::binary_search(gathered.begin(), gathered.end(), static_cast<uint32_t>(b))) continue;
+          PacketRange r = PacketElements(b, count, f.per);
+          for (uint64_t i = r.first; i < r.first + r.count; i++)
+            o[i] = t == DataType::kFloat16 ? F32ToF16(out32[i]) : F32ToBf16(out32[i]);
+        }
+      }
+    }
+    gathered_blocks += gathered.size();
+    for (const GatherChunk& c : ChunkGather(gathered, count, f.per, world, esize, kGatherChunkBytes)) {
+      std::vector<int32_t> mine(c.Lanes(esize)), all(recv_data ? c.Lanes(esize) : 0);
+      GatherChunkContribution(c, count, f.per, world, opt.rank, esize, send, mine.data());
+      INC_RETURN_IF_ERROR(Reduction(collective, DataType::kInt32, ReduceOp::kSum, mine.data(),
+                                    recv_data ? all.data() : nullptr, mine.size(), root_index, recv_data)
+                              .WithContext("gathered float sum"));
+      if (recv_data) GatherChunkSum(c, t, count, f.per, world, all.data(), recv);
+    }
     return Status::Ok();
   }
 
-  // Maps every user type onto Reduction's.
+  // One float SUM's fixed-point state.
+  struct FixedSum {
+    DataType t, ft;
+    size_t lane = 4;
+    uint32_t per = 0;
+    uint64_t count = 0, blocks = 0;
+    uint16_t code = 0;
+    uint8_t collective = INC_COLL_ALLREDUCE, root_index = 0;
+    bool recv_data = false;
+    const void* in = nullptr;          // float32 or float64 values
+    void* out = nullptr;               // float32 or float64 results (or null)
+    std::vector<int32_t> own, agreed;  // per block
+  };
+
+  // The pre-pass for `blocks` (their agreed exponents into f->agreed), then
+  // their data pass.
+  Status AgreeAndSum(FixedSum* f, const std::vector<uint32_t>& blocks, std::vector<uint32_t>* gathered) {
+    std::vector<int32_t> local(blocks.size()), agreed(blocks.size());
+    for (size_t k = 0; k < blocks.size(); k++) local[k] = f->own[blocks[k]];
+    INC_RETURN_IF_ERROR(Reduction(INC_COLL_ALLREDUCE, DataType::kInt32, ReduceOp::kMax, local.data(),
+                                  agreed.data(), blocks.size(), 0, true)
+                            .WithContext("exponent pre-pass"));
+    f->agreed.resize(f->blocks);
+    for (size_t k = 0; k < blocks.size(); k++) f->agreed[blocks[k]] = agreed[k];
+    return FixedPass(f, blocks, /*speculative=*/false, gathered, nullptr);
+  }
+
+  // The data pass of `blocks` at f->agreed: zero blocks are +0 without a
+  // message (unless speculative: a rank whose block is not zero must be
+  // able to say so), inf/NaN blocks and uncertified ones join *gathered,
+  // blocks that came back OVERFLOW (speculative only) go to *redo.
+  Status FixedPass(FixedSum* f, const std::vector<uint32_t>& blocks, bool speculative,
+                   std::vector<uint32_t>* gathered, std::vector<uint32_t>* redo) {
+    std::vector<uint32_t> fast;
+    std::vector<uint8_t> mark(speculative ? f->blocks : 0, 0);
+    for (uint32_t b : blocks) {
+      const int32_t e = f->agreed[b];
+      if (e >= kGatherBlockExponent) {
+        gathered->push_back(b);
+      } else if (e == kZeroBlockExponent && !speculative) {
+        if (f->recv_data) {
+          PacketRange r = PacketElements(b, f->count, f->per);
+          std::memset(static_cast<uint8_t*>(f->out) + r.first * f->lane, 0, r.count * f->lane);
+        }
+      } else {
+        fast.push_back(b);
+        if (speculative && f->own[b] > e) mark[b] = 1;  // would saturate (or holds inf/NaN)
+      }
+    }
+    if (fast.empty()) return Status::Ok();
+    uint8_t coll = f->collective, root = f->root_index;
+    MapReduceMode(&coll, &root);
+    BlockSpec s = Base(coll, f->lane == 8 ? kFp64SumWire : uint8_t{INC_DTYPE_FP32}, INC_OP_SUM, f->count);
+    s.codec = f->lane == 8 ? Codec::kFixedF64 : Codec::kFixedF32;
+    s.exponents = f->agreed.data();
+    s.headroom = HeadroomBits(opt.world_size);
+    s.blocks = fast.data();
+    s.num_blocks = fast.size();
+    s.aux = f->code;
+    std::vector<uint8_t> flagged, overflowed;
+    s.uncertified = &flagged;
+    if (speculative) {
+      s.mark_overflow = mark.data();
+      s.overflowed = &overflowed;
+    }
+    s.root_index = root;
+    s.send = f->in;
+    s.recv = f->recv_data ? f->out : nullptr;
+    s.recv_data = f->recv_data;
+    INC_RETURN_IF_ERROR(Run(s));
+    for (size_t k = 0; k < fast.size(); k++) {
+      if (speculative && overflowed[k]) {
+        redo->push_back(fast[k]);
+      } else if (flagged[k]) {
+        gathered->push_back(fast[k]);
+        uncertified_blocks++;
+      }
+    }
+    return Status::Ok();
+  }
+
+  // Maps every user type onto Reduction's or FloatSum.
   Status TypedReduction(uint8_t collective, const void* send, void* recv, size_t count, DataType t,
                         ReduceOp op, uint8_t root_index, bool recv_data) {
     if (count == 0) return Status::Ok();
-    if (UseGatherSum(t, op, count)) return GatherSum(collective, t, send, recv, count, root_index, recv_data);
+    if (op == ReduceOp::kSum && t != DataType::kInt32 && t != DataType::kInt64)
+      return FloatSum(collective, t, send, recv, count, root_index, recv_data);
     switch (t) {
       case DataType::kInt32:
       case DataType::kInt64:
       case DataType::kFloat32: return Reduction(collective, t, op, send, recv, count, root_index, recv_data);
       case DataType::kFloat16:
       case DataType::kBFloat16: {
+        // MIN/MAX on float32 keys: widening and narrowing are exact for
+        // every value the result can be.
         bool half = t == DataType::kFloat16;
         const auto* in = static_cast<const uint16_t*>(send);
         std::vector<float> wide(count), out(recv_data ? count : 0);
@@ -420,8 +562,6 @@ class Communicator::Impl {
         return Status::Ok();
       }
       case DataType::kFloat64: {
-        if (op == ReduceOp::kSum)
-          return Reduction(collective, DataType::kFloat64, op, send, recv, count, root_index, recv_data);
         const auto* in = static_cast<const double*>(send);
         std::vector<int64_t> ord(count), out(recv_data ? count : 0);
         for (size_t i = 0; i < count; i++) ord[i] = OrderedFromF64(in[i]);
@@ -518,11 +658,20 @@ class Communicator::Impl {
           }
           tree_generation = resp.generation();
         }
-        if (resp.tree_state() == inc::v1::TREE_FAILED || resp.tree_state() == inc::v1::TREE_DESTROYED) {
-          LOG_ERROR << "AM reports tree " << asg.tree_id << " " << TreeStateName(resp.tree_state());
-          engine->Abort(std::string("the AM reports tree ") + std::to_string(asg.tree_id) + " " +
-                        TreeStateName(resp.tree_state()) +
-                        (resp.reason().empty() ? "" : ": " + resp.reason()));
+        if ((resp.tree_state() == inc::v1::TREE_FAILED || resp.tree_state() == inc::v1::TREE_DESTROYED) &&
+            !engine->aborted()) {
+          const std::string why = std::string("the AM reports tree ") + std::to_string(asg.tree_id) + " " +
+                                  TreeStateName(resp.tree_state()) +
+                                  (resp.reason().empty() ? "" : ": " + resp.reason());
+          // A tree destroyed while this rank only lingers before leaving is
+          // the normal end of a job (another rank started the next group).
+          if (resp.tree_state() == inc::v1::TREE_FAILED)
+            LOG_ERROR << why;
+          else if (lingering.load())
+            LOG_INFO << why;
+          else
+            LOG_WARN << why;
+          engine->Abort(why);
         }
       }
       lock.lock();
@@ -540,6 +689,7 @@ class Communicator::Impl {
     req.set_error(error);
     req.set_msg_id(msg_id);
     req.set_timeouts(timeouts);
+    req.set_gave_up(true);
     inc::v1::ReportErrorResponse resp;
     grpc::Status s = am->ReportError(&ctx, req, &resp);
     if (!s.ok()) {
@@ -616,12 +766,17 @@ class Communicator::Impl {
     ec.rank_at_switch = static_cast<uint16_t>(asg.rank_at_switch);
     ec.timeout = std::chrono::microseconds(opt.message_timeout_us);
     ec.max_retries = opt.max_retries;
+    ec.op_timeout = std::chrono::milliseconds(opt.op_timeout_ms);
     ec.max_timeout = std::chrono::microseconds(std::max(opt.max_message_timeout_us, opt.message_timeout_us));
     ec.poll_ms = opt.poll_ms;
     ec.on_wait = opt.on_wait;
     engine = std::make_unique<Engine>(io.get(), ec);
-    engine->SetTimeoutReporter(
-        [this](uint32_t id, uint32_t n, const std::string& e) { ReportError(id, n, e); });
+    engine->SetTimeoutReporter([this](uint32_t id, uint32_t n, const std::string& e) {
+      ReportError(id, n, e);
+      // The AM failed the tree for every rank; this rank's later
+      // collectives fail at once with the same story.
+      engine->Abort("this rank gave up on message " + std::to_string(id) + ": " + e);
+    });
     if (am && opt.heartbeats) hb_thread = std::thread([this] { Heartbeats(); });
     LOG_INFO << "rank " << opt.rank << "/" << opt.world_size << " on " << opt.iface << " [" << transport
              << "] (" << ifinfo.ip.ToString() << ", QPN " << qpn << "): tree " << asg.tree_id
@@ -640,14 +795,14 @@ class ImplNet : public HostNet {
  public:
   explicit ImplNet(Communicator::Impl* impl) : impl_(impl) {}
   Status Reduce(uint8_t collective, uint8_t wire_dtype, uint8_t op, void* lanes, uint64_t count,
-                uint32_t root_node, bool recv) override {
+                uint32_t root_node, bool recv, const HostNetSum& sum) override {
     uint8_t root_index = impl_->MemberIndexOf(root_node);
-    if (collective == INC_COLL_REDUCE && impl_->opt.reduce_mode == "allreduce" &&
-        Communicator::Impl::Allowed(impl_->asg.collectives, INC_COLL_ALLREDUCE)) {
-      collective = INC_COLL_ALLREDUCE;
-      root_index = 0;
-    }
+    impl_->MapReduceMode(&collective, &root_index);
     BlockSpec s = impl_->Base(collective, wire_dtype, op, count);
+    s.blocks = sum.blocks;
+    s.num_blocks = sum.num_blocks;
+    s.aux = sum.aux;
+    s.uncertified = sum.uncertified;
     s.root_index = root_index;
     s.send = lanes;
     s.recv = recv ? lanes : nullptr;
@@ -869,6 +1024,7 @@ Expected<std::unique_ptr<Communicator>> Communicator::CreateLocal(const Communic
   so.local_size = local_size;
   so.slot_bytes = options.local_slot_bytes;
   so.attach_timeout_ms = options.join_timeout_ms;
+  so.barrier_timeout_ms = options.op_timeout_ms;  // a late local rank is waited for as long as a remote one
   so.on_wait = options.on_wait;
   auto stage = HostStage::Open(so);
   if (!stage.ok()) return stage.status().WithContext("host stage " + so.name);
@@ -1063,6 +1219,9 @@ CommunicatorStatus Communicator::GetStatus() const {
   s.member_qpn = impl_->qpn;
   s.transport = impl_->transport;
   if (impl_->verbs) s.rdma_device = impl_->verbs->gid().device;
+  s.gathered_blocks = impl_->gathered_blocks + (impl_->hc ? impl_->hc->gathered_blocks() : 0);
+  s.uncertified_blocks = impl_->uncertified_blocks + (impl_->hc ? impl_->hc->uncertified_blocks() : 0);
+  s.exponent_guess_misses = impl_->guess_misses;
   if (!impl_->io || !impl_->engine) return s;  // a local rank other than its host's member
   PacketIoStats io = impl_->io->Stats();
   s.tx_packets = io.tx_packets;

@@ -77,9 +77,14 @@ struct CommunicatorOptions {
   uint32_t rpc_timeout_ms = 5000;             // other AM RPCs
   uint32_t message_timeout_us = 20000;        // first retransmission timeout of a message
   uint32_t max_message_timeout_us = 1000000;  // the timeout doubles per retry up to this
-  uint32_t max_retries = 25;                  // timeouts of one message before failing (~20 s)
-  uint32_t pool_size = 0;                     // requested from the AM; 0 = AM default
-  uint32_t elems_per_packet = 0;              // requested; 0 = AM default from the path MTU
+  // How long one collective waits without any result (for the slowest
+  // rank: a process group's timeout). When it expires the collective fails
+  // with DEADLINE_EXCEEDED and the AM fails the tree, so every other rank's
+  // collectives fail too (from its next heartbeat) instead of going on alone.
+  uint32_t op_timeout_ms = 300000;
+  uint32_t max_retries = 0;       // also fail after this many timeouts of one message; 0: only op_timeout_ms
+  uint32_t pool_size = 0;         // requested from the AM; 0 = AM default
+  uint32_t elems_per_packet = 0;  // requested; 0 = AM default from the path MTU
   int poll_ms = 1;
   // Called on the calling thread while a collective waits for results with
   // nothing else to do (about once per poll_ms). A library that runs these
@@ -159,6 +164,12 @@ struct CommunicatorStatus {
   std::string rdma_device;
   uint64_t tx_packets = 0, tx_bytes = 0, rx_packets = 0, rx_bytes = 0;
   uint64_t messages = 0, retransmissions = 0, overflow_results = 0, saturated_blocks = 0;
+  // Float sums: blocks added from gathered values (inf/NaN, no certificate,
+  // small sums) and, of those, blocks the switch could not certify.
+  uint64_t gathered_blocks = 0, uncertified_blocks = 0;
+  // Float sums that ran on guessed exponents (no pre-pass) and found a block
+  // that did not fit them (redone with a pre-pass).
+  uint64_t exponent_guess_misses = 0;
   uint64_t operations = 0, failed_operations = 0, heartbeats_failed = 0;
   double srtt_us = 0, rto_us = 0;  // result latency estimate and current retransmission timeout
   uint64_t tx_kicks = 0, tx_busy = 0, cq_bogus = 0, rx_dropped = 0, rx_ring_full = 0, rx_fill_empty = 0;

@@ -76,7 +76,9 @@ Status Engine::Send(Operation* op, uint64_t i, uint32_t msg_id, bool retransmit)
   auto payload_len = op->Build(i, &spec.inc, buf + INC_OFF_PAYLOAD, room);
   if (!payload_len.ok()) return payload_len.status().WithContext("build message " + std::to_string(msg_id));
   spec.payload_len = *payload_len;
-  spec.inc.flags = retransmit ? INC_FLAG_RETRANSMIT : 0;
+  // Build may have set flags of its own (OVERFLOW); RETRANSMIT is ours.
+  spec.inc.flags =
+      static_cast<uint8_t>((spec.inc.flags & ~INC_FLAG_RETRANSMIT) | (retransmit ? INC_FLAG_RETRANSMIT : 0));
   auto len = BuildFrameAroundPayload(spec, buf, max_frame);
   if (!len.ok()) return len.status().WithContext("build message " + std::to_string(msg_id));
   io_->TxCommit(*len);
@@ -122,7 +124,7 @@ Status Engine::Run(Operation* op) {
           // Karn: only never-retransmitted messages give RTT samples.
           if (f.timeouts == 0) SampleRtt(Clock::now() - f.sent);
           if (parsed->inc.flags & INC_FLAG_OVERFLOW) {
-            if (counters_.overflow_results++ == 0) {
+            if (counters_.overflow_results++ == 0 && !op->HandlesOverflow()) {
               LOG_WARN << "tree " << cfg_.tree_id
                        << ": switch reported OVERFLOW (a sum saturated or wrapped) in message "
                        << parsed->inc.msg_id;
@@ -139,6 +141,7 @@ Status Engine::Run(Operation* op) {
 
   auto last_scan = Clock::now();
   auto last_progress = last_scan;  // a result arrived, or sending began
+  auto last_result = last_scan;    // a result arrived, or the operation began
   uint32_t backoff = 0;            // timeout expiries since the last progress
   while (oldest < n) {
     if (aborted_.load(std::memory_order_acquire)) {
@@ -169,7 +172,19 @@ Status Engine::Run(Operation* op) {
     auto now = Clock::now();
     if (done_count != done_before) {
       last_progress = now;
+      last_result = now;
       backoff = 0;
+    }
+    if (cfg_.op_timeout.count() > 0 && oldest < next && now - last_result >= cfg_.op_timeout) {
+      const uint32_t msg_id = base + static_cast<uint32_t>(oldest);
+      const InFlight& f = window_[oldest % pool];
+      std::string err = "no result for message " + std::to_string(msg_id) + " (slot " +
+                        std::to_string(SlotOf(msg_id, pool)) + ") within the collective timeout of " +
+                        std::to_string(cfg_.op_timeout.count()) +
+                        " ms: a rank did not contribute in time, or the switch is unreachable";
+      LOG_ERROR << "tree " << cfg_.tree_id << ": " << err;
+      if (reporter_) reporter_(msg_id, f.timeouts, err);
+      return fail(DeadlineExceeded(err));
     }
     // Scanning every few hundred microseconds is plenty for timeouts of
     // milliseconds; a gap is worth acting on as soon as it shows.
@@ -205,7 +220,7 @@ Status Engine::Run(Operation* op) {
         InFlight& f = window_[k % pool];
         if (f.done || now - f.sent < Rto()) continue;
         uint32_t msg_id = base + static_cast<uint32_t>(k);
-        if (++f.timeouts > cfg_.max_retries) {
+        if (++f.timeouts > cfg_.max_retries && cfg_.max_retries > 0) {
           std::string err = "message " + std::to_string(msg_id) + " (slot " +
                             std::to_string(SlotOf(msg_id, pool)) + ") got no result after " +
                             std::to_string(f.timeouts) + " timeouts (from " +

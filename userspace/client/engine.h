@@ -16,6 +16,9 @@
 //   arriving), not from each message's send time, and sends at most
 //   kTimeoutBurst of the oldest late messages per expiry (the timeout then
 //   doubles until progress resumes, up to max_timeout).
+// An operation fails only when no result arrived for op_timeout (a rank late
+// by less than that is waited for), or after max_retries timeouts of one
+// message when that is set.
 // A pipeline that is slow but moving (a loaded VM, a peer descheduled for a
 // while) therefore triggers no retransmission storm of the whole window.
 #pragma once
@@ -56,7 +59,13 @@ struct EngineConfig {
   uint32_t first_msg_id = 0;
   std::chrono::microseconds timeout{std::chrono::milliseconds(50)};
   std::chrono::microseconds max_timeout{std::chrono::seconds(1)};  // backoff cap
-  uint32_t max_retries = 10;
+  // How long an operation may go without any result (the slowest rank's
+  // lateness it waits for); then it fails with DEADLINE_EXCEEDED and the
+  // reporter is called. 0: no limit.
+  std::chrono::milliseconds op_timeout{std::chrono::minutes(5)};
+  // Timeouts of one message before failing as above; 0: no limit (only
+  // op_timeout bounds the wait).
+  uint32_t max_retries = 0;
   int poll_ms = 1;  // longest sleep in poll() while waiting for results
   // Called on Run's thread whenever a wait for results found nothing to do
   // (so at most about once per poll_ms); may be empty.
@@ -77,6 +86,9 @@ class Operation {
   // into the received frame (any alignment). Returns kNone, or kMismatch
   // when it does not answer the request (then it is not consumed).
   virtual Reject Accept(uint64_t i, const ParsedFrame& result) = 0;
+  // True when the operation reads OVERFLOW itself (the engine then counts
+  // but does not warn).
+  virtual bool HandlesOverflow() const { return false; }
 };
 
 struct EngineCounters {
@@ -91,7 +103,8 @@ struct EngineCounters {
   std::array<uint64_t, static_cast<size_t>(Reject::kCount)> rejects{};
 };
 
-// Called when a message exhausted its retries: (msg id, timeouts, error).
+// Called when an operation gives up (op_timeout or max_retries): (msg id of
+// the oldest unfinished message, its timeouts, error).
 using TimeoutReporter = std::function<void(uint32_t, uint32_t, const std::string&)>;
 
 class Engine {

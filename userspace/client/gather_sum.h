@@ -7,14 +7,11 @@
 // different ranks never overlap, so the switch's integer sum reproduces every
 // rank's bits exactly and never overflows (also for 8-byte values split over
 // two lanes, and for lanes shared by two ranks' 2-byte values). Every rank
-// then adds the world values of each element in rank order (rank 0 first):
-// - float32, float16, bfloat16: widened exactly to double, added in double,
-//   rounded once to float32 (float16/bfloat16 then narrowed to nearest even,
-//   as on the fixed-point path);
-// - float64: added in double.
-// The order is fixed, so every rank and every run gets the same bits; IEEE
-// special values behave as in any float sum (NaN and infinities propagate,
-// -0 + -0 = -0, subnormals are kept).
+// then adds the world values of each element in rank order (rank 0 first)
+// with float_sum.h's SumGathered: the partial sums kept exactly as a pair
+// and rounded once to the element type, IEEE results for inf and NaN. The
+// order is fixed, so every rank and every run gets the same bits (-0 + -0 =
+// -0, subnormals are kept).
 #pragma once
 
 #include <cstddef>

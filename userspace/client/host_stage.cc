@@ -20,6 +20,7 @@
 #include <new>
 #include <thread>
 
+#include "client/float_sum.h"
 #include "client/gather_sum.h"
 #include "client/numerics.h"
 #include "client/protocol.h"
@@ -385,6 +386,14 @@ Status HostCollectives::Broadcast(const void* send, void* recv, size_t bytes, ui
   return Status::Ok();
 }
 
+// Lanes of the host's ranks combined by the leader (acc = slot 0 + ...).
+template <typename T, typename U>
+void CombineSlots(HostStage* st, uint32_t local_size, size_t n, ReduceOp op, T* acc) {
+  std::memcpy(acc, st->slot(0), n * sizeof(T));
+  for (uint32_t l = 1; l < local_size; l++)
+    CombineInt<T, U>(acc, reinterpret_cast<const T*>(st->slot(l)), n, op);
+}
+
 Status HostCollectives::Reduce(uint8_t collective, const void* send, void* recv, size_t count, DataType t,
                                ReduceOp op, uint32_t root, bool want) {
   if (count == 0) return Status::Ok();
@@ -393,62 +402,18 @@ Status HostCollectives::Reduce(uint8_t collective, const void* send, void* recv,
   const uint32_t me = st_->local_rank();
   want = want && recv != nullptr;
   const size_t esize = DataTypeSize(t);
-
-  if (op == ReduceOp::kSum && IsFloat(t) && info_.gather_sum &&
-      GatherSumFits(world_, count, esize, info_.elems4)) {
-    // Small float sum: every rank's bytes at its global place (gather_sum.h).
-    const size_t lanes = GatherSumLanes(world_, count, esize);
-    GatherSumContribution(rank_, world_, count, esize, send, reinterpret_cast<int32_t*>(st_->slot(me)));
-    INC_RETURN_IF_ERROR(Step([&] {
-      auto* acc = reinterpret_cast<int32_t*>(st_->result());
-      std::memcpy(acc, st_->slot(0), lanes * 4);
-      for (uint32_t l = 1; l < local_size_; l++)
-        CombineInt<int32_t, uint32_t>(acc, reinterpret_cast<const int32_t*>(st_->slot(l)), lanes, op);
-      return net_->Reduce(collective, INC_DTYPE_INT32, INC_OP_SUM, acc, lanes, root_node, host_recv);
-    }));
-    if (want) GatherSumAdd(t, world_, count, reinterpret_cast<const int32_t*>(st_->result()), recv);
-    return Status::Ok();
-  }
+  if (op == ReduceOp::kSum && IsFloat(t))
+    return FloatSum(collective, send, recv, count, t, root_node, host_recv, want);
 
   const Plan plan = PlanFor(t, op);
   const uint32_t per = ElemsPerPacket(info_.elems4, plan.lane);
   if (per == 0) return Internal("elems_per_packet 0");
   const size_t chunk = std::max<size_t>(per, st_->slot_bytes() / plan.lane / per * per);
-  const int headroom = HeadroomBits(world_);
   std::vector<float> wide, out32;
-  std::vector<int32_t> agreed;
   for (size_t first = 0; first < count; first += chunk) {
     const size_t n = std::min(chunk, count - first);
     uint8_t* lanes = st_->slot(me);
-    if (plan.form == Form::kFix32 || plan.form == Form::kFix64) {
-      // Block exponents: the max over the host's ranks, then over the hosts.
-      const uint64_t blocks = PacketCount(n, per);
-      const float* x32 = plan.form == Form::kFix32 ? AsF32(t, send, first, n, &wide) : nullptr;
-      const double* x64 = static_cast<const double*>(send) + first;
-      auto* mine = reinterpret_cast<int32_t*>(lanes);
-      for (uint64_t b = 0; b < blocks; b++) {
-        PacketRange r = PacketElements(b, n, per);
-        mine[b] = x32 ? BlockExponentF32(x32 + r.first, r.count) : BlockExponentF64(x64 + r.first, r.count);
-      }
-      INC_RETURN_IF_ERROR(Step([&] {
-        auto* acc = reinterpret_cast<int32_t*>(st_->result());
-        std::memcpy(acc, st_->slot(0), blocks * 4);
-        for (uint32_t l = 1; l < local_size_; l++)
-          CombineInt<int32_t, uint32_t>(acc, reinterpret_cast<const int32_t*>(st_->slot(l)), blocks,
-                                        ReduceOp::kMax);
-        return net_->Reduce(INC_COLL_ALLREDUCE, INC_DTYPE_INT32, INC_OP_MAX, acc, blocks, 0, true)
-            .WithContext("exponent pre-pass");
-      }));
-      agreed.assign(reinterpret_cast<const int32_t*>(st_->result()),
-                    reinterpret_cast<const int32_t*>(st_->result()) + blocks);
-      for (uint64_t b = 0; b < blocks; b++) {
-        PacketRange r = PacketElements(b, n, per);
-        if (x32)
-          QuantiseF32(x32 + r.first, r.count, agreed[b], headroom, lanes + r.first * 4);
-        else
-          QuantiseF64(x64 + r.first, r.count, agreed[b], headroom, lanes + r.first * 8);
-      }
-    } else if (plan.form == Form::kOrd32) {
+    if (plan.form == Form::kOrd32) {
       std::memcpy(lanes, AsF32(t, send, first, n, &wide), n * 4);
     } else if (plan.form == Form::kOrd64) {
       const double* x = static_cast<const double*>(send) + first;
@@ -459,51 +424,30 @@ Status HostCollectives::Reduce(uint8_t collective, const void* send, void* recv,
     }
     INC_RETURN_IF_ERROR(Step([&] {
       uint8_t* acc = st_->result();
-      std::memcpy(acc, st_->slot(0), n * plan.lane);
-      // Fixed-point lanes add as integers (the headroom covers every rank).
-      const ReduceOp lop = plan.form == Form::kFix32 || plan.form == Form::kFix64 ? ReduceOp::kSum : op;
-      for (uint32_t l = 1; l < local_size_; l++) {
-        if (plan.form == Form::kOrd32)
+      if (plan.form == Form::kOrd32) {
+        std::memcpy(acc, st_->slot(0), n * 4);
+        for (uint32_t l = 1; l < local_size_; l++)
           CombineOrd32(reinterpret_cast<int32_t*>(acc), reinterpret_cast<const int32_t*>(st_->slot(l)), n,
-                       lop);
-        else if (plan.lane == 4)
-          CombineInt<int32_t, uint32_t>(reinterpret_cast<int32_t*>(acc),
-                                        reinterpret_cast<const int32_t*>(st_->slot(l)), n, lop);
-        else
-          CombineInt<int64_t, uint64_t>(reinterpret_cast<int64_t*>(acc),
-                                        reinterpret_cast<const int64_t*>(st_->slot(l)), n, lop);
+                       op);
+      } else if (plan.lane == 4) {
+        CombineSlots<int32_t, uint32_t>(st_, local_size_, n, op, reinterpret_cast<int32_t*>(acc));
+      } else {
+        CombineSlots<int64_t, uint64_t>(st_, local_size_, n, op, reinterpret_cast<int64_t*>(acc));
       }
-      return net_->Reduce(collective, plan.wire, static_cast<uint8_t>(op), acc, n, root_node, host_recv);
+      return net_->Reduce(collective, plan.wire, static_cast<uint8_t>(op), acc, n, root_node, host_recv, {});
     }));
     if (!want) continue;
     const uint8_t* res = st_->result();
     switch (plan.form) {
-      case Form::kRaw32:
-      case Form::kRaw64: std::memcpy(static_cast<uint8_t*>(recv) + first * esize, res, n * esize); break;
-      case Form::kFix32:
       case Form::kOrd32: {
-        // float32 decodes straight into recv; float16/bfloat16 through float32.
-        float* o = static_cast<float*>(recv) + first;
-        if (t != DataType::kFloat32) {
-          out32.resize(n);
-          o = out32.data();
-        }
-        if (plan.form == Form::kOrd32) {
-          std::memcpy(o, res, n * 4);
+        // float32 straight into recv; float16/bfloat16 through float32
+        // (exact: the result is one of the inputs).
+        if (t == DataType::kFloat32) {
+          std::memcpy(static_cast<float*>(recv) + first, res, n * 4);
         } else {
-          for (uint64_t b = 0; b < PacketCount(n, per); b++) {
-            PacketRange r = PacketElements(b, n, per);
-            DequantiseF32(res + r.first * 4, r.count, agreed[b], headroom, o + r.first);
-          }
-        }
-        if (t != DataType::kFloat32) StoreF32(t, out32.data(), n, recv, first);
-        break;
-      }
-      case Form::kFix64: {
-        double* o = static_cast<double*>(recv) + first;
-        for (uint64_t b = 0; b < PacketCount(n, per); b++) {
-          PacketRange r = PacketElements(b, n, per);
-          DequantiseF64(res + r.first * 8, r.count, agreed[b], headroom, o + r.first);
+          out32.resize(n);
+          std::memcpy(out32.data(), res, n * 4);
+          StoreF32(t, out32.data(), n, recv, first);
         }
         break;
       }
@@ -513,7 +457,165 @@ Status HostCollectives::Reduce(uint8_t collective, const void* send, void* recv,
         for (size_t i = 0; i < n; i++) o[i] = F64FromOrdered(q[i]);
         break;
       }
+      default: std::memcpy(static_cast<uint8_t*>(recv) + first * esize, res, n * esize); break;
     }
+  }
+  return Status::Ok();
+}
+
+// A float SUM through the host stage, as FloatSum in communicator.cc does
+// it for one rank per host (client/float_sum.h), over every rank of the
+// job: the exponents agreed over all ranks, headroom and certificate for
+// world ranks, the local partials integer sums of quantised lanes, and
+// gathered blocks in global rank order. The bits are therefore the same
+// for any number of ranks per host.
+Status HostCollectives::FloatSum(uint8_t collective, const void* send, void* recv, size_t count, DataType t,
+                                 uint32_t root_node, bool host_recv, bool want) {
+  const size_t esize = DataTypeSize(t);
+  const bool f64 = FixedPointType(t) == DataType::kFloat64;
+  const size_t lane = f64 ? 8 : 4;
+  const uint32_t per = ElemsPerPacket(info_.elems4, lane);
+  if (per == 0) return Internal("elems_per_packet 0");
+  const uint16_t code = CertificateCode(t, world_);
+  const uint32_t me = st_->local_rank();
+  if (code == 0 || (info_.gather_sum && GatherSumFits(world_, count, esize, info_.elems4))) {
+    std::vector<uint32_t> all(PacketCount(count, per));
+    for (size_t b = 0; b < all.size(); b++) all[b] = static_cast<uint32_t>(b);
+    return GatherBlocks(collective, all, send, recv, count, t, per, root_node, host_recv, want);
+  }
+  // Chunks of whole blocks whose lanes and one flag byte per block fit the
+  // result area.
+  const size_t chunk_blocks = std::max<size_t>(1, st_->slot_bytes() / (size_t{per} * lane + 1));
+  const size_t chunk = chunk_blocks * per;
+  const int headroom = HeadroomBits(world_);
+  std::vector<float> wide, out32;
+  for (size_t first = 0; first < count; first += chunk) {
+    const size_t n = std::min(chunk, count - first);
+    const uint64_t blocks = PacketCount(n, per);
+    const float* x32 = f64 ? nullptr : AsF32(t, send, first, n, &wide);
+    const double* x64 = static_cast<const double*>(send) + first;
+    // Block exponents: the max over the host's ranks, then over the hosts.
+    auto* mine = reinterpret_cast<int32_t*>(st_->slot(me));
+    for (uint64_t b = 0; b < blocks; b++) {
+      PacketRange r = PacketElements(b, n, per);
+      mine[b] = x32 ? BlockExponentF32(x32 + r.first, r.count) : BlockExponentF64(x64 + r.first, r.count);
+    }
+    INC_RETURN_IF_ERROR(Step([&] {
+      auto* acc = reinterpret_cast<int32_t*>(st_->result());
+      CombineSlots<int32_t, uint32_t>(st_, local_size_, blocks, ReduceOp::kMax, acc);
+      return net_->Reduce(INC_COLL_ALLREDUCE, INC_DTYPE_INT32, INC_OP_MAX, acc, blocks, 0, true, {})
+          .WithContext("exponent pre-pass");
+    }));
+    const std::vector<int32_t> agreed(reinterpret_cast<const int32_t*>(st_->result()),
+                                      reinterpret_cast<const int32_t*>(st_->result()) + blocks);
+    FloatSumPlan plan = PlanFloatSum(agreed.data(), blocks);
+    // Lanes of the fast blocks; the others stay zero.
+    uint8_t* lanes = st_->slot(me);
+    for (const auto* list : {&plan.zero, &plan.gather})
+      for (uint32_t b : *list) {
+        PacketRange r = PacketElements(b, n, per);
+        std::memset(lanes + r.first * lane, 0, r.count * lane);
+      }
+    for (uint32_t b : plan.fast) {
+      PacketRange r = PacketElements(b, n, per);
+      if (x32)
+        QuantiseF32(x32 + r.first, r.count, agreed[b], headroom, lanes + r.first * 4);
+      else
+        QuantiseF64(x64 + r.first, r.count, agreed[b], headroom, lanes + r.first * 8);
+    }
+    uint8_t* flags = st_->result() + n * lane;  // the leader's verdicts for every local rank
+    if (!plan.fast.empty()) {
+      INC_RETURN_IF_ERROR(Step([&] {
+        uint8_t* acc = st_->result();
+        // Fixed-point lanes add as integers (the headroom covers every rank).
+        if (f64)
+          CombineSlots<int64_t, uint64_t>(st_, local_size_, n, ReduceOp::kSum,
+                                          reinterpret_cast<int64_t*>(acc));
+        else
+          CombineSlots<int32_t, uint32_t>(st_, local_size_, n, ReduceOp::kSum,
+                                          reinterpret_cast<int32_t*>(acc));
+        std::vector<uint8_t> uncertified;
+        HostNetSum sum{plan.fast.data(), plan.fast.size(), code, &uncertified};
+        Status s = net_->Reduce(collective, f64 ? INC_DTYPE_FP64 : INC_DTYPE_FP32, INC_OP_SUM, acc, n,
+                                root_node, host_recv, sum);
+        for (size_t k = 0; k < plan.fast.size(); k++) flags[k] = k < uncertified.size() && uncertified[k];
+        return s;
+      }));
+    }
+    std::vector<uint32_t> gathered = plan.gather;
+    for (size_t k = 0; k < plan.fast.size(); k++)
+      if (flags[k]) {
+        gathered.push_back(plan.fast[k]);
+        uncertified_blocks_++;
+      }
+    std::sort(gathered.begin(), gathered.end());
+    if (want) {
+      const uint8_t* res = st_->result();
+      if (f64) {
+        double* o = static_cast<double*>(recv) + first;
+        for (uint32_t b : plan.zero) {
+          PacketRange r = PacketElements(b, n, per);
+          std::memset(o + r.first, 0, r.count * 8);
+        }
+        for (uint32_t b : plan.fast) {
+          if (std::binary_search(gathered.begin(), gathered.end(), b)) continue;  // its input is still needed
+          PacketRange r = PacketElements(b, n, per);
+          DequantiseF64(res + r.first * 8, r.count, agreed[b], headroom, o + r.first);
+        }
+      } else {
+        // float32 decodes straight into recv; float16/bfloat16 through float32.
+        float* o = static_cast<float*>(recv) + first;
+        if (t != DataType::kFloat32) {
+          out32.assign(n, 0.0f);
+          o = out32.data();
+        } else {
+          for (uint32_t b : plan.zero) {
+            PacketRange r = PacketElements(b, n, per);
+            std::memset(o + r.first, 0, r.count * 4);
+          }
+        }
+        for (uint32_t b : plan.fast) {
+          if (std::binary_search(gathered.begin(), gathered.end(), b)) continue;  // its input is still needed
+          PacketRange r = PacketElements(b, n, per);
+          DequantiseF32(res + r.first * 4, r.count, agreed[b], headroom, o + r.first);
+        }
+        if (t != DataType::kFloat32) {
+          // Narrowed block by block, leaving the gathered ones' inputs.
+          for (uint64_t b = 0; b < blocks; b++) {
+            if (std::binary_search(gathered.begin(), gathered.end(), static_cast<uint32_t>(b))) continue;
+            PacketRange r = PacketElements(b, n, per);
+            StoreF32(t, out32.data() + r.first, r.count, recv, first + r.first);
+          }
+        }
+      }
+    }
+    INC_RETURN_IF_ERROR(GatherBlocks(collective, gathered, static_cast<const uint8_t*>(send) + first * esize,
+                                     want ? static_cast<uint8_t*>(recv) + first * esize : nullptr, n, t, per,
+                                     root_node, host_recv, want));
+  }
+  return Status::Ok();
+}
+
+// Blocks of a float SUM gathered in global rank order: each rank's values
+// at their place in a vector of disjoint regions, the host's regions
+// combined by the leader and the hosts' by the switch (INT32 SUM of
+// disjoint bytes), every rank adding them in rank order.
+Status HostCollectives::GatherBlocks(uint8_t collective, const std::vector<uint32_t>& blocks,
+                                     const void* send, void* recv, uint64_t count, DataType t, uint32_t per,
+                                     uint32_t root_node, bool host_recv, bool want) {
+  const size_t esize = DataTypeSize(t);
+  gathered_blocks_ += blocks.size();
+  for (const GatherChunk& c : ChunkGather(blocks, count, per, world_, esize, st_->slot_bytes())) {
+    const size_t lanes = c.Lanes(esize);
+    GatherChunkContribution(c, count, per, world_, rank_, esize, send,
+                            reinterpret_cast<int32_t*>(st_->slot(st_->local_rank())));
+    INC_RETURN_IF_ERROR(Step([&] {
+      auto* acc = reinterpret_cast<int32_t*>(st_->result());
+      CombineSlots<int32_t, uint32_t>(st_, local_size_, lanes, ReduceOp::kSum, acc);
+      return net_->Reduce(collective, INC_DTYPE_INT32, INC_OP_SUM, acc, lanes, root_node, host_recv, {})
+          .WithContext("gathered float sum");
+    }));
+    if (want) GatherChunkSum(c, t, count, per, world_, reinterpret_cast<const int32_t*>(st_->result()), recv);
   }
   return Status::Ok();
 }

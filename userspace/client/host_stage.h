@@ -99,6 +99,17 @@ class HostStage {
   bool unlinked_ = false;
 };
 
+// A float SUM's block fixed-point data pass (float_sum.h): only these
+// blocks of the lanes travel (block k = lanes [k*per, k*per + per) for the
+// wire type's per), each contribution with the certificate code aux; which
+// results came back uncertified goes to *uncertified (per listed block).
+struct HostNetSum {
+  const uint32_t* blocks = nullptr;  // null: an ordinary reduction of every lane
+  uint64_t num_blocks = 0;
+  uint16_t aux = 0;
+  std::vector<uint8_t>* uncertified = nullptr;
+};
+
 // The tree member's side of a host's collectives (the leader only).
 class HostNet {
  public:
@@ -106,7 +117,7 @@ class HostNet {
   // A reduction of count wire lanes in place (ALLREDUCE, or REDUCE to the
   // host root_node; recv false: this host gets no data).
   virtual Status Reduce(uint8_t collective, uint8_t wire_dtype, uint8_t op, void* lanes, uint64_t count,
-                        uint32_t root_node, bool recv) = 0;
+                        uint32_t root_node, bool recv, const HostNetSum& sum) = 0;
   // bytes from host root_node (send valid there) into recv on every host.
   virtual Status Broadcast(const void* send, void* recv, size_t bytes, uint32_t root_node) = 0;
   virtual Status Barrier() = 0;
@@ -124,13 +135,23 @@ class HostCollectives {
   // bytes from global rank root (send valid there) into every rank's recv.
   Status Broadcast(const void* send, void* recv, size_t bytes, uint32_t root);
   Status Barrier();
+  // Float-sum blocks this rank added from gathered values, and of those the
+  // ones the switch did not certify (CommunicatorStatus counters).
+  uint64_t gathered_blocks() const { return gathered_blocks_; }
+  uint64_t uncertified_blocks() const { return uncertified_blocks_; }
 
  private:
   Status Step(const std::function<Status()>& leader_work);
+  Status FloatSum(uint8_t collective, const void* send, void* recv, size_t count, DataType t,
+                  uint32_t root_node, bool host_recv, bool want);
+  Status GatherBlocks(uint8_t collective, const std::vector<uint32_t>& blocks, const void* send, void* recv,
+                      uint64_t count, DataType t, uint32_t per, uint32_t root_node, bool host_recv,
+                      bool want);
   HostStage* st_;
   HostNet* net_;
   uint32_t rank_, world_, local_size_, node_;
   HostInfo info_;
+  uint64_t gathered_blocks_ = 0, uncertified_blocks_ = 0;
 };
 
 }  // namespace inc::client

@@ -214,7 +214,12 @@ int main(int argc, char** argv) {
   app.add_option("--max-timeout-us", o.max_message_timeout_us,
                  "retransmission timeout cap (doubling per retry)")
       ->capture_default_str();
-  app.add_option("--retries", o.max_retries, "timeouts of one message before failing")->capture_default_str();
+  app.add_option("--retries", o.max_retries,
+                 "also fail after this many timeouts of one message (0: no limit)")
+      ->capture_default_str();
+  app.add_option("--op-timeout-ms", o.op_timeout_ms,
+                 "how long a collective waits without progress for the slowest rank before failing")
+      ->capture_default_str();
   app.add_option("--join-timeout-ms", o.join_timeout_ms, "how long to wait for the group")
       ->capture_default_str();
   app.add_option("--pool", o.pool_size, "slot pool size to request (0 = AM default)");

@@ -23,6 +23,14 @@ void StoreLane(void* q, size_t i, I v) {
   std::memcpy(static_cast<uint8_t*>(q) + i * sizeof(I), &v, sizeof(v));
 }
 
+// float32 block exponents travel in the INC header's int8 too, so they are
+// clamped below at -127 (a finer step than float32's smallest subnormal
+// still needs); float64's use their whole range.
+template <typename F>
+int32_t ClampExponent(int e) {
+  return sizeof(F) == 4 ? std::max(-127, e) : e;
+}
+
 template <typename F>
 int32_t BlockExponent(const F* x, size_t n) {
   F max_abs = 0;
@@ -35,12 +43,9 @@ int32_t BlockExponent(const F* x, size_t n) {
       max_abs = a;
     }
   }
-  if (special) return 127;
+  if (special) return kNonFiniteBlockExponent;
   if (max_abs == 0) return kZeroBlockExponent;
-  int e = std::ilogb(max_abs);
-  if (e > 127) e = 127;
-  if (e < -127) e = -127;
-  return e;
+  return ClampExponent<F>(std::ilogb(max_abs));
 }
 
 // The vector paths find the largest magnitude from the bits: |x| orders like
@@ -48,11 +53,11 @@ int32_t BlockExponent(const F* x, size_t n) {
 template <typename F, typename U>
 int32_t ExponentOfLargestBits(U max_bits) {
   constexpr U kInf = static_cast<U>(sizeof(U) == 4 ? 0x7f800000ull : 0x7ff0000000000000ull);
-  if (max_bits >= kInf) return 127;  // inf or NaN
+  if (max_bits >= kInf) return kNonFiniteBlockExponent;  // inf or NaN
   if (max_bits == 0) return kZeroBlockExponent;
   F m;
   std::memcpy(&m, &max_bits, sizeof(m));
-  return std::max(-127, std::min(127, std::ilogb(m)));
+  return ClampExponent<F>(std::ilogb(m));
 }
 
 template <typename F>
@@ -65,17 +70,19 @@ uint32_t AbsBitsF32(const F* x, size_t i) {
 template <typename F, typename I>
 bool Quantise(const F* x, size_t n, int32_t b, int h, int total_bits, void* q) {
   // |x| < 2^(b+1) => |x * 2^(total_bits-2-h-b)| < 2^(total_bits-1-h). Scaling
-  // by a power of two is exact in double; rounding to an integer is exact
-  // too (above 2^52 every double already is one), so 64-bit lanes need no
-  // wider type.
-  const double scale = std::ldexp(1.0, total_bits - 2 - h - b);
+  // by a power of two is exact in double (std::ldexp per element: 2^shift
+  // itself may be outside double's range for float64's extreme exponents;
+  // a product below double's range only loses what rounds to 0 anyway);
+  // rounding to an integer is exact too (above 2^52 every double already
+  // is one), so 64-bit lanes need no wider type.
+  const int shift = total_bits - 2 - h - b;
   // Largest integer-valued double below 2^(total_bits-1-h) (2^k - 1 itself
   // is not a double when k > 53).
   const double limit = total_bits - 1 - h > 53 ? std::nextafter(std::ldexp(1.0, total_bits - 1 - h), 0.0)
                                                : std::ldexp(1.0, total_bits - 1 - h) - 1;
   bool saturated = false;
   for (size_t i = 0; i < n; i++) {
-    double s = static_cast<double>(x[i]) * scale;
+    double s = std::ldexp(static_cast<double>(x[i]), shift);
     if (!(s <= limit && s >= -limit)) {  // also NaN
       saturated = true;
       s = std::isnan(s) ? 0 : (s > 0 ? limit : -limit);
@@ -459,7 +466,7 @@ bool QuantiseF64(Simd s, const double* x, size_t n, int32_t b, int h, void* q) {
     return false;
   }
 #if defined(__x86_64__)
-  if (Usable(s) == Simd::kAvx512 && h >= 0 && h <= 63) {
+  if (Usable(s) == Simd::kAvx512 && h >= 0 && h <= 63 && 62 - h - b >= -1022 && 62 - h - b <= 1023) {
     const double limit =
         63 - h > 53 ? std::nextafter(std::ldexp(1.0, 63 - h), 0.0) : std::ldexp(1.0, 63 - h) - 1;
     if (QuantiseF64Avx512(x, n, std::ldexp(1.0, 62 - h - b), limit, q)) return false;
@@ -474,12 +481,13 @@ void DequantiseF64(Simd s, const void* q, size_t n, int32_t b, int h, double* x)
     std::memset(x, 0, n * sizeof(*x));
     return;
   }
-  const double unscale = std::ldexp(1.0, -(62 - h - b));
+  const int k = -(62 - h - b);
 #if defined(__x86_64__)
-  if (Usable(s) == Simd::kAvx512) return DequantiseF64Avx512(q, n, unscale, x);
+  if (Usable(s) == Simd::kAvx512 && k >= -1022 && k <= 1023)
+    return DequantiseF64Avx512(q, n, std::ldexp(1.0, k), x);
 #endif
   (void)s;
-  for (size_t i = 0; i < n; i++) x[i] = static_cast<double>(LoadLane<int64_t>(q, i)) * unscale;
+  for (size_t i = 0; i < n; i++) x[i] = std::ldexp(static_cast<double>(LoadLane<int64_t>(q, i)), k);
 }
 
 int32_t BlockExponentF32(const float* x, size_t n) {

@@ -18,8 +18,12 @@
 
 namespace inc::client {
 
-// Exponent value of a block that holds only zeros (below every real one).
-constexpr int32_t kZeroBlockExponent = -128;
+// Exponent value of a block that holds only zeros (below every real one,
+// float64's -1074 included).
+constexpr int32_t kZeroBlockExponent = -2000;
+// Exponent value of a block that holds inf or NaN (above every real one):
+// such a block cannot be quantised (float_sum.h gathers it instead).
+constexpr int32_t kNonFiniteBlockExponent = 2000;
 
 // Bits of headroom for summing world values without overflow.
 int HeadroomBits(uint32_t world);
@@ -32,9 +36,10 @@ Simd BestSimd();
 bool SimdSupported(Simd s);
 const char* SimdName(Simd s);
 
-// b such that every |x| in the block is < 2^(b+1), clamped to [-127, 127]
-// (ilogb of the largest magnitude), or kZeroBlockExponent for an all-zero
-// block. NaN and infinity count as the largest finite exponent.
+// b such that every |x| in the block is < 2^(b+1) (ilogb of the largest
+// magnitude; float32 clamped below at -127, which still quantises its
+// subnormals exactly), kZeroBlockExponent for an all-zero block, or
+// kNonFiniteBlockExponent when the block holds inf or NaN.
 int32_t BlockExponentF32(const float* x, size_t n);
 int32_t BlockExponentF64(const double* x, size_t n);
 
@@ -45,7 +50,8 @@ int32_t BlockExponentF64(const double* x, size_t n);
 // at any alignment (a frame's payload), as on the wire.
 bool QuantiseF32(const float* x, size_t n, int32_t b, int h, void* q);
 void DequantiseF32(const void* q, size_t n, int32_t b, int h, float* x);
-// int64 lanes: q = round(x * 2^(62 - h - b)), saturated to +-(2^(63-h) - 1).
+// int64 lanes: q = round(x * 2^(62 - h - b)), saturated to +-(2^(63-h) - 1);
+// b may be any double exponent (-1074..1023).
 bool QuantiseF64(const double* x, size_t n, int32_t b, int h, void* q);
 void DequantiseF64(const void* q, size_t n, int32_t b, int h, double* x);
 

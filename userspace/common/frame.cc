@@ -39,7 +39,7 @@ IncHeader DecodeIncHeader(const uint8_t* h) {
   o.key = LoadBe32(h + 16);
   o.exponent = static_cast<int8_t>(h[20]);
   o.root_rank = h[21];
-  o.reserved = LoadBe16(h + 22);
+  o.aux = LoadBe16(h + 22);
   return o;
 }
 
@@ -114,7 +114,7 @@ Expected<size_t> BuildFrameAroundPayload(const FrameSpec& s, uint8_t* out, size_
   Put32(h + 16, s.inc.key);
   h[20] = static_cast<uint8_t>(s.inc.exponent);
   h[21] = s.inc.root_rank;
-  Put16(h + 22, s.inc.reserved);
+  Put16(h + 22, s.inc.aux);
   INC_RETURN_IF_ERROR(WriteIcrc(out, len));
   return len;
 }

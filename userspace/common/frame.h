@@ -29,7 +29,7 @@ struct IncHeader {
   uint32_t key = 0;
   int8_t exponent = 0;
   uint8_t root_rank = 0;
-  uint16_t reserved = 0;
+  uint16_t aux = 0;  // INC_AUX_*: certificate threshold code, TRAILER, UNCERTIFIED
 };
 
 struct FrameSpec {

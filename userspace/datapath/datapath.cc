@@ -28,7 +28,7 @@ namespace inc::dp {
 namespace {
 
 constexpr uint16_t kSupportedDtypes =
-    INC_BIT(INC_DTYPE_INT32) | INC_BIT(INC_DTYPE_FP32) | INC_BIT(INC_DTYPE_INT64);
+    INC_BIT(INC_DTYPE_INT32) | INC_BIT(INC_DTYPE_FP32) | INC_BIT(INC_DTYPE_INT64) | INC_BIT(INC_DTYPE_FP64);
 constexpr uint8_t kSupportedOps = INC_BIT(INC_OP_SUM) | INC_BIT(INC_OP_MIN) | INC_BIT(INC_OP_MAX);
 constexpr uint8_t kSupportedColls = INC_BIT(INC_COLL_ALLREDUCE) | INC_BIT(INC_COLL_REDUCE) |
                                     INC_BIT(INC_COLL_BROADCAST) | INC_BIT(INC_COLL_BARRIER);

@@ -34,6 +34,7 @@ const char* DropReasonName(int reason) {
     case INC_DROP_NO_ROOM: return "no_room";
     case INC_DROP_INTERNAL: return "internal";
     case INC_DROP_BAD_PORT: return "bad_port";
+    case INC_DROP_BAD_AUX: return "bad_aux";
     default: return "unknown";
   }
 }

@@ -22,6 +22,8 @@ const std::vector<EnvVar> kEnvVars = {
     {"INCMPI_JOB_ID", "(made by rank 0)",
      "job id of MPI_COMM_WORLD's INC group; unset, the job INC_JOB_CREDENTIAL names, if set"},
     {"INCMPI_JOIN_TIMEOUT_MS", "30000", "how long joining the group may take at MPI_Init"},
+    {"INCMPI_OP_TIMEOUT_MS", "0",
+     "how long an offloaded collective waits without progress for the slowest rank; 0 = no limit"},
     {"INCMPI_FLOAT_SUM", "offload", "offload|fallback: float/double SUM run in fixed point on the switch"},
     {"INCMPI_REDUCE_MODE", "(libinc's)", "native|allreduce: how MPI_Reduce runs on the switch"},
     {"INCMPI_BROADCAST_MODE", "(libinc's)", "allreduce|native: how MPI_Bcast runs on the switch"},
@@ -109,6 +111,11 @@ Expected<Config> ParseConfig(const EnvLookup& env) {
     if (ms == 0) return Bad("INCMPI_JOIN_TIMEOUT_MS", v, "1..3600000");
     c.join_timeout_ms = static_cast<uint32_t>(ms);
   }
+  if (get("INCMPI_OP_TIMEOUT_MS", &v)) {
+    uint64_t ms = 0;
+    INC_RETURN_IF_ERROR(ParseU64("INCMPI_OP_TIMEOUT_MS", v, 0xffffffffull, &ms));
+    c.op_timeout_ms = static_cast<uint32_t>(ms);
+  }
   if (get("INCMPI_FLOAT_SUM", &v)) {
     if (v == "offload") {
       c.float_sum = true;
@@ -150,6 +157,25 @@ Expected<Config> ParseConfig(const EnvLookup& env) {
   }
   get("INCMPI_SUMMARY_JSON", &c.summary_json);
   return c;
+}
+
+uint64_t AgreementFingerprint(const Config& c, bool parsed, bool thread_multiple) {
+  // Every field by name, so that a change of one can never cancel another.
+  std::string text = "incmpi-agreement-1";
+  if (!parsed) {
+    text += "|unparsed";
+  } else {
+    text += "|enable=" + std::to_string(c.enable) + "|min=" + std::to_string(c.min_bytes) +
+            "|max=" + std::to_string(c.max_bytes) + "|float_sum=" + std::to_string(c.float_sum) +
+            "|reduce=" + c.reduce_mode + "|bcast=" + c.broadcast_mode;
+  }
+  text += "|thread_multiple=" + std::to_string(thread_multiple);
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char ch : text) {
+    h ^= ch;
+    h *= 1099511628211ull;
+  }
+  return h;
 }
 
 std::vector<std::string> UnknownEnvNames(char** environ_list) {

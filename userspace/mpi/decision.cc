@@ -25,6 +25,7 @@ const char* ReasonName(Reason r) {
     case Reason::kBelowMinBytes: return "below_min_bytes";
     case Reason::kAboveMaxBytes: return "above_max_bytes";
     case Reason::kSwitchUnsupported: return "switch_unsupported";
+    case Reason::kItemTooLarge: return "item_too_large";
     case Reason::kCount: break;
   }
   return "unknown";

@@ -34,7 +34,8 @@ enum class Reason {
   kDisabled,               // INCMPI_ENABLE=0
   kBadConfig,              // an INCMPI_* variable did not parse
   kNoGroup,                // the INC group for MPI_COMM_WORLD could not be formed
-  kGroupFailed,            // an offloaded collective failed; INC is off from then on
+  kGroupFailed,            // an offloaded collective failed: that call and every later one that
+                           // would be offloaded is an MPI error (never a fallback; docs/mpi.md "Errors")
   kIntercomm,              // intercommunicator
   kSingleRank,             // communicator of one rank
   kSubcomm,                // not the group of MPI_COMM_WORLD (split into subsets)
@@ -50,6 +51,7 @@ enum class Reason {
   kBelowMinBytes,          // smaller than INCMPI_MIN_BYTES
   kAboveMaxBytes,          // larger than INCMPI_MAX_BYTES
   kSwitchUnsupported,      // the tree's switches do not offer this collective/type/op
+  kItemTooLarge,           // a rank's layout has an item MPI_Pack cannot take (> 2 GiB), agreed by all
   kCount
 };
 

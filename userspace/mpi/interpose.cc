@@ -10,12 +10,15 @@
 //
 // Invariant: every rank takes the same path for the same call. Decisions use
 // only what a correct MPI program passes identically on every rank (op,
-// counts, element type), the group is used only if every rank formed it
-// (checked with one PMPI_Allreduce at init), and an offloaded collective that
-// fails is an MPI error, never a silent local fallback (other ranks may
-// already have finished it on the switch).
+// counts, element type) and INCMPI_* settings the ranks compared at init,
+// the group is used only if every rank formed it (checked with one
+// PMPI_Allreduce at init), and an offloaded collective that fails is an MPI
+// error, never a silent local fallback (other ranks may already have
+// finished it on the switch): that call and every later one that would have
+// been offloaded raise MPI_ERR_OTHER on every rank (docs/mpi.md "Errors").
 #include <mpi.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -53,11 +56,15 @@ struct CommState {
 
 struct Global {
   Config cfg;
+  bool cfg_parsed = true;
   int rank = 0;
   int world = 1;
   int thread_level = MPI_THREAD_SINGLE;
   std::unique_ptr<client::Communicator> inc;
-  Reason group_reason = Reason::kNone;  // kNone = MPI_COMM_WORLD has an INC group
+  // kNone = MPI_COMM_WORLD has an INC group. Agreed by every rank at init,
+  // except kGroupFailed, which a rank sets when one of its offloaded calls
+  // fails (another thread may read it meanwhile).
+  std::atomic<Reason> group_reason{Reason::kNone};
   std::string group_detail;
   std::string job_id;
   int tree_id = -1;
@@ -121,8 +128,11 @@ Reason CommReason(MPI_Comm comm, const CommState** state) {
   *state = nullptr;
   if (comm == MPI_COMM_NULL) return Reason::kInvalidArgs;
   // Without a world group nothing is offloaded; say so rather than why a
-  // derived communicator could not have used it anyway.
-  if (g->group_reason != Reason::kNone) return g->group_reason;
+  // derived communicator could not have used it anyway. A failed group is
+  // Dispatch's business: such a call is an error if it would have run on
+  // the switch, and runs on MPI otherwise, as on every other rank.
+  const Reason group = g->group_reason;
+  if (group != Reason::kNone && group != Reason::kGroupFailed) return group;
   if (comm != MPI_COMM_WORLD) {
     void* val = nullptr;
     int flag = 0;
@@ -164,13 +174,16 @@ TypeInfo ClassifyType(MPI_Datatype t) {
   return info;
 }
 
+// The first line per call and reason at `level` (INCMPI_FALLBACK_LOG=all:
+// every one), later ones at debug.
+LogLevel FirstOrDebug(Call call, Reason reason, LogLevel level) {
+  std::lock_guard<std::mutex> l(g->log_mu);
+  bool first = g->logged.insert({call, reason}).second;
+  return first || g->cfg.fallback_log_all ? level : LogLevel::kDebug;
+}
+
 void LogFallback(Call call, Reason reason, MPI_Comm comm, uint64_t bytes) {
-  LogLevel level = g->cfg.fallback_log_level;
-  {
-    std::lock_guard<std::mutex> l(g->log_mu);
-    bool first = g->logged.insert({call, reason}).second;
-    if (!first && !g->cfg.fallback_log_all) level = LogLevel::kDebug;
-  }
+  LogLevel level = FirstOrDebug(call, reason, g->cfg.fallback_log_level);
   if (level < g->cfg.log_level) return;
   std::string where = comm == MPI_COMM_WORLD ? "world" : "derived";
   std::string detail;
@@ -180,44 +193,92 @@ void LogFallback(Call call, Reason reason, MPI_Comm comm, uint64_t bytes) {
                      std::to_string(g->rank) + " comm=" + where + " bytes=" + std::to_string(bytes) + detail);
 }
 
+double Since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// A call whose communicator is not offloaded: straight to MPI, before
+// anything looks at its datatypes.
+template <typename Fallback>
+int PassOn(Call call, Reason reason, MPI_Comm comm, uint64_t bytes, Fallback&& fallback) {
+  auto t0 = Clock::now();
+  LogFallback(call, reason, comm, bytes);
+  int rc = fallback();
+  g->stats.Record(call, reason, bytes, Since(t0));
+  return rc;
+}
+
+uint64_t Bytes(int count, MPI_Datatype t) {
+  MPI_Count size = 0;
+  if (count <= 0 || t == MPI_DATATYPE_NULL || PMPI_Type_size_x(t, &size) != MPI_SUCCESS || size < 0) return 0;
+  return static_cast<uint64_t>(count) * static_cast<uint64_t>(size);
+}
+
+// MPI_MIN of an int over `comm` on MPI's own algorithm.
+bool AllAgree(MPI_Comm comm, bool mine) {
+  int in = mine ? 1 : 0, all = 0;
+  PMPI_Allreduce(&in, &all, 1, MPI_INT, MPI_MIN, comm);
+  return all != 0;
+}
+
 // Runs one intercepted call: offload (a libinc call) or fallback (PMPI_*).
-// `packed`: this rank's layout goes through MPI_Pack/MPI_Unpack when offloaded.
+// `packed`: this rank's layout goes through MPI_Pack/MPI_Unpack when
+// offloaded; `packable`: it can be (mpi_types.h PackableItem).
 template <typename Offload, typename Fallback>
-int Dispatch(MPI_Comm comm, const Request& q, bool packed, Offload&& offload, Fallback&& fallback) {
+int Dispatch(MPI_Comm comm, const Request& q, bool packed, bool packable, Offload&& offload,
+             Fallback&& fallback) {
   auto t0 = Clock::now();
   Decision d = Decide(g->cfg, q);
+  // Only a call of more than kMaxPackItem bytes can have an item MPI_Pack
+  // cannot take, on some rank: the ranks agree before any of them offloads.
+  // Also after INC failed, so that every rank still makes the same calls.
+  if (d.offload && q.bytes > kMaxPackItem && !AllAgree(comm, packable)) {
+    d.offload = false;
+    d.reason = Reason::kItemTooLarge;
+  }
   if (d.offload) {
     Status s;
     bool have_group;
     {
       std::lock_guard<std::mutex> l(g->inc_mu);
-      have_group = g->inc && g->group_reason == Reason::kNone;  // else: another thread saw a failure
+      have_group = g->inc && g->group_reason == Reason::kNone;  // else: a call failed before
       if (have_group) s = offload(d);
     }
     if (!have_group) {
-      d.reason = Reason::kGroupFailed;
-    } else if (s.ok()) {
-      g->stats.Record(q.call, Reason::kNone, q.bytes,
-                      std::chrono::duration<double>(Clock::now() - t0).count(), packed);
-      return MPI_SUCCESS;
-    } else if (IsSwitchUnsupported(s)) {
-      d.reason = Reason::kSwitchUnsupported;
-    } else {
-      {
-        std::lock_guard<std::mutex> l(g->inc_mu);
-        g->group_reason = Reason::kGroupFailed;
-        g->group_detail = s.ToString();
-      }
-      LogLine(LogLevel::kError, std::string("offloaded ") + CallName(q.call) + " failed on rank " +
-                                    std::to_string(g->rank) + ": " + s.ToString() +
-                                    " (INC is off for the rest of the job; raising MPI_ERR_OTHER)");
+      // Another rank may find the tree failed only now, in this very call:
+      // running it on MPI here would leave this rank alone there.
+      Log(FirstOrDebug(q.call, Reason::kGroupFailed, LogLevel::kError),
+          std::string(CallName(q.call)) + " on rank " + std::to_string(g->rank) +
+              " would run on the switch, but INC failed earlier (" + g->group_detail +
+              "): raising MPI_ERR_OTHER");
+      g->stats.Record(q.call, Reason::kGroupFailed, q.bytes, Since(t0));
       PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);
       return MPI_ERR_OTHER;
     }
+    if (s.ok()) {
+      g->stats.Record(q.call, Reason::kNone, q.bytes, Since(t0), packed);
+      return MPI_SUCCESS;
+    }
+    if (!IsSwitchUnsupported(s)) {
+      {
+        std::lock_guard<std::mutex> l(g->inc_mu);
+        g->group_detail = s.ToString();
+        g->group_reason = Reason::kGroupFailed;
+      }
+      FirstOrDebug(q.call, Reason::kGroupFailed, LogLevel::kError);
+      LogLine(LogLevel::kError, std::string("offloaded ") + CallName(q.call) + " failed on rank " +
+                                    std::to_string(g->rank) + ": " + s.ToString() +
+                                    " (raising MPI_ERR_OTHER; every later call that would run on the switch "
+                                    "fails too)");
+      g->stats.Record(q.call, Reason::kGroupFailed, q.bytes, Since(t0));
+      PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);
+      return MPI_ERR_OTHER;
+    }
+    d.reason = Reason::kSwitchUnsupported;
   }
   LogFallback(q.call, d.reason, comm, q.bytes);
   int rc = fallback();
-  g->stats.Record(q.call, d.reason, q.bytes, std::chrono::duration<double>(Clock::now() - t0).count());
+  g->stats.Record(q.call, d.reason, q.bytes, Since(t0));
   return rc;
 }
 
@@ -263,6 +324,7 @@ void FormGroup() {
     o.iface = c.iface.empty() ? DefaultRouteInterface() : c.iface;
     o.transport = c.transport;
     o.join_timeout_ms = c.join_timeout_ms;
+    o.op_timeout_ms = c.op_timeout_ms;
     // MPI_Finalize runs a PMPI_Barrier before leaving: every rank then holds
     // every result, so nothing needs the tree for retransmissions.
     o.leave_linger_ms = 0;
@@ -317,6 +379,7 @@ void Setup(int thread_level) {
   if (cfg.ok()) {
     g->cfg = *cfg;
   } else {
+    g->cfg_parsed = false;
     g->group_reason = Reason::kBadConfig;
     g->group_detail = cfg.status().message();
   }
@@ -328,13 +391,30 @@ void Setup(int thread_level) {
     Log(LogLevel::kWarn, "unknown variable " + n + " ignored (see docs/mpi.md for the INCMPI_* names)");
   PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, DeleteCommState, &g->keyval, nullptr);
   PMPI_Type_create_keyval(MPI_TYPE_NULL_COPY_FN, DeleteTypeInfo, &g->type_keyval, nullptr);
+  if (g->world == 1) {
+    if (g->group_reason == Reason::kNone)
+      g->group_reason = g->cfg.enable ? Reason::kSingleRank : Reason::kDisabled;
+    return;
+  }
+  // Every rank compares its settings with the others' (config.h
+  // AgreementFingerprint), also one with INC disabled or a bad value: a
+  // rank that skipped what follows alone would pair its next collective
+  // with the others' group formation.
+  const uint64_t fp = AgreementFingerprint(g->cfg, g->cfg_parsed, thread_level == MPI_THREAD_MULTIPLE);
+  unsigned long long mine[2] = {fp, ~fp}, min[2] = {0, 0};
+  PMPI_Allreduce(mine, min, 2, MPI_UNSIGNED_LONG_LONG, MPI_MIN, MPI_COMM_WORLD);
+  if (!FingerprintsAgree(min[0], min[1])) {
+    g->group_reason = Reason::kBadConfig;
+    g->group_detail =
+        "the ranks do not agree on INCMPI_ENABLE, INCMPI_MIN_BYTES, INCMPI_MAX_BYTES, INCMPI_FLOAT_SUM, "
+        "INCMPI_REDUCE_MODE, INCMPI_BROADCAST_MODE or the thread level (every rank must see the same values)";
+    LogLine(LogLevel::kError, "rank " + std::to_string(g->rank) + ": " + g->group_detail +
+                                  "; every collective falls back to MPI (reason=bad_config)");
+    return;
+  }
   if (g->group_reason != Reason::kNone) return;
   if (!g->cfg.enable) {
     g->group_reason = Reason::kDisabled;
-    return;
-  }
-  if (g->world == 1) {
-    g->group_reason = Reason::kSingleRank;
     return;
   }
   FormGroup();
@@ -354,7 +434,8 @@ void Teardown() {
   h.rank = g->rank;
   h.world = g->world;
   h.enabled = g->cfg.enable;
-  h.group = g->group_reason == Reason::kNone ? "ok" : ReasonName(g->group_reason);
+  const Reason group = g->group_reason;
+  h.group = group == Reason::kNone ? "ok" : ReasonName(group);
   h.group_detail = g->group_detail;
   h.job_id = g->job_id;
   h.tree_id = g->tree_id;
@@ -395,102 +476,119 @@ int MPI_Finalize(void) {
 int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                   MPI_Comm comm) {
   if (!g || g->finalized) return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+  auto fallback = [&] { return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm); };
   const CommState* st;
   Reason comm_reason = CommReason(comm, &st);
+  if (comm_reason != Reason::kNone)
+    return PassOn(Call::kAllreduce, comm_reason, comm, Bytes(count, datatype), fallback);
   TypeInfo t = ClassifyType(datatype);
   Request q = AllreduceRequest(comm_reason, recvbuf, count, t, op);
   return Dispatch(
-      comm, q, !t.contiguous,
+      comm, q, !t.contiguous, PackableItem(t),
       [&](const Decision& d) {
         return OffloadAllreduce(*g->inc, d, sendbuf, recvbuf, count, datatype, t, q.bytes);
       },
-      [&] { return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm); });
+      fallback);
 }
 
 int MPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
                MPI_Comm comm) {
   if (!g || g->finalized) return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
+  auto fallback = [&] { return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm); };
   const CommState* st;
   Reason comm_reason = CommReason(comm, &st);
+  if (comm_reason != Reason::kNone)
+    return PassOn(Call::kReduce, comm_reason, comm, Bytes(count, datatype), fallback);
   TypeInfo t = ClassifyType(datatype);
-  bool valid_comm = comm_reason != Reason::kInvalidArgs;
-  int me = valid_comm ? CommRank(comm) : -1;
-  int size = valid_comm ? CommSize(comm) : 0;
+  int me = CommRank(comm);
   bool is_root = me == root;
-  Request q = ReduceRequest(comm_reason, sendbuf, recvbuf, count, t, op, root, me, size);
+  Request q = ReduceRequest(comm_reason, sendbuf, recvbuf, count, t, op, root, me, CommSize(comm));
   return Dispatch(
-      comm, q, !t.contiguous,
+      comm, q, !t.contiguous, PackableItem(t),
       [&](const Decision& d) {
         return OffloadReduce(*g->inc, d, sendbuf, recvbuf, count, datatype, t, q.bytes, is_root,
                              WorldRank(ToWorld(st), root));
       },
-      [&] { return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm); });
+      fallback);
 }
 
 int MPI_Bcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
   if (!g || g->finalized) return PMPI_Bcast(buffer, count, datatype, root, comm);
+  auto fallback = [&] { return PMPI_Bcast(buffer, count, datatype, root, comm); };
   const CommState* st;
   Reason comm_reason = CommReason(comm, &st);
+  if (comm_reason != Reason::kNone)
+    return PassOn(Call::kBcast, comm_reason, comm, Bytes(count, datatype), fallback);
   TypeInfo t = ClassifyType(datatype);
-  bool valid_comm = comm_reason != Reason::kInvalidArgs;
-  int me = valid_comm ? CommRank(comm) : -1;
-  int size = valid_comm ? CommSize(comm) : 0;
-  Request q = BcastRequest(comm_reason, count, t, root, size);
+  int me = CommRank(comm);
+  Request q = BcastRequest(comm_reason, count, t, root, CommSize(comm));
   return Dispatch(
-      comm, q, !t.contiguous,
+      comm, q, !t.contiguous, PackableItem(t),
       [&](const Decision&) {
         return OffloadBcast(*g->inc, buffer, count, datatype, t, q.bytes, me == root,
                             WorldRank(ToWorld(st), root));
       },
-      [&] { return PMPI_Bcast(buffer, count, datatype, root, comm); });
+      fallback);
 }
 
 int MPI_Barrier(MPI_Comm comm) {
   if (!g || g->finalized) return PMPI_Barrier(comm);
+  auto fallback = [&] { return PMPI_Barrier(comm); };
   const CommState* st;
+  Reason comm_reason = CommReason(comm, &st);
+  if (comm_reason != Reason::kNone) return PassOn(Call::kBarrier, comm_reason, comm, 0, fallback);
   Request q;
   q.call = Call::kBarrier;
-  q.comm_reason = CommReason(comm, &st);
   return Dispatch(
-      comm, q, false, [&](const Decision&) { return g->inc->Barrier(); }, [&] { return PMPI_Barrier(comm); });
+      comm, q, false, true, [&](const Decision&) { return g->inc->Barrier(); }, fallback);
 }
 
 int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype datatype,
                              MPI_Op op, MPI_Comm comm) {
   if (!g || g->finalized) return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
+  auto fallback = [&] { return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm); };
   const CommState* st;
   Reason comm_reason = CommReason(comm, &st);
+  if (comm_reason != Reason::kNone) {
+    const int size = comm_reason != Reason::kInvalidArgs ? CommSize(comm) : 0;
+    return PassOn(Call::kReduceScatterBlock, comm_reason, comm,
+                  Bytes(recvcount, datatype) * static_cast<uint64_t>(size), fallback);
+  }
   TypeInfo t = ClassifyType(datatype);
-  int size = comm_reason != Reason::kInvalidArgs ? CommSize(comm) : 0;
+  int size = CommSize(comm);
   Request q = ReduceScatterBlockRequest(comm_reason, recvbuf, recvcount, t, op, size);
   return Dispatch(
-      comm, q, !t.contiguous,
+      comm, q, !t.contiguous, PackableItem(t),
       [&](const Decision& d) {
         return OffloadReduceScatterBlock(*g->inc, d, sendbuf, recvbuf, recvcount, datatype, t, q.bytes, size,
                                          ToWorld(st));
       },
-      [&] { return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm); });
+      fallback);
 }
 
 int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                   MPI_Datatype recvtype, MPI_Comm comm) {
   if (!g || g->finalized)
     return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+  auto fallback = [&] {
+    return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+  };
   const CommState* st;
   Reason comm_reason = CommReason(comm, &st);
+  if (comm_reason != Reason::kNone)
+    return PassOn(Call::kAllgather, comm_reason, comm, Bytes(recvcount, recvtype), fallback);
   TypeInfo rt = ClassifyType(recvtype);
   TypeInfo stt = sendbuf == MPI_IN_PLACE ? rt : ClassifyType(sendtype);
-  bool valid_comm = comm_reason != Reason::kInvalidArgs;
-  int me = valid_comm ? CommRank(comm) : 0;
-  int size = valid_comm ? CommSize(comm) : 0;
+  int me = CommRank(comm);
+  int size = CommSize(comm);
   Request q = AllgatherRequest(comm_reason, sendbuf, sendcount, stt, recvbuf, recvcount, rt);
   return Dispatch(
-      comm, q, !rt.contiguous || !stt.contiguous,
+      comm, q, !rt.contiguous || !stt.contiguous, PackableItem(rt) && PackableItem(stt),
       [&](const Decision&) {
         return OffloadAllgather(*g->inc, sendbuf, sendcount, sendtype, stt, recvbuf, recvcount, recvtype, rt,
                                 q.bytes, me, size, g->inc_rank, ToWorld(st));
       },
-      [&] { return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm); });
+      fallback);
 }
 
 }  // extern "C"

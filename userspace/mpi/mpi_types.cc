@@ -47,6 +47,7 @@ void FreeDerived(MPI_Datatype t) {
 // One level of a datatype for SignatureElem; the inner datatypes that
 // MPI_Type_get_contents returns are freed by Release.
 struct MpiTypeTree {
+  Decodable decodable = nullptr;
   std::vector<MPI_Datatype> unused;  // returned, but contributing no elements
 
   TypeNode<MPI_Datatype> Decode(MPI_Datatype t) {
@@ -54,6 +55,12 @@ struct MpiTypeTree {
     int ni = 0, na = 0, nd = 0, combiner = 0;
     MPI_Count size = 0;
     PMPI_Type_size_x(t, &size);
+    if (decodable && !decodable(t)) {
+      // No constructor record: opaque bytes (see Decodable).
+      node.named = true;
+      node.size = static_cast<uint64_t>(std::max<MPI_Count>(size, 0));
+      return node;
+    }
     if (PMPI_Type_get_envelope(t, &ni, &na, &nd, &combiner) != MPI_SUCCESS ||
         combiner == MPI_COMBINER_NAMED || nd == 0) {
       // Fortran parameterised types (MPI_Type_create_f90_*) have no inner type.
@@ -83,8 +90,9 @@ struct MpiTypeTree {
 
 // A predefined type, or MPI_Type_dup/MPI_Type_contiguous (nested) of one:
 // its elements lie in signature order.
-bool Ordered(MPI_Datatype t) {
+bool Ordered(MPI_Datatype t, Decodable decodable) {
   int ni = 0, na = 0, nd = 0, combiner = 0;
+  if (decodable && !decodable(t)) return false;
   if (PMPI_Type_get_envelope(t, &ni, &na, &nd, &combiner) != MPI_SUCCESS) return false;
   if (combiner == MPI_COMBINER_NAMED) return true;
   if ((combiner != MPI_COMBINER_DUP && combiner != MPI_COMBINER_CONTIGUOUS) || nd != 1 || ni > 1 || na > 0)
@@ -93,7 +101,7 @@ bool Ordered(MPI_Datatype t) {
   MPI_Aint addrs[1];
   MPI_Datatype inner;
   if (PMPI_Type_get_contents(t, ni, na, nd, ints, addrs, &inner) != MPI_SUCCESS) return false;
-  bool ordered = Ordered(inner);
+  bool ordered = Ordered(inner, decodable);
   FreeDerived(inner);
   return ordered;
 }
@@ -128,7 +136,7 @@ bool IsNamedType(MPI_Datatype t) {
   return PMPI_Type_get_envelope(t, &ni, &na, &nd, &combiner) == MPI_SUCCESS && combiner == MPI_COMBINER_NAMED;
 }
 
-TypeInfo DescribeType(MPI_Datatype t) {
+TypeInfo DescribeType(MPI_Datatype t, Decodable decodable) {
   TypeInfo info;
   if (t == MPI_DATATYPE_NULL) return info;
   MPI_Count size = 0, lb = 0, extent = 0, true_lb = 0, true_extent = 0;
@@ -137,19 +145,25 @@ TypeInfo DescribeType(MPI_Datatype t) {
       PMPI_Type_get_true_extent_x(t, &true_lb, &true_extent) != MPI_SUCCESS)
     return info;
   MpiTypeTree tree;
+  tree.decodable = decodable;
   info.elem = SignatureElem(tree, t).value_or(Elem::kBytes);
   info.size = static_cast<uint64_t>(size);
   info.extent = extent;
   Layout l;
-  l.ordered = Ordered(t);
+  l.ordered = Ordered(t, decodable);
   l.size = size;
   l.lb = lb;
   l.extent = extent;
   l.true_lb = true_lb;
   l.true_extent = true_extent;
   info.contiguous = IsContiguous(l);
+  info.bottom_ok = size == 0 || (true_lb != 0 && !info.contiguous);
   info.valid = true;
   return info;
+}
+
+bool PackableItem(const TypeInfo& t) {
+  return t.contiguous || t.size <= kMaxPackItem;
 }
 
 uint64_t Elements(const TypeInfo& t, uint64_t bytes) {

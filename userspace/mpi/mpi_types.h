@@ -28,17 +28,42 @@ struct TypeInfo {
   Elem elem = Elem::kBytes;
   uint64_t size = 0;   // bytes of data per item
   int64_t extent = 0;  // bytes from one item to the next
+  // A null buffer (MPI_BOTTOM) is legal with this datatype: a derived type
+  // whose data starts at a nonzero true lower bound (absolute addresses),
+  // the rule Open MPI's own argument check applies. Such a type is never
+  // contiguous, so an offload packs it from MPI_BOTTOM.
+  bool bottom_ok = false;
 };
 
+// Whether MPI_Type_get_envelope/_contents may be called on a datatype.
+// coll/incin passes one: Open MPI's own algorithms build datatypes without
+// a constructor record (coll/inter's indexed type in MPI_Allgatherv on an
+// intercommunicator, coll/base's contiguous type in a linear allgather),
+// and decoding one raises MPI_ERR_INTERN through MPI_COMM_WORLD's error
+// handler, which ends the job. Null: every datatype may be decoded (an
+// interposer sees only the program's datatypes, which always have one).
+using Decodable = bool (*)(MPI_Datatype t);
+
 // Decodes `t` through MPI_Type_get_envelope/_contents (not cached: callers
-// that see the same derived type often cache the result themselves).
-TypeInfo DescribeType(MPI_Datatype t);
+// that see the same derived type often cache the result themselves). A
+// part that `decodable` refuses counts as opaque bytes (elem kBytes: never
+// reduced on the switch, but broadcast and gathered) in a layout that is
+// packed, which MPI_Pack does without the constructor record.
+TypeInfo DescribeType(MPI_Datatype t, Decodable decodable = nullptr);
 
 // A predefined datatype (MPI_COMBINER_NAMED).
 bool IsNamedType(MPI_Datatype t);
 
 // Elements of `bytes` of a signature, as libinc counts them.
 uint64_t Elements(const TypeInfo& t, uint64_t bytes);
+
+// Whether every rank can pack its layout around an offload: MPI_Pack counts
+// bytes in int, so one item of a non-contiguous layout may hold at most
+// kMaxPackItem bytes. This depends on the rank's own datatype, not on the
+// signature, so callers agree on it across ranks before offloading a call
+// that could exceed it (only calls of more than kMaxPackItem bytes can).
+constexpr uint64_t kMaxPackItem = 0x7fffffff;
+bool PackableItem(const TypeInfo& t);
 
 // Copies `count` items of datatype `t` at `buf` to (Pack) or from (Unpack)
 // `run`, their count x size bytes in signature order. MPI_Pack in a

@@ -56,11 +56,19 @@ uint64_t Bytes(int count, const TypeInfo& t) {
   return count > 0 ? static_cast<uint64_t>(count) * t.size : 0;
 }
 
+// A buffer a correct program may pass with `t`: MPI_BOTTOM (null) only
+// with absolute addresses. Never the buffer's value alone: a rank that
+// passes MPI_BOTTOM with a struct of addresses and one that passes an
+// array with MPI_INT make the same call, and must decide alike.
+bool Addressable(const void* buf, const TypeInfo& t) {
+  return buf != nullptr || t.bottom_ok;
+}
+
 }  // namespace
 
 Request AllreduceRequest(Reason comm_reason, const void* recvbuf, int count, const TypeInfo& t, MPI_Op op) {
   Request q = MakeRequest(Call::kAllreduce, comm_reason);
-  q.valid = t.valid && count >= 0 && (count == 0 || recvbuf);
+  q.valid = t.valid && count >= 0 && (count == 0 || Addressable(recvbuf, t));
   q.elem = t.elem;
   q.op = ClassifyOp(op);
   q.bytes = Bytes(count, t);
@@ -71,7 +79,8 @@ Request ReduceRequest(Reason comm_reason, const void* sendbuf, const void* recvb
                       const TypeInfo& t, MPI_Op op, int root, int me, int size) {
   Request q = MakeRequest(Call::kReduce, comm_reason);
   const bool is_root = me == root;
-  q.valid = t.valid && count >= 0 && root >= 0 && root < size && (count == 0 || !is_root || recvbuf) &&
+  q.valid = t.valid && count >= 0 && root >= 0 && root < size &&
+            (count == 0 || ((!is_root || Addressable(recvbuf, t)) && Addressable(sendbuf, t))) &&
             (is_root || sendbuf != MPI_IN_PLACE);
   q.elem = t.elem;
   q.op = ClassifyOp(op);
@@ -90,7 +99,7 @@ Request BcastRequest(Reason comm_reason, int count, const TypeInfo& t, int root,
 Request ReduceScatterBlockRequest(Reason comm_reason, const void* recvbuf, int recvcount, const TypeInfo& t,
                                   MPI_Op op, int size) {
   Request q = MakeRequest(Call::kReduceScatterBlock, comm_reason);
-  q.valid = t.valid && recvcount >= 0 && (recvcount == 0 || recvbuf);
+  q.valid = t.valid && recvcount >= 0 && (recvcount == 0 || Addressable(recvbuf, t));
   q.elem = t.elem;
   q.op = ClassifyOp(op);
   q.bytes = Bytes(recvcount, t) * static_cast<uint64_t>(size);
@@ -104,7 +113,7 @@ Request AllgatherRequest(Reason comm_reason, const void* sendbuf, int sendcount,
   const uint64_t block = Bytes(recvcount, rt);
   const uint64_t sblock = in_place ? block : Bytes(sendcount, st);
   q.valid = rt.valid && st.valid && recvcount >= 0 && (in_place || sendcount >= 0) && block == sblock &&
-            (block == 0 || recvbuf);
+            (block == 0 || (Addressable(recvbuf, rt) && (in_place || Addressable(sendbuf, st))));
   q.elem = Elem::kBytes;
   q.bytes = block;
   return q;

@@ -12,6 +12,9 @@ namespace inc::mpi {
 namespace {
 constexpr size_t kCalls = static_cast<size_t>(Call::kCount);
 constexpr size_t kReasons = static_cast<size_t>(Reason::kCount);
+// Calls recorded as kGroupFailed returned an MPI error: neither offloaded
+// nor run on MPI, so they are counted apart ("failed").
+constexpr size_t kFailed = static_cast<size_t>(Reason::kGroupFailed);
 
 std::string Num(double v) {
   char buf[64];
@@ -76,7 +79,15 @@ uint64_t Stats::FellBack() const {
   std::lock_guard<std::mutex> l(mu_);
   uint64_t n = 0;
   for (size_t c = 0; c < kCalls; c++)
-    for (size_t r = 1; r < kReasons; r++) n += t_[c][r].calls;
+    for (size_t r = 1; r < kReasons; r++)
+      if (r != kFailed) n += t_[c][r].calls;
+  return n;
+}
+
+uint64_t Stats::Failed() const {
+  std::lock_guard<std::mutex> l(mu_);
+  uint64_t n = 0;
+  for (size_t c = 0; c < kCalls; c++) n += t_[c][kFailed].calls;
   return n;
 }
 
@@ -88,13 +99,13 @@ std::string Stats::ToJson(const Header& h) const {
     << ", \"group_detail\": " << JsonString(h.group_detail) << ", \"job_id\": " << JsonString(h.job_id)
     << ", \"tree_id\": " << h.tree_id << ", \"calls\": {";
   std::array<Tally, kReasons> by_reason{};
-  Tally offloaded, fallback;
+  Tally offloaded, fallback, failed;
   for (size_t c = 0; c < kCalls; c++) {
     Tally fb;
     std::string reasons;
     for (size_t r = 1; r < kReasons; r++) {
       const Tally& t = t_[c][r];
-      if (!t.calls) continue;
+      if (!t.calls || r == kFailed) continue;
       fb.calls += t.calls;
       fb.bytes += t.bytes;
       fb.seconds += t.seconds;
@@ -111,15 +122,20 @@ std::string Stats::ToJson(const Header& h) const {
     fallback.calls += fb.calls;
     fallback.bytes += fb.bytes;
     fallback.seconds += fb.seconds;
+    const Tally& err = t_[c][kFailed];
+    failed.calls += err.calls;
+    failed.bytes += err.bytes;
+    failed.seconds += err.seconds;
     o << (c ? ", " : "") << JsonString(CallName(static_cast<Call>(c)))
       << ": {\"offloaded\": " << TallyJson(off) << ", \"packed\": " << packed_[c]
-      << ", \"fallback\": " << TallyJson(fb) << ", \"fallback_reasons\": {" << reasons << "}}";
+      << ", \"fallback\": " << TallyJson(fb) << ", \"failed\": " << TallyJson(err)
+      << ", \"fallback_reasons\": {" << reasons << "}}";
   }
   o << "}, \"totals\": {\"offloaded\": " << TallyJson(offloaded) << ", \"fallback\": " << TallyJson(fallback)
-    << "}, \"fallback_reasons\": {";
+    << ", \"failed\": " << TallyJson(failed) << "}, \"fallback_reasons\": {";
   bool first = true;
   for (size_t r = 1; r < kReasons; r++) {
-    if (!by_reason[r].calls) continue;
+    if (!by_reason[r].calls || r == kFailed) continue;
     o << (first ? "" : ", ") << JsonString(ReasonName(static_cast<Reason>(r))) << ": " << by_reason[r].calls;
     first = false;
   }
@@ -144,7 +160,9 @@ std::string Stats::ToText(const Header& h) const {
     for (size_t r = 0; r < kReasons; r++) {
       const Tally& t = t_[c][r];
       if (!t.calls) continue;
-      std::string path = r == 0 ? "offloaded" : std::string("fallback:") + ReasonName(static_cast<Reason>(r));
+      std::string path = r == 0         ? "offloaded"
+                         : r == kFailed ? "failed (MPI_ERR_OTHER)"
+                                        : std::string("fallback:") + ReasonName(static_cast<Reason>(r));
       if (r == 0 && packed_[c]) path += " (" + std::to_string(packed_[c]) + " packed)";
       std::snprintf(line, sizeof(line), "incmpi:   %-26s %-34s %10llu %14llu %12.6f\n",
                     CallName(static_cast<Call>(c)), path.c_str(), static_cast<unsigned long long>(t.calls),

@@ -22,13 +22,16 @@ struct Tally {
 
 class Stats {
  public:
-  // kNone = offloaded; `packed`: an offloaded call that went through
+  // kNone = offloaded; kGroupFailed = the call returned an MPI error (an
+  // offload failed, or INC had failed before: counted as "failed", not as a
+  // fallback); `packed`: an offloaded call that went through
   // MPI_Pack/MPI_Unpack on this rank (a non-contiguous local layout).
   void Record(Call call, Reason reason, uint64_t bytes, double seconds, bool packed = false);
   Tally Get(Call call, Reason reason) const;
   uint64_t Packed(Call call) const;
   uint64_t Offloaded() const;  // calls, all collectives
   uint64_t FellBack() const;
+  uint64_t Failed() const;
 
   struct Header {
     int rank = 0;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -326,6 +327,20 @@ incinNcclResult plugin_connect(void* handles[], int nranks, int rank, void* list
   c.transport = env_or("INC_TRANSPORT", nullptr);
   if (const char* t = env_or("INC_JOIN_TIMEOUT_MS", nullptr))
     c.join_timeout_ms = static_cast<uint32_t>(atoi(t));
+  // How long a collective waits without progress for the slowest rank
+  // before it fails (and the AM fails the tree, so every rank's collectives
+  // fail); 0 or unset: libinc's default. A value that is no number in
+  // 1..4294967295 is refused here, before anything joins.
+  if (const char* t = env_or("INC_OP_TIMEOUT_MS", nullptr)) {
+    char* end = nullptr;
+    errno = 0;
+    unsigned long long ms = strtoull(t, &end, 10);
+    if (errno || end == t || *end || t[0] == '-' || ms > 0xffffffffull) {
+      INCIN_LOG(INCIN_NCCL_LOG_WARN, "connect: INC_OP_TIMEOUT_MS='%s' is not a number of milliseconds", t);
+      return incinNcclInvalidArgument;
+    }
+    c.op_timeout_ms = static_cast<uint32_t>(ms);
+  }
   inc_comm* comm = nullptr;
   inc_status st = inc_comm_create(&c, &comm);
   if (st != INC_OK) {

@@ -11,8 +11,21 @@
 // MPI_Finalize.
 //
 // Invariant (as in libincmpi): every rank takes the same path for the same
-// call; decisions use only what every rank passes identically, and a failed
-// offload is an MPI error, never a silent local fallback.
+// call; decisions use only what every rank passes identically (and the
+// INCMPI_* settings, which the ranks compare when the group forms), and a
+// failed offload is an MPI error, never a silent local fallback: that call
+// and every later one that would have been offloaded return MPI_ERR_OTHER
+// on every rank (docs/mpi.md "Errors").
+//
+// Nothing coll/incin does may fail a call that plain Open MPI completes.
+// Open MPI calls a communicator's collectives from its own algorithms too,
+// on communicators the program never sees (an intercommunicator's local
+// one) and with datatypes MPI_Type_get_envelope cannot decode (raising
+// MPI_ERR_INTERN through MPI_COMM_WORLD's error handler): a call on a
+// communicator that is not provably MPI_COMM_WORLD's group therefore goes
+// to the next component before anything looks at its datatypes, and the
+// communicator is judged from Open MPI's structures (component.c), not
+// through MPI calls that could raise errors.
 #include <mpi.h>
 
 #include <atomic>
@@ -60,6 +73,7 @@ using Clock = std::chrono::steady_clock;
 
 struct Global {
   Config cfg;
+  bool cfg_parsed = true;
   // Atomic: under MPI_THREAD_MULTIPLE another thread's call on another
   // communicator may read them while the group is formed or ended.
   std::atomic<bool> attempted{false};  // group formation ran (once, at the first eligible call)
@@ -68,7 +82,10 @@ struct Global {
   int rank = 0;
   int world = 1;
   std::unique_ptr<inc::client::Communicator> inc;
-  Reason group_reason = Reason::kNone;
+  // Until the group formed: this rank's own view (disabled, bad_config);
+  // from then on agreed by every rank, except kGroupFailed, which a rank
+  // sets when one of its offloaded calls fails.
+  std::atomic<Reason> group_reason{Reason::kNone};
   std::string group_detail;
   std::string job_id;
   int tree_id = -1;
@@ -86,6 +103,15 @@ Global& G() {
   return *g;
 }
 
+// The ranks must agree on every INCMPI_* setting that decides a path
+// (config.h AgreementFingerprint); each reads its own environment.
+bool SettingsAgree(Global& g) {
+  const uint64_t fp = AgreementFingerprint(g.cfg, g.cfg_parsed, incin_thread_multiple() != 0);
+  unsigned long long mine[2] = {fp, ~fp}, min[2] = {0, 0};
+  PMPI_Allreduce(mine, min, 2, MPI_UNSIGNED_LONG_LONG, MPI_MIN, MPI_COMM_WORLD);
+  return FingerprintsAgree(min[0], min[1]);
+}
+
 // Runs on every rank at once: the first eligible call is on a communicator
 // with the world's group, so every world rank is in it. The collectives
 // here go to the saved functions (G().forming).
@@ -100,6 +126,22 @@ void FormGroup() {
   // blocking JoinGroup below does not run MPI's progress engine. The
   // barrier progresses MPI until every rank has arrived, so all join at once.
   PMPI_Barrier(MPI_COMM_WORLD);
+  // Every rank comes here, also one with INC disabled or a bad setting:
+  // only together can they tell whether all of them would offload alike.
+  if (!SettingsAgree(g)) {
+    g.group_reason = Reason::kBadConfig;
+    g.group_detail =
+        "the ranks do not agree on INCMPI_ENABLE, INCMPI_MIN_BYTES, INCMPI_MAX_BYTES, INCMPI_FLOAT_SUM, "
+        "INCMPI_REDUCE_MODE, INCMPI_BROADCAST_MODE or the thread level (every rank must see the same values)";
+    LogLine(LogLevel::kError, "rank " + std::to_string(g.rank) + ": " + g.group_detail +
+                                  "; every collective falls back to MPI (reason=bad_config)");
+    g.forming = false;
+    return;
+  }
+  if (g.group_reason != Reason::kNone) {  // disabled or bad_config on every rank
+    g.forming = false;
+    return;
+  }
   const Config& c = g.cfg;
   const char* credential = std::getenv(inc::kJobCredentialEnv);
   auto credential_job =
@@ -137,6 +179,12 @@ void FormGroup() {
     o.iface = c.iface.empty() ? DefaultRouteInterface() : c.iface;
     o.transport = c.transport;
     o.join_timeout_ms = c.join_timeout_ms;
+    o.op_timeout_ms = c.op_timeout_ms;
+    // The group is left when MPI_COMM_WORLD is destroyed in MPI_Finalize,
+    // after Open MPI's fence: every rank has finished every collective by
+    // then, and the AM keeps the tree until the last rank left, so a rank
+    // still retransmitting for its last result finds it. No linger.
+    o.leave_linger_ms = 0;
     // While this rank waits on the switch, another may wait inside MPI for
     // data this rank's MPI has only queued; Open MPI moves it only while
     // its progress engine runs.
@@ -172,7 +220,8 @@ void FormGroup() {
 }
 
 // Configuration is read once, at the first call (the environment is the
-// ranks' by then).
+// ranks' by then). Not collective: the first call may be on a communicator
+// of a few ranks; the ranks compare settings in FormGroup.
 void ConfigureOnce() {
   Global& g = G();
   inc::SetLogComponent("coll/incin");
@@ -180,9 +229,9 @@ void ConfigureOnce() {
   if (cfg.ok()) {
     g.cfg = *cfg;
   } else {
+    g.cfg_parsed = false;
     g.group_reason = Reason::kBadConfig;
     g.group_detail = cfg.status().message();
-    g.attempted = true;
   }
   inc::SetLogLevel(g.cfg.log_level);
   PMPI_Comm_rank(MPI_COMM_WORLD, &g.rank);
@@ -192,7 +241,6 @@ void ConfigureOnce() {
             "bad configuration: " + g.group_detail + "; every collective falls back to MPI");
   } else if (!g.cfg.enable) {
     g.group_reason = Reason::kDisabled;
-    g.attempted = true;
   }
   for (const std::string& n : UnknownEnvNames(environ))
     LogLine(LogLevel::kWarn, "unknown variable " + n + " ignored (see docs/mpi.md for the INCMPI_* names)");
@@ -204,42 +252,54 @@ void Configure() {
   std::call_once(once, ConfigureOnce);
 }
 
+// From Open MPI's structures (no MPI call): an internal communicator, a
+// merged one or a split one is offloaded only if its group is provably the
+// world's, whose INC group was formed.
 void Classify(incin_comm* st, MPI_Comm comm) {
   st->classified = true;
-  int cmp = MPI_UNEQUAL;
-  PMPI_Comm_compare(comm, MPI_COMM_WORLD, &cmp);
-  int level = MPI_THREAD_SINGLE;
-  PMPI_Query_thread(&level);
-  if (cmp == MPI_UNEQUAL) {
+  const int rel = incin_comm_relation(comm);
+  if (rel != MPI_IDENT && rel != MPI_SIMILAR) {
     st->reason = Reason::kSubcomm;
-  } else if (comm != MPI_COMM_WORLD && level == MPI_THREAD_MULTIPLE) {
+  } else if (comm != MPI_COMM_WORLD && incin_thread_multiple()) {
     // Threads may order collectives of different communicators differently
     // on different ranks; they would meet on the one shared INC group.
     st->reason = Reason::kThreadMultiple;
-  } else if (cmp == MPI_SIMILAR) {
+  } else if (rel == MPI_SIMILAR) {
+    st->to_world.resize(static_cast<size_t>(incin_comm_size(comm)));
+    if (incin_comm_world_ranks(comm, st->to_world.data()) != MPI_SUCCESS) {
+      st->reason = Reason::kSubcomm;  // cannot map the ranks: not provably the world's
+      st->to_world.clear();
+      return;
+    }
     st->permuted = true;
-    st->to_world = WorldRanks(comm);
   }
 }
 
-// What the communicator allows (kNone: the INC group may run the call).
+// What the communicator allows (kNone: the INC group may run the call;
+// kGroupFailed is not the communicator's business: Dispatch makes such a
+// call an error if it would have been offloaded).
 Reason CommReason(incin_comm* st, MPI_Comm comm) {
   Configure();
   if (!st->classified) Classify(st, comm);
   Global& g = G();
   if (!g.attempted && st->reason == Reason::kNone) FormGroup();
-  if (g.group_reason != Reason::kNone) return g.group_reason;
+  const Reason group = g.group_reason;
+  if (group != Reason::kNone && group != Reason::kGroupFailed) return group;
   return st->reason;  // also for a subcomm before any collective with the world's group
+}
+
+// The first line per call and reason at `level` (INCMPI_FALLBACK_LOG=all:
+// every one), later ones at debug.
+LogLevel FirstOrDebug(Call call, Reason reason, LogLevel level) {
+  Global& g = G();
+  std::lock_guard<std::mutex> l(g.log_mu);
+  bool first = g.logged.insert({call, reason}).second;
+  return first || g.cfg.fallback_log_all ? level : LogLevel::kDebug;
 }
 
 void LogFallback(Call call, Reason reason, MPI_Comm comm, uint64_t bytes) {
   Global& g = G();
-  LogLevel level = g.cfg.fallback_log_level;
-  {
-    std::lock_guard<std::mutex> l(g.log_mu);
-    bool first = g.logged.insert({call, reason}).second;
-    if (!first && !g.cfg.fallback_log_all) level = LogLevel::kDebug;
-  }
+  LogLevel level = FirstOrDebug(call, reason, g.cfg.fallback_log_level);
   if (level < g.cfg.log_level) return;
   std::string detail;
   if ((reason == Reason::kNoGroup || reason == Reason::kBadConfig) && !g.group_detail.empty())
@@ -249,35 +309,81 @@ void LogFallback(Call call, Reason reason, MPI_Comm comm, uint64_t bytes) {
                      " bytes=" + std::to_string(bytes) + detail);
 }
 
-template <typename Offload, typename Fallback>
-int Dispatch(MPI_Comm comm, const Request& q, bool packed, Offload&& offload, Fallback&& fallback) {
+double Since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// A call on a communicator that is not offloaded: straight to the next
+// component, counted with the bytes Open MPI's own datatype record gives
+// (nothing decodes the datatype).
+template <typename Fallback>
+int PassOn(Call call, Reason reason, MPI_Comm comm, uint64_t bytes, Fallback&& fallback) {
+  auto t0 = Clock::now();
+  LogFallback(call, reason, comm, bytes);
+  int rc = fallback();
+  G().stats.Record(call, reason, bytes, Since(t0));
+  return rc;
+}
+
+uint64_t Bytes(int count, MPI_Datatype dt) {
+  return count > 0 ? static_cast<uint64_t>(count) * incin_type_size(dt) : 0;
+}
+
+bool HasTypeRecord(MPI_Datatype dt) {
+  return incin_type_decodable(dt) != 0;
+}
+
+// `packable`: this rank can pack its layout (PackableItem); `agree`
+// reduces an int with MPI_MIN over the communicator on the next component.
+template <typename Agree, typename Offload, typename Fallback>
+int Dispatch(MPI_Comm comm, const Request& q, bool packed, bool packable, Agree&& agree, Offload&& offload,
+             Fallback&& fallback) {
   Global& g = G();
   auto t0 = Clock::now();
   Decision d = Decide(g.cfg, q);
+  // Only a call of more than kMaxPackItem bytes can have an item MPI_Pack
+  // cannot take, on some rank: the ranks agree before any of them offloads.
+  // Also after INC failed, so that every rank still makes the same calls.
+  if (d.offload && q.bytes > kMaxPackItem && !agree(packable ? 1 : 0)) {
+    d.offload = false;
+    d.reason = Reason::kItemTooLarge;
+  }
   if (d.offload) {
-    if (!g.inc || g.group_reason != Reason::kNone) {
-      d.reason = Reason::kGroupFailed;
-    } else {
-      Status s = offload(d);
-      if (s.ok()) {
-        g.stats.Record(q.call, Reason::kNone, q.bytes,
-                       std::chrono::duration<double>(Clock::now() - t0).count(), packed);
-        return MPI_SUCCESS;
-      }
-      if (!IsSwitchUnsupported(s)) {
-        g.group_reason = Reason::kGroupFailed;
-        g.group_detail = s.ToString();
-        LogLine(LogLevel::kError, std::string("offloaded ") + CallName(q.call) + " failed on rank " +
-                                      std::to_string(g.rank) + ": " + s.ToString() +
-                                      " (INC is off for the rest of the job; returning MPI_ERR_OTHER)");
-        return MPI_ERR_OTHER;
-      }
-      d.reason = Reason::kSwitchUnsupported;
+    Status s;
+    if (!g.inc || g.group_reason == Reason::kGroupFailed) {
+      // Another rank may still find the tree failed only now, in this very
+      // call; running it on MPI here would leave this rank alone there.
+      LogLine(FirstOrDebug(q.call, Reason::kGroupFailed, LogLevel::kError),
+              std::string(CallName(q.call)) + " on rank " + std::to_string(g.rank) +
+                  " would run on the switch, but INC failed earlier (" + g.group_detail +
+                  "): returning MPI_ERR_OTHER");
+      g.stats.Record(q.call, Reason::kGroupFailed, q.bytes, Since(t0));
+      return MPI_ERR_OTHER;
     }
+    s = offload(d);
+    if (s.ok()) {
+      g.stats.Record(q.call, Reason::kNone, q.bytes, Since(t0), packed);
+      return MPI_SUCCESS;
+    }
+    if (!IsSwitchUnsupported(s)) {
+      g.group_detail = s.ToString();
+      g.group_reason = Reason::kGroupFailed;
+      {
+        std::lock_guard<std::mutex> l(g.log_mu);
+        g.logged.insert({q.call, Reason::kGroupFailed});
+      }
+      LogLine(LogLevel::kError, std::string("offloaded ") + CallName(q.call) + " failed on rank " +
+                                    std::to_string(g.rank) + ": " + s.ToString() +
+                                    " (returning MPI_ERR_OTHER; every later call that would run on the "
+                                    "switch fails too)");
+      g.stats.Record(q.call, Reason::kGroupFailed, q.bytes, Since(t0));
+      return MPI_ERR_OTHER;
+    }
+    d.reason = Reason::kSwitchUnsupported;
   }
   LogFallback(q.call, d.reason, comm, q.bytes);
   int rc = fallback();
-  g.stats.Record(q.call, d.reason, q.bytes, std::chrono::duration<double>(Clock::now() - t0).count());
+  g.stats.Record(q.call, d.reason, q.bytes, Since(t0));
   return rc;
 }
 
@@ -317,7 +423,7 @@ void incin_shutdown(void) {
   std::string libinc_json;
   if (g.inc) {
     libinc_json = g.inc->GetStatus().ToJson();
-    g.inc.reset();  // LeaveGroup: the AM dismantles the tree
+    g.inc.reset();  // LeaveGroup: the AM dismantles the tree once every rank left
   }
   if (!g.attempted && g.group_reason == Reason::kNone && g.stats.Offloaded() + g.stats.FellBack() == 0)
     return;
@@ -325,7 +431,8 @@ void incin_shutdown(void) {
   h.rank = g.rank;
   h.world = g.world;
   h.enabled = g.cfg.enable;
-  h.group = g.group_reason == Reason::kNone ? "ok" : ReasonName(g.group_reason);
+  const Reason group = g.group_reason;
+  h.group = group == Reason::kNone ? "ok" : ReasonName(group);
   h.group_detail = g.group_detail;
   h.job_id = g.job_id;
   h.tree_id = g.tree_id;
@@ -338,10 +445,17 @@ int incin_allreduce(incin_comm* st, void* m, const void* sbuf, void* rbuf, int c
   auto fallback = [&] { return incin_prev_allreduce(m, sbuf, rbuf, count, dt, op, comm); };
   if (Bypass()) return fallback();
   Reason comm_reason = CommReason(st, comm);
-  TypeInfo t = DescribeType(dt);
+  if (comm_reason != Reason::kNone)
+    return PassOn(Call::kAllreduce, comm_reason, comm, Bytes(count, dt), fallback);
+  TypeInfo t = DescribeType(dt, HasTypeRecord);
   Request q = AllreduceRequest(comm_reason, rbuf, count, t, op);
+  auto agree = [&](int mine) {
+    int all = 0;
+    incin_prev_allreduce(m, &mine, &all, 1, MPI_INT, MPI_MIN, comm);
+    return all != 0;
+  };
   return Dispatch(
-      comm, q, !t.contiguous,
+      comm, q, !t.contiguous, PackableItem(t), agree,
       [&](const Decision& d) { return OffloadAllreduce(*G().inc, d, sbuf, rbuf, count, dt, t, q.bytes); },
       fallback);
 }
@@ -351,12 +465,19 @@ int incin_reduce(incin_comm* st, void* m, const void* sbuf, void* rbuf, int coun
   auto fallback = [&] { return incin_prev_reduce(m, sbuf, rbuf, count, dt, op, root, comm); };
   if (Bypass()) return fallback();
   Reason comm_reason = CommReason(st, comm);
-  TypeInfo t = DescribeType(dt);
-  int me = CommRank(comm);
+  if (comm_reason != Reason::kNone)
+    return PassOn(Call::kReduce, comm_reason, comm, Bytes(count, dt), fallback);
+  TypeInfo t = DescribeType(dt, HasTypeRecord);
+  int me = incin_comm_rank(comm);
   bool is_root = me == root;
-  Request q = ReduceRequest(comm_reason, sbuf, rbuf, count, t, op, root, me, CommSize(comm));
+  Request q = ReduceRequest(comm_reason, sbuf, rbuf, count, t, op, root, me, incin_comm_size(comm));
+  auto agree = [&](int mine) {
+    int all = 0;
+    incin_prev_allreduce(m, &mine, &all, 1, MPI_INT, MPI_MIN, comm);
+    return all != 0;
+  };
   return Dispatch(
-      comm, q, !t.contiguous,
+      comm, q, !t.contiguous, PackableItem(t), agree,
       [&](const Decision& d) {
         return OffloadReduce(*G().inc, d, sbuf, rbuf, count, dt, t, q.bytes, is_root,
                              WorldRank(ToWorld(st), root));
@@ -368,11 +489,18 @@ int incin_bcast(incin_comm* st, void* m, void* buf, int count, MPI_Datatype dt, 
   auto fallback = [&] { return incin_prev_bcast(m, buf, count, dt, root, comm); };
   if (Bypass()) return fallback();
   Reason comm_reason = CommReason(st, comm);
-  TypeInfo t = DescribeType(dt);
-  int me = CommRank(comm);
-  Request q = BcastRequest(comm_reason, count, t, root, CommSize(comm));
+  if (comm_reason != Reason::kNone)
+    return PassOn(Call::kBcast, comm_reason, comm, Bytes(count, dt), fallback);
+  TypeInfo t = DescribeType(dt, HasTypeRecord);
+  int me = incin_comm_rank(comm);
+  Request q = BcastRequest(comm_reason, count, t, root, incin_comm_size(comm));
+  auto agree = [&](int mine) {
+    int all = 0;
+    incin_prev_allreduce(m, &mine, &all, 1, MPI_INT, MPI_MIN, comm);
+    return all != 0;
+  };
   return Dispatch(
-      comm, q, !t.contiguous,
+      comm, q, !t.contiguous, PackableItem(t), agree,
       [&](const Decision&) {
         return OffloadBcast(*G().inc, buf, count, dt, t, q.bytes, me == root, WorldRank(ToWorld(st), root));
       },
@@ -382,11 +510,13 @@ int incin_bcast(incin_comm* st, void* m, void* buf, int count, MPI_Datatype dt, 
 int incin_barrier(incin_comm* st, void* m, MPI_Comm comm) {
   auto fallback = [&] { return incin_prev_barrier(m, comm); };
   if (Bypass()) return fallback();
+  Reason comm_reason = CommReason(st, comm);
+  if (comm_reason != Reason::kNone) return PassOn(Call::kBarrier, comm_reason, comm, 0, fallback);
   Request q;
   q.call = Call::kBarrier;
-  q.comm_reason = CommReason(st, comm);
   return Dispatch(
-      comm, q, false, [&](const Decision&) { return G().inc->Barrier(); }, fallback);
+      comm, q, false, true, [](int) { return true; }, [&](const Decision&) { return G().inc->Barrier(); },
+      fallback);
 }
 
 int incin_reduce_scatter_block(incin_comm* st, void* m, const void* sbuf, void* rbuf, int rcount,
@@ -394,11 +524,19 @@ int incin_reduce_scatter_block(incin_comm* st, void* m, const void* sbuf, void* 
   auto fallback = [&] { return incin_prev_reduce_scatter_block(m, sbuf, rbuf, rcount, dt, op, comm); };
   if (Bypass()) return fallback();
   Reason comm_reason = CommReason(st, comm);
-  TypeInfo t = DescribeType(dt);
-  int size = CommSize(comm);
+  if (comm_reason != Reason::kNone)
+    return PassOn(Call::kReduceScatterBlock, comm_reason, comm,
+                  Bytes(rcount, dt) * static_cast<uint64_t>(incin_comm_size(comm)), fallback);
+  TypeInfo t = DescribeType(dt, HasTypeRecord);
+  int size = incin_comm_size(comm);
   Request q = ReduceScatterBlockRequest(comm_reason, rbuf, rcount, t, op, size);
+  auto agree = [&](int mine) {
+    int all = 0;
+    incin_prev_allreduce(m, &mine, &all, 1, MPI_INT, MPI_MIN, comm);
+    return all != 0;
+  };
   return Dispatch(
-      comm, q, !t.contiguous,
+      comm, q, !t.contiguous, PackableItem(t), agree,
       [&](const Decision& d) {
         return OffloadReduceScatterBlock(*G().inc, d, sbuf, rbuf, rcount, dt, t, q.bytes, size, ToWorld(st));
       },
@@ -410,13 +548,20 @@ int incin_allgather(incin_comm* st, void* m, const void* sbuf, int scount, MPI_D
   auto fallback = [&] { return incin_prev_allgather(m, sbuf, scount, sdt, rbuf, rcount, rdt, comm); };
   if (Bypass()) return fallback();
   Reason comm_reason = CommReason(st, comm);
-  TypeInfo rt = DescribeType(rdt);
-  TypeInfo stt = sbuf == MPI_IN_PLACE ? rt : DescribeType(sdt);
-  int me = CommRank(comm);
-  int size = CommSize(comm);
+  if (comm_reason != Reason::kNone)
+    return PassOn(Call::kAllgather, comm_reason, comm, Bytes(rcount, rdt), fallback);
+  TypeInfo rt = DescribeType(rdt, HasTypeRecord);
+  TypeInfo stt = sbuf == MPI_IN_PLACE ? rt : DescribeType(sdt, HasTypeRecord);
+  int me = incin_comm_rank(comm);
+  int size = incin_comm_size(comm);
   Request q = AllgatherRequest(comm_reason, sbuf, scount, stt, rbuf, rcount, rt);
+  auto agree = [&](int mine) {
+    int all = 0;
+    incin_prev_allreduce(m, &mine, &all, 1, MPI_INT, MPI_MIN, comm);
+    return all != 0;
+  };
   return Dispatch(
-      comm, q, !rt.contiguous || !stt.contiguous,
+      comm, q, !rt.contiguous || !stt.contiguous, PackableItem(rt) && PackableItem(stt), agree,
       [&](const Decision&) {
         return OffloadAllgather(*G().inc, sbuf, scount, sdt, stt, rbuf, rcount, rdt, rt, q.bytes, me, size,
                                 G().inc_rank, ToWorld(st));

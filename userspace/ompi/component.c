@@ -10,6 +10,8 @@
 #include "glue.h"
 #include "mpi.h"
 #include "ompi/communicator/communicator.h"
+#include "ompi/datatype/ompi_datatype.h"
+#include "ompi/group/group.h"
 #include "ompi/mca/coll/coll.h"
 #include "ompi/runtime/mpiruntime.h"
 #include "ompi_config.h"
@@ -146,22 +148,70 @@ void incin_progress(void) {
   opal_progress();
 }
 
+int incin_comm_relation(MPI_Comm comm) {
+  if (comm == &ompi_mpi_comm_world.comm) return MPI_IDENT;
+  int result = MPI_UNEQUAL;
+  if (OMPI_COMM_IS_INTER(comm) ||
+      ompi_group_compare(comm->c_local_group, ompi_mpi_comm_world.comm.c_local_group, &result) !=
+          OMPI_SUCCESS)
+    return MPI_UNEQUAL;
+  return result;
+}
+
+int incin_comm_rank(MPI_Comm comm) {
+  return ompi_comm_rank(comm);
+}
+
+int incin_comm_size(MPI_Comm comm) {
+  return ompi_comm_size(comm);
+}
+
+int incin_comm_world_ranks(MPI_Comm comm, int* out) {
+  int n = ompi_comm_size(comm);
+  int* ranks = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+  if (!ranks) return OMPI_ERR_OUT_OF_RESOURCE;
+  for (int i = 0; i < n; i++) ranks[i] = i;
+  int rc =
+      ompi_group_translate_ranks(comm->c_local_group, n, ranks, ompi_mpi_comm_world.comm.c_local_group, out);
+  free(ranks);
+  return rc;
+}
+
+int incin_thread_multiple(void) {
+  return ompi_mpi_thread_multiple ? 1 : 0;
+}
+
+int incin_type_decodable(MPI_Datatype dt) {
+  return dt && dt != MPI_DATATYPE_NULL && (ompi_datatype_is_predefined(dt) || dt->args != NULL);
+}
+
+uint64_t incin_type_size(MPI_Datatype dt) {
+  size_t size = 0;
+  if (!dt || dt == MPI_DATATYPE_NULL) return 0;
+  ompi_datatype_type_size(dt, &size);
+  return size;
+}
+
 // Called after every lower-priority module has put its functions on the
-// communicator; a failure here would unselect every module of the
-// communicator, so a missing function is impossible by construction (basic
-// offers them all) and only checked.
+// communicator. It never fails: a module that fails here is dropped on this
+// rank only, while the others might keep theirs and run the same call on
+// the switch. A collective with no function below (a component list
+// without basic) keeps no function of ours either, so it stays as plain
+// Open MPI has it.
 static int incin_module_enable(mca_coll_base_module_t* module, struct ompi_communicator_t* comm) {
   incin_module_t* m = M(module);
   mca_coll_base_comm_coll_t* c = comm->c_coll;
-#define INCIN_SAVE(name)                                                                    \
-  do {                                                                                      \
-    if (!c->coll_##name || !c->coll_##name##_module) {                                      \
-      opal_output(0, "coll/incin: no coll_" #name " below coll/incin on %s", comm->c_name); \
-      return OMPI_ERROR;                                                                    \
-    }                                                                                       \
-    m->prev_##name = c->coll_##name;                                                        \
-    m->prev_##name##_module = c->coll_##name##_module;                                      \
-    OBJ_RETAIN(m->prev_##name##_module);                                                    \
+  m->comm = comm;
+  m->state = incin_comm_new();
+#define INCIN_SAVE(name)                                            \
+  do {                                                              \
+    if (!m->state || !c->coll_##name || !c->coll_##name##_module) { \
+      m->super.coll_##name = NULL;                                  \
+    } else {                                                        \
+      m->prev_##name = c->coll_##name;                              \
+      m->prev_##name##_module = c->coll_##name##_module;            \
+      OBJ_RETAIN(m->prev_##name##_module);                          \
+    }                                                               \
   } while (0)
   INCIN_SAVE(allreduce);
   INCIN_SAVE(reduce);
@@ -170,9 +220,7 @@ static int incin_module_enable(mca_coll_base_module_t* module, struct ompi_commu
   INCIN_SAVE(reduce_scatter_block);
   INCIN_SAVE(allgather);
 #undef INCIN_SAVE
-  m->comm = comm;
-  m->state = incin_comm_new();
-  return m->state ? OMPI_SUCCESS : OMPI_ERR_OUT_OF_RESOURCE;
+  return OMPI_SUCCESS;
 }
 
 static int incin_init_query(bool enable_progress_threads, bool enable_mpi_threads) {

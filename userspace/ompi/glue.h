@@ -7,6 +7,7 @@
 #pragma once
 
 #include <mpi.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -33,6 +34,27 @@ int incin_reduce_scatter_block(struct incin_comm* st, void* m, const void* sbuf,
                                MPI_Datatype dt, MPI_Op op, MPI_Comm comm);
 int incin_allgather(struct incin_comm* st, void* m, const void* sbuf, int scount, MPI_Datatype sdt,
                     void* rbuf, int rcount, MPI_Datatype rdt, MPI_Comm comm);
+
+// Implemented by component.c from Open MPI's own structures, so that no
+// MPI call (and so no error handler) runs while coll/incin looks at a call
+// it may pass on; every communicator handed to a coll module is an
+// intracommunicator. How `comm`'s group relates to MPI_COMM_WORLD's:
+// MPI_IDENT (same ranks in the same order), MPI_SIMILAR (same ranks, other
+// order) or MPI_UNEQUAL.
+int incin_comm_relation(MPI_Comm comm);
+int incin_comm_rank(MPI_Comm comm);
+int incin_comm_size(MPI_Comm comm);
+// comm rank -> MPI_COMM_WORLD rank of every rank of `comm` into `out`
+// (incin_comm_size entries); 0 on success.
+int incin_comm_world_ranks(MPI_Comm comm, int* out);
+// Whether the program asked for MPI_THREAD_MULTIPLE (and got it).
+int incin_thread_multiple(void);
+// Whether MPI_Type_get_envelope may be called on `dt` (mpi_types.h
+// Decodable): predefined, or derived with a constructor record; Open MPI's
+// internal datatypes have none.
+int incin_type_decodable(MPI_Datatype dt);
+// Bytes of data of one item of `dt`; 0 for a null datatype.
+uint64_t incin_type_size(MPI_Datatype dt);
 
 // Implemented by component.c: the next component's functions saved for the
 // communicator, and one turn of Open MPI's progress engine.

@@ -265,40 +265,118 @@ TEST_F(AmDaemonTest, MembersOnTwoLeavesGetASpineRootWithLinkedEndpoints) {
   EXPECT_EQ(t.switches_size(), 3);
 }
 
-TEST_F(AmDaemonTest, LeaveGroupDismantlesTheTreeEverywhereAndFreesResources) {
+TEST_F(AmDaemonTest, LeaveGroupKeepsTheTreeUntilTheLastRankLeftThenFreesResources) {
   Boot();
   const auto before = manager_->ResourceUsage();
   auto results = JoinHosts("j", {"h00_0", "h01_1"});
   for (const auto& r : results) ASSERT_TRUE(r.status.ok()) << r.status.error_message();
   const uint32_t id = results[0].assignment.tree_id();
-  grpc::ClientContext ctx;
-  v1::LeaveGroupRequest leave;
-  leave.set_job_id("j");
-  leave.set_rank(1);
-  v1::LeaveGroupResponse lr;
-  ASSERT_TRUE(stub_->LeaveGroup(&ctx, leave, &lr).ok());
+  auto leave = [&](uint32_t rank) {
+    grpc::ClientContext ctx;
+    v1::LeaveGroupRequest req;
+    req.set_job_id("j");
+    req.set_rank(rank);
+    v1::LeaveGroupResponse lr;
+    return stub_->LeaveGroup(&ctx, req, &lr);
+  };
+  auto beat = [&](uint32_t rank) {
+    grpc::ClientContext hctx;
+    v1::MemberHeartbeatRequest hb;
+    hb.set_job_id("j");
+    hb.set_rank(rank);
+    hb.set_tree_id(id);
+    v1::MemberHeartbeatResponse hr;
+    EXPECT_TRUE(stub_->MemberHeartbeat(&hctx, hb, &hr).ok());
+    return hr.tree_state();
+  };
+  ASSERT_TRUE(leave(1).ok());
+  // Rank 0 may still linger for a lost last result: the tree stays.
+  for (const char* sw : {"spine0", "leaf00", "leaf01"}) EXPECT_TRUE(agents_[sw]->removes().empty()) << sw;
+  EXPECT_EQ(GetTree(id).state(), v1::TREE_ACTIVE);
+  EXPECT_EQ(beat(0), v1::TREE_ACTIVE);
+  ASSERT_TRUE(leave(1).ok());  // twice is fine
+  ASSERT_TRUE(leave(0).ok());
   for (const char* sw : {"spine0", "leaf00", "leaf01"})
     EXPECT_EQ(agents_[sw]->removes(), std::vector<uint32_t>{id}) << sw;
   v1::Tree t = GetTree(id);
   EXPECT_EQ(t.state(), v1::TREE_DESTROYED);
-  EXPECT_NE(t.reason().find("rank 1 of job j (host h01_1) left the group"), std::string::npos) << t.reason();
+  EXPECT_NE(t.reason().find("every rank left the group (the last: rank 0 of job j, host h00_0)"),
+            std::string::npos)
+      << t.reason();
   const auto after = manager_->ResourceUsage();
   EXPECT_EQ(after.tree_ids, before.tree_ids);
   EXPECT_EQ(after.qpns, before.qpns);
   EXPECT_EQ(after.free_slots, before.free_slots);
-  // The other member learns it from its heartbeat.
-  grpc::ClientContext hctx;
-  v1::MemberHeartbeatRequest hb;
-  hb.set_job_id("j");
-  hb.set_rank(0);
-  hb.set_tree_id(id);
-  v1::MemberHeartbeatResponse hr;
-  ASSERT_TRUE(stub_->MemberHeartbeat(&hctx, hb, &hr).ok());
-  EXPECT_EQ(hr.tree_state(), v1::TREE_DESTROYED);
   // The job can form a new tree afterwards.
   auto again = JoinHosts("j", {"h00_0", "h01_1"});
   for (const auto& r : again) ASSERT_TRUE(r.status.ok()) << r.status.error_message();
   EXPECT_NE(again[0].assignment.tree_id(), id);
+}
+
+TEST_F(AmDaemonTest, ARankThatLeftStartsTheJobsNextGroupWhileAnotherStillLingers) {
+  Boot();
+  auto results = JoinHosts("j", {"h00_0", "h01_1"});
+  for (const auto& r : results) ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  const uint32_t id = results[0].assignment.tree_id();
+  auto leave = [&](uint32_t rank) {
+    grpc::ClientContext ctx;
+    v1::LeaveGroupRequest req;
+    req.set_job_id("j");
+    req.set_rank(rank);
+    v1::LeaveGroupResponse lr;
+    return stub_->LeaveGroup(&ctx, req, &lr);
+  };
+  ASSERT_TRUE(leave(1).ok());
+  // Rank 1 joins the job again while rank 0 still lingers in the old group:
+  // the old tree is destroyed, and rank 0's LeaveGroup of it still succeeds.
+  std::vector<JoinResult> rejoined;
+  std::thread rank1([&] { rejoined = JoinAll({MakeJoin("j", 1, 2, "h01_1")}); });
+  ASSERT_TRUE(Eventually([&] { return GetTree(id).state() == v1::TREE_DESTROYED; }));
+  EXPECT_NE(GetTree(id).reason().find("rank 1 of job j started a new group of the job"), std::string::npos)
+      << GetTree(id).reason();
+  EXPECT_TRUE(leave(0).ok());
+  auto rank0 = JoinAll({MakeJoin("j", 0, 2, "h00_0")});
+  rank1.join();
+  ASSERT_EQ(rejoined.size(), 1u);
+  ASSERT_TRUE(rejoined[0].status.ok()) << rejoined[0].status.error_message();
+  ASSERT_TRUE(rank0[0].status.ok()) << rank0[0].status.error_message();
+  EXPECT_EQ(rank0[0].assignment.tree_id(), rejoined[0].assignment.tree_id());
+  EXPECT_NE(rank0[0].assignment.tree_id(), id);
+}
+
+TEST_F(AmDaemonTest, AMemberThatGaveUpFailsTheTreeForEveryRankBeforeTheReply) {
+  Boot();
+  auto results = JoinHosts("g", {"h00_0", "h01_1"});
+  for (const auto& r : results) ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  const uint32_t id = results[0].assignment.tree_id();
+  struct Case {
+    std::string name;
+    bool gave_up;
+    v1::TreeState after;
+  };
+  for (const Case& c : {Case{"a report without giving up is only recorded", false, v1::TREE_ACTIVE},
+                        Case{"a member that gave up fails the tree", true, v1::TREE_FAILED}}) {
+    SCOPED_TRACE(c.name);
+    grpc::ClientContext ctx;
+    v1::ReportErrorRequest req;
+    req.set_job_id("g");
+    req.set_rank(1);
+    req.set_tree_id(id);
+    req.set_msg_id(77);
+    req.set_timeouts(3);
+    req.set_error("no result for message 77 within the collective timeout");
+    req.set_gave_up(c.gave_up);
+    v1::ReportErrorResponse resp;
+    ASSERT_TRUE(stub_->ReportError(&ctx, req, &resp).ok());
+    v1::Tree t = GetTree(id);
+    EXPECT_EQ(t.state(), c.after);
+    if (c.gave_up) {
+      EXPECT_NE(t.reason().find("rank 1 gave up: no result for message 77"), std::string::npos) << t.reason();
+      // Removed from every switch before ReportError answered.
+      for (const char* sw : {"spine0", "leaf00", "leaf01"})
+        EXPECT_EQ(agents_[sw]->removes(), std::vector<uint32_t>{id}) << sw;
+    }
+  }
 }
 
 TEST_F(AmDaemonTest, MemberHeartbeatLossFailsTheTree) {

@@ -16,6 +16,7 @@
 
 #include "client/block_op.h"
 #include "client/engine.h"
+#include "client/float_sum.h"
 #include "client/gather_sum.h"
 #include "client/numerics.h"
 #include "client/protocol.h"
@@ -130,11 +131,13 @@ template <typename F>
 int32_t RefBlockExponent(const F* x, size_t n) {
   F m = 0;
   for (size_t i = 0; i < n; i++) {
-    if (!std::isfinite(x[i])) return 127;
+    if (!std::isfinite(x[i])) return kNonFiniteBlockExponent;
     m = std::max(m, std::fabs(x[i]));
   }
   if (m == 0) return kZeroBlockExponent;
-  return std::max(-127, std::min(127, std::ilogb(m)));
+  // float32 exponents are clamped below at -127 (they travel in an int8
+  // too); float64's keep their whole range.
+  return sizeof(F) == 4 ? std::max(-127, std::ilogb(m)) : std::ilogb(m);
 }
 
 template <typename I>
@@ -146,11 +149,10 @@ std::vector<I> RefQuantise(const F* x, size_t n, int32_t b, int h, bool* saturat
   *saturated = false;
   if (b == kZeroBlockExponent) return q;
   const int bits = kLaneBits<I>;
-  const double scale = std::ldexp(1.0, bits - 2 - h - b);
   const double limit = bits - 1 - h > 53 ? std::nextafter(std::ldexp(1.0, bits - 1 - h), 0.0)
                                          : std::ldexp(1.0, bits - 1 - h) - 1;
   for (size_t i = 0; i < n; i++) {
-    double s = static_cast<double>(x[i]) * scale;
+    double s = std::ldexp(static_cast<double>(x[i]), bits - 2 - h - b);
     if (!(s <= limit && s >= -limit)) {
       *saturated = true;
       s = std::isnan(s) ? 0 : (s > 0 ? limit : -limit);
@@ -163,7 +165,7 @@ std::vector<I> RefQuantise(const F* x, size_t n, int32_t b, int h, bool* saturat
 template <typename F, typename I>
 F RefDequantise(I q, int32_t b, int h) {
   if (b == kZeroBlockExponent) return 0;
-  return static_cast<F>(static_cast<double>(q) * std::ldexp(1.0, -(kLaneBits<I> - 2 - h - b)));
+  return static_cast<F>(std::ldexp(static_cast<double>(q), -(kLaneBits<I> - 2 - h - b)));
 }
 
 std::vector<Simd> SupportedSimd() {
@@ -236,9 +238,11 @@ void ExpectEveryPathMatchesTheDefinition(const F (&specials)[N], std::initialize
       for (int h : headrooms) {
         // The agreed exponent is at least the block's own; sometimes below it
         // (saturation), sometimes far above (underflow to 0).
-        for (int32_t b : {own, own + 1, own + 40, own - 3, -127, 127}) {
+        // float64's whole exponent range: scales outside double's own.
+        const int32_t lo = sizeof(F) == 4 ? -127 : -1074, hi = sizeof(F) == 4 ? 127 : 1023;
+        for (int32_t b : {own, own + 1, own + 40, own - 3, lo, hi}) {
           if (own == kZeroBlockExponent && b != own) continue;
-          if (b != kZeroBlockExponent) b = std::max(-127, std::min(127, b));
+          if (b != kZeroBlockExponent) b = std::max(lo, std::min(hi, b));
           SCOPED_TRACE("h " + std::to_string(h) + " b " + std::to_string(b));
           bool want_sat;
           const std::vector<I> want = RefQuantise<I>(x, n, b, h, &want_sat);
@@ -748,17 +752,124 @@ double Decode(DataType t, const uint8_t* p) {
 // The definition of the result: element i of every rank's input, rank 0
 // first, added in double; rounded to float32 (and narrowed to nearest even
 // for 16-bit types) or kept as a double.
-std::vector<uint8_t> RankOrderSum(DataType t, const std::vector<std::vector<uint8_t>>& in, uint64_t count) {
-  const size_t es = DataTypeSize(t);
-  std::vector<double> sums(count);
-  for (uint64_t i = 0; i < count; i++) {
-    double s = Decode(t, in[0].data() + i * es);
-    for (size_t r = 1; r < in.size(); r++) s += Decode(t, in[r].data() + i * es);
-    sums[i] = s;
+// The exact sum of finite doubles rounded once (to nearest, ties to even)
+// to the format of t, by big-integer arithmetic independent of the
+// library's floating-point code: every x = m * 2^e with a 53-bit integer m,
+// all aligned to the smallest e and added as one signed big integer.
+double ExactRoundedSum(DataType t, const std::vector<double>& xs) {
+  int p = 24, emin = -126, emax = 127;
+  if (t == DataType::kFloat64) p = 53, emin = -1022, emax = 1023;
+  if (t == DataType::kFloat16) p = 11, emin = -14, emax = 15;
+  if (t == DataType::kBFloat16) p = 8;
+  std::vector<std::pair<int64_t, int>> terms;  // m, e
+  int e0 = INT32_MAX;
+  for (double x : xs) {
+    if (x == 0) continue;
+    int e;
+    const double f = std::frexp(x, &e);
+    terms.push_back({static_cast<int64_t>(std::ldexp(f, 53)), e - 53});
+    e0 = std::min(e0, e - 53);
   }
-  if (t == DataType::kFloat64) return Encode(t, sums);
-  for (double& s : sums) s = static_cast<float>(s);  // the one rounding to float32
-  return Encode(t, sums);
+  if (terms.empty()) return 0.0;  // (the sign of a zero sum is checked elsewhere)
+  // Two's complement big integer, 32-bit limbs, little-endian.
+  std::vector<uint32_t> n(2200 / 32 + 8, 0);
+  auto add_shifted = [&](int64_t m, int shift) {
+    const bool neg = m < 0;
+    uint64_t a = static_cast<uint64_t>(neg ? -m : m);
+    std::vector<uint32_t> v(n.size(), 0);
+    const int limb = shift / 32, bit = shift % 32;
+    unsigned __int128 w = static_cast<unsigned __int128>(a) << bit;
+    for (int k = 0; k < 4 && limb + k < static_cast<int>(v.size()); k++)
+      v[limb + k] = static_cast<uint32_t>(w >> (32 * k));
+    if (neg) {  // two's complement of v
+      uint64_t carry = 1;
+      for (auto& l : v) {
+        uint64_t x = uint64_t{static_cast<uint32_t>(~l)} + carry;
+        l = static_cast<uint32_t>(x);
+        carry = x >> 32;
+      }
+    }
+    uint64_t carry = 0;
+    for (size_t k = 0; k < n.size(); k++) {
+      uint64_t x = uint64_t{n[k]} + v[k] + carry;
+      n[k] = static_cast<uint32_t>(x);
+      carry = x >> 32;
+    }
+  };
+  for (auto [m, e] : terms) add_shifted(m, e - e0);
+  const bool neg = n.back() >> 31;
+  if (neg) {
+    uint64_t carry = 1;
+    for (auto& l : n) {
+      uint64_t x = uint64_t{static_cast<uint32_t>(~l)} + carry;
+      l = static_cast<uint32_t>(x);
+      carry = x >> 32;
+    }
+  }
+  auto bit_at = [&](int i) { return i < 0 ? 0 : (n[i / 32] >> (i % 32)) & 1; };
+  int top = -1;
+  for (int i = static_cast<int>(n.size()) * 32 - 1; i >= 0; i--)
+    if (bit_at(i)) {
+      top = i;
+      break;
+    }
+  if (top < 0) return 0.0;
+  int e = top + e0;                  // value in [2^e, 2^(e+1))
+  if (e < emin) e = emin;            // subnormal: a fixed quantum
+  const int lsb = e - (p - 1) - e0;  // bit index of the kept quantum
+  uint64_t m = 0;
+  for (int i = top; i >= std::max(lsb, 0); i--) m = (m << 1) | bit_at(i);
+  if (lsb > 0) {
+    const int half = bit_at(lsb - 1);
+    bool sticky = false;
+    for (int i = lsb - 2; i >= 0 && !sticky; i--) sticky = bit_at(i);
+    if (half && (sticky || (m & 1))) m++;
+  } else {
+    m <<= -lsb;
+  }
+  double v = std::ldexp(static_cast<double>(m), e - (p - 1));
+  const double max = std::ldexp(2.0 - std::ldexp(1.0, 1 - p), emax);
+  if (v > max) v = INFINITY;
+  return neg ? -v : v;
+}
+
+// What SumGathered promises for one element: IEEE inf/NaN, else the exact
+// sum rounded once (world <= 2) or within (world-1)*u*sum|x| (+ world * eta
+// below the normal range).
+::testing::AssertionResult SumIsRight(DataType t, const std::vector<double>& xs, double got) {
+  bool nan = false, pinf = false, ninf = false;
+  long double abs_sum = 0;
+  for (double x : xs) {
+    nan |= std::isnan(x);
+    pinf |= std::isinf(x) && x > 0;
+    ninf |= std::isinf(x) && x < 0;
+    if (std::isfinite(x)) abs_sum += std::fabs(static_cast<long double>(x));
+  }
+  if (nan || (pinf && ninf))
+    return std::isnan(got) ? ::testing::AssertionSuccess()
+                           : ::testing::AssertionFailure() << got << " is not NaN";
+  if (pinf || ninf)
+    return std::isinf(got) && (got > 0) == pinf ? ::testing::AssertionSuccess()
+                                                : ::testing::AssertionFailure() << got << " is not the inf";
+  const double want = ExactRoundedSum(t, xs);
+  if (got == want) return ::testing::AssertionSuccess();
+  if (xs.size() <= 2 || std::isinf(want))
+    return ::testing::AssertionFailure() << "got " << got << ", the correctly rounded sum is " << want;
+  const long double u = t == DataType::kFloat64    ? std::ldexp(1.0L, -53)
+                        : t == DataType::kFloat16  ? std::ldexp(1.0L, -11)
+                        : t == DataType::kBFloat16 ? std::ldexp(1.0L, -8)
+                                                   : std::ldexp(1.0L, -24);
+  const long double eta = t == DataType::kFloat64   ? std::ldexp(1.0L, -1075)
+                          : t == DataType::kFloat16 ? std::ldexp(1.0L, -25)
+                                                    : std::ldexp(1.0L, -150);
+  // want is the exact sum within half an ulp; the bound is checked against it
+  // with that half ulp added.
+  const long double err = std::fabs(static_cast<long double>(got) - want);
+  const long double bound =
+      (xs.size() - 1) * u * abs_sum + xs.size() * eta + u * std::fabs(static_cast<long double>(want));
+  if (err <= bound) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "got " << got << ", exact about " << want << ", error "
+                                       << static_cast<double>(err) << " > " << static_cast<double>(bound);
 }
 
 // One gather-sum collective of in.size() ranks as libinc runs it: every
@@ -843,7 +954,7 @@ struct GatherTypeCase {
   DataType type;
 };
 
-TEST(GatherSum, EveryRankGetsTheRankOrderSumBitForBitAtTheThreshold) {
+TEST(GatherSum, EveryRankGetsTheSameCorrectSumAtTheThreshold) {
   const GatherTypeCase kTypes[] = {{"float32", DataType::kFloat32},
                                    {"float64", DataType::kFloat64},
                                    {"float16", DataType::kFloat16},
@@ -863,17 +974,10 @@ TEST(GatherSum, EveryRankGetsTheRankOrderSumBitForBitAtTheThreshold) {
           for (auto& v : in) v = RandomElements(tc.type, count, rng);
           auto out = GatherSumThroughSwitch(tc.type, in, count, elems4, rng);
           for (uint32_t r = 1; r < world; r++) ASSERT_EQ(out[r], out[0]) << "rank " << r;
-          // Which of two NaN operands an addition returns may differ between
-          // the library's and the test's code, so NaN matches any NaN here.
-          const auto want = RankOrderSum(tc.type, in, count);
           for (uint64_t i = 0; i < count; i++) {
-            const double got = Decode(tc.type, out[0].data() + i * es),
-                         exp = Decode(tc.type, want.data() + i * es);
-            if (std::isnan(exp)) {
-              ASSERT_TRUE(std::isnan(got)) << "element " << i;
-            } else {
-              ASSERT_EQ(0, std::memcmp(out[0].data() + i * es, want.data() + i * es, es)) << "element " << i;
-            }
+            std::vector<double> xs;
+            for (uint32_t r = 0; r < world; r++) xs.push_back(Decode(tc.type, in[r].data() + i * es));
+            ASSERT_TRUE(SumIsRight(tc.type, xs, Decode(tc.type, out[0].data() + i * es))) << "element " << i;
           }
         }
       }
@@ -886,7 +990,7 @@ struct GatherSpecialCase {
   double want;                // NaN: any NaN
 };
 
-TEST(GatherSum, SpecialValuesFollowIeeeAdditionInRankOrder) {
+TEST(GatherSum, SpecialValuesFollowIeeeAndFiniteSumsAreRoundedOnce) {
   const double inf = INFINITY, nan = NAN;
   const double f32_min_sub = std::ldexp(1.0, -149), f16_min_sub = std::ldexp(1.0, -24);
   const GatherSpecialCase kCases[] = {
@@ -908,19 +1012,35 @@ TEST(GatherSum, SpecialValuesFollowIeeeAdditionInRankOrder) {
        DataType::kFloat32,
        {1.0, 0x1p-24, 0x1p-24},
        1 + 0x1p-23},
-      {"rank order decides a cancellation (1)", DataType::kFloat32, {1e30, -1e30, 1.0}, 1.0},
-      {"rank order decides a cancellation (2)", DataType::kFloat32, {1e30, 1.0, -1e30}, 0.0},
+      {"a cancellation keeps the small term (1)", DataType::kFloat32, {1e30, -1e30, 1.0}, 1.0},
+      {"a cancellation keeps the small term (2)", DataType::kFloat32, {1e30, 1.0, -1e30}, 1.0},
+      {"terms are rounded once (a tie broken by a term below float64's precision)",
+       DataType::kFloat32,
+       {1.0, 0x1p-24, 0x1p-80},
+       1.0 + 0x1p-23},
       {"world of one returns the input", DataType::kFloat32, {-0x1.fffffep-3}, -0x1.fffffep-3},
       {"float64 negative zeros stay negative", DataType::kFloat64, {-0.0, -0.0}, -0.0},
       {"float64 subnormals add exactly", DataType::kFloat64, {0x1p-1074, 0x1p-1074}, 0x1p-1073},
       {"float64 overflow is infinity", DataType::kFloat64, {DBL_MAX, DBL_MAX, 1.0}, inf},
       {"float64 NaN propagates", DataType::kFloat64, {nan, -inf}, nan},
-      {"float64 rank order decides a cancellation", DataType::kFloat64, {1e300, 1.0, -1e300}, 0.0},
+      {"float64 a cancellation keeps the small term", DataType::kFloat64, {1e300, 1.0, -1e300}, 1.0},
+      {"float64 partial sums above DBL_MAX do not overflow",
+       DataType::kFloat64,
+       {DBL_MAX, DBL_MAX, -DBL_MAX},
+       DBL_MAX},
+      {"float64 two terms are rounded once",
+       DataType::kFloat64,
+       {1.0 + 0x1p-52, 0x1p-53 + 0x1p-110},
+       1.0 + 0x1p-51},
       {"float16 subnormals add exactly",
        DataType::kFloat16,
        {f16_min_sub, f16_min_sub, f16_min_sub},
        3 * f16_min_sub},
       {"float16 above 65504 is infinity", DataType::kFloat16, {65504.0, 32.0}, inf},
+      {"float16 terms are rounded once (no double rounding through float32)",
+       DataType::kFloat16,
+       {1024.0, 0.5, 0x1p-24},
+       1025.0},
       {"float16 negative zeros stay negative", DataType::kFloat16, {-0.0, -0.0, -0.0, -0.0}, -0.0},
       {"float16 NaN propagates", DataType::kFloat16, {nan, 1.0}, nan},
       {"bfloat16 terms below its precision add up first",
@@ -945,6 +1065,34 @@ TEST(GatherSum, SpecialValuesFollowIeeeAdditionInRankOrder) {
       EXPECT_EQ(std::signbit(got), std::signbit(c.want));
     }
   }
+}
+
+TEST(ExponentGuesses, AGuessIsUsedSevenTimesThenRefreshedAndForgottenOnAMiss) {
+  ExponentGuesses g;
+  EXPECT_EQ(g.Use(DataType::kFloat32, 100), nullptr) << "nothing stored yet";
+  g.Store(DataType::kFloat32, 100, {3, 4});
+  EXPECT_EQ(g.Use(DataType::kFloat64, 100), nullptr) << "another type";
+  EXPECT_EQ(g.Use(DataType::kFloat32, 101), nullptr) << "another count";
+  int used = 0;
+  for (uint32_t i = 1; i <= ExponentGuesses::kRefreshEvery; i++) {
+    const std::vector<int32_t>* e = g.Use(DataType::kFloat32, 100);
+    if (i % ExponentGuesses::kRefreshEvery == 0) {
+      EXPECT_EQ(e, nullptr) << "every kRefreshEvery-th call runs the pre-pass";
+    } else {
+      ASSERT_NE(e, nullptr);
+      EXPECT_EQ(*e, (std::vector<int32_t>{3, 4}));
+      used++;
+    }
+  }
+  EXPECT_EQ(used, static_cast<int>(ExponentGuesses::kRefreshEvery) - 1);
+  g.Forget(DataType::kFloat32, 100);
+  EXPECT_EQ(g.Use(DataType::kFloat32, 100), nullptr);
+  // The least recently used entry goes when the table is full.
+  for (uint64_t c = 1; c <= ExponentGuesses::kMaxEntries; c++) g.Store(DataType::kFloat32, c, {1});
+  ASSERT_NE(g.Use(DataType::kFloat32, 1), nullptr);  // entry 1 is now the most recent
+  g.Store(DataType::kFloat32, 9999, {2});
+  EXPECT_NE(g.Use(DataType::kFloat32, 1), nullptr);
+  EXPECT_EQ(g.Use(DataType::kFloat32, 2), nullptr) << "entry 2 was the least recently used";
 }
 
 // ---------------------------------------------------------------- engine --

@@ -22,11 +22,15 @@
 #include <random>
 #include <thread>
 
+#include "client/float_sum.h"
 #include "client/numerics.h"
 #include "client/protocol.h"
+#include "float_contract.h"
 
 namespace inc::client {
 namespace {
+
+constexpr uint32_t kElems4 = 256;  // 1 KiB payloads
 
 // Every leader calls the same sequence of operations; the last to arrive
 // computes the result.
@@ -35,11 +39,35 @@ class FakeSwitch {
   explicit FakeSwitch(uint32_t hosts) : hosts_(hosts) {}
 
   Status Reduce(uint32_t node, uint8_t wire, uint8_t op, void* lanes, uint64_t count, uint32_t root_node,
-                bool recv) {
-    const size_t lane = wire == INC_DTYPE_INT64 ? 8 : 4;
-    return Meet(
+                bool recv, const HostNetSum& sum) {
+    const size_t lane = inc_dtype_size(wire);
+    Status s = Meet(
         node, lanes, count * lane,
         [&](std::vector<std::vector<uint8_t>>& in, std::vector<uint8_t>& out) {
+          // The switch's certificate of a float sum's listed blocks: a
+          // block is flagged when some element's sum over the hosts of
+          // |lane| is below the threshold (bpf/aggregate.h).
+          flags_.assign(sum.num_blocks, 0);
+          const uint64_t threshold = CertificateThreshold(sum.aux);
+          const uint64_t per = kElems4 * 4 / lane;
+          for (uint64_t k = 0; sum.blocks && threshold && k < sum.num_blocks; k++) {
+            for (uint64_t i = sum.blocks[k] * per; i < std::min<uint64_t>(count, (sum.blocks[k] + 1) * per);
+                 i++) {
+              uint64_t abs_sum = 0;
+              for (uint32_t h = 0; h < hosts_; h++) {
+                int64_t v;
+                if (lane == 8) {
+                  std::memcpy(&v, &in[h][i * 8], 8);
+                } else {
+                  int32_t w;
+                  std::memcpy(&w, &in[h][i * 4], 4);
+                  v = w;
+                }
+                abs_sum += static_cast<uint64_t>(v < 0 ? -v : v);
+              }
+              if (abs_sum < threshold) flags_[k] = 1;
+            }
+          }
           out = in[0];
           for (uint32_t h = 1; h < hosts_; h++) {
             for (uint64_t i = 0; i < count; i++) {
@@ -71,6 +99,8 @@ class FakeSwitch {
           }
         },
         recv, root_node);
+    if (sum.uncertified) *sum.uncertified = flags_;
+    return s;
   }
 
   Status Broadcast(uint32_t node, const void* send, void* recv, size_t bytes, uint32_t root_node) {
@@ -122,14 +152,15 @@ class FakeSwitch {
   bool failed_ = false;
   std::vector<std::vector<uint8_t>> in_;
   std::vector<uint8_t> out_;
+  std::vector<uint8_t> flags_;  // certificate verdicts of the last float-sum pass
 };
 
 class FakeNet : public HostNet {
  public:
   FakeNet(FakeSwitch* sw, uint32_t node) : sw_(sw), node_(node) {}
-  Status Reduce(uint8_t, uint8_t wire, uint8_t op, void* lanes, uint64_t count, uint32_t root_node,
-                bool recv) override {
-    return sw_->Reduce(node_, wire, op, lanes, count, root_node, recv);
+  Status Reduce(uint8_t, uint8_t wire, uint8_t op, void* lanes, uint64_t count, uint32_t root_node, bool recv,
+                const HostNetSum& sum) override {
+    return sw_->Reduce(node_, wire, op, lanes, count, root_node, recv, sum);
   }
   Status Broadcast(const void* send, void* recv, size_t bytes, uint32_t root_node) override {
     return sw_->Broadcast(node_, send, recv, bytes, root_node);
@@ -140,8 +171,6 @@ class FakeNet : public HostNet {
   FakeSwitch* sw_;
   uint32_t node_;
 };
-
-constexpr uint32_t kElems4 = 256;  // 1 KiB payloads
 
 // Runs body(rank, collectives) on world threads, local_size per host.
 template <typename Body>
@@ -295,37 +324,61 @@ TEST(HostStage, FloatResultsDoNotDependOnRanksPerHost) {
   }
 }
 
-TEST(HostStage, FixedPointSumMatchesTheOneRankPerHostCodec) {
+TEST(HostStage, FloatSumMatchesTheOneRankPerHostCodecAndCertificate) {
   // What libinc computes with one rank per host for 8 ranks: every rank
-  // quantises with the max exponent and headroom 3, the switch adds.
+  // quantises with the max exponent and headroom 3, the switch adds and
+  // certifies each block (sum over ranks of |lane| >= T for every element),
+  // a block it cannot certify is gathered and added in rank order.
   const size_t n = 700;
-  const uint32_t per = ElemsPerPacket(kElems4, 4);
+  const uint32_t world = 8, per = ElemsPerPacket(kElems4, 4);
+  const uint64_t threshold = CertificateThreshold(CertificateCode(DataType::kFloat32, world));
   std::vector<int64_t> sum(n, 0);
+  std::vector<uint64_t> abs_sum(n, 0);
   std::vector<int32_t> exps(PacketCount(n, per), kZeroBlockExponent);
-  for (uint32_t r = 0; r < 8; r++) {
+  std::vector<float> all(world * n);
+  for (uint32_t r = 0; r < world; r++) {
     auto v = Values(r, n, 7);
+    std::copy(v.begin(), v.end(), all.begin() + r * n);
     for (uint64_t b = 0; b < exps.size(); b++) {
       PacketRange pr = PacketElements(b, n, per);
       exps[b] = std::max(exps[b], BlockExponentF32(v.data() + pr.first, pr.count));
     }
   }
-  for (uint32_t r = 0; r < 8; r++) {
-    auto v = Values(r, n, 7);
+  for (uint32_t r = 0; r < world; r++) {
     std::vector<int32_t> q(n);
     for (uint64_t b = 0; b < exps.size(); b++) {
       PacketRange pr = PacketElements(b, n, per);
-      QuantiseF32(v.data() + pr.first, pr.count, exps[b], HeadroomBits(8), q.data() + pr.first);
+      QuantiseF32(all.data() + r * n + pr.first, pr.count, exps[b], HeadroomBits(world), q.data() + pr.first);
     }
-    for (size_t i = 0; i < n; i++) sum[i] += q[i];
+    for (size_t i = 0; i < n; i++) {
+      sum[i] += q[i];
+      abs_sum[i] += static_cast<uint64_t>(std::llabs(q[i]));
+    }
   }
   std::vector<float> want(n);
+  uint64_t gathered = 0;
   for (uint64_t b = 0; b < exps.size(); b++) {
     PacketRange pr = PacketElements(b, n, per);
-    std::vector<int32_t> lanes(sum.begin() + pr.first, sum.begin() + pr.first + pr.count);
-    DequantiseF32(lanes.data(), pr.count, exps[b], HeadroomBits(8), want.data() + pr.first);
+    bool certified = true;
+    for (uint64_t i = pr.first; i < pr.first + pr.count; i++) certified &= abs_sum[i] >= threshold;
+    if (certified) {
+      std::vector<int32_t> lanes(sum.begin() + pr.first, sum.begin() + pr.first + pr.count);
+      DequantiseF32(lanes.data(), pr.count, exps[b], HeadroomBits(world), want.data() + pr.first);
+    } else {
+      gathered++;
+      std::vector<float> block(world * pr.count);
+      for (uint32_t r = 0; r < world; r++)
+        std::copy(all.begin() + r * n + pr.first, all.begin() + r * n + pr.first + pr.count,
+                  block.begin() + r * pr.count);
+      SumGathered(DataType::kFloat32, world, pr.count, block.data(), want.data() + pr.first);
+    }
   }
-  auto got = FloatResults(4, DataType::kFloat32, ReduceOp::kSum, n);
-  ASSERT_EQ(std::memcmp(got[5].data(), want.data(), n * 4), 0);
+  RecordProperty("gathered_blocks", static_cast<int>(gathered));
+  for (uint32_t l : {1u, 4u}) {
+    auto got = FloatResults(l, DataType::kFloat32, ReduceOp::kSum, n);
+    for (uint32_t r = 0; r < world; r++)
+      ASSERT_EQ(std::memcmp(got[r].data(), want.data(), n * 4), 0) << l << " ranks per host, rank " << r;
+  }
 }
 
 TEST(HostStage, ReduceBroadcastBarrier) {
@@ -367,6 +420,77 @@ TEST(HostStage, LeaderFailureReachesEveryLocalRank) {
       },
       65536, &sw);
   EXPECT_EQ(failed.load(), 4);
+}
+
+// ------------------------------------------------- the float-sum contract
+// Every element of a float SUM within (n-1)*u*sum|x_i| of the exact sum (u
+// the type's unit roundoff; plus n*eta below the normal range, as for any
+// IEEE sum), IEEE results where inputs hold inf/NaN, the same bits on every
+// rank: checked through the real planner and codec against the stand-in
+// switch (which certifies as bpf/aggregate.h does), for data of every kind.
+
+struct ContractCase {
+  Kind kind;
+  DataType t;
+  uint32_t world, local_size;
+  size_t n;
+  bool in_place = false;
+};
+
+ContractOutcome RunContract(const ContractCase& c) {
+  std::vector<std::vector<double>> in(c.world);
+  for (uint32_t r = 0; r < c.world; r++) {
+    in[r] = Inputs(c.kind, r, c.world, c.n);
+    for (double& x : in[r]) x = Narrow(c.t, x);
+  }
+  const size_t es = DataTypeSize(c.t);
+  std::vector<std::vector<uint8_t>> out(c.world);
+  RunRanks("fc" + std::to_string(c.world) + std::to_string(c.local_size), c.world, c.local_size,
+           [&](uint32_t r, HostCollectives& hc) {
+             std::vector<uint8_t> send(c.n * es), recv(c.n * es);
+             for (size_t i = 0; i < c.n; i++) Store(c.t, in[r][i], &send[i * es]);
+             if (c.in_place) recv = send;
+             Status s = hc.Reduce(INC_COLL_ALLREDUCE, c.in_place ? recv.data() : send.data(), recv.data(),
+                                  c.n, c.t, ReduceOp::kSum, 0, true);
+             ASSERT_TRUE(s.ok()) << s.ToString();
+             out[r] = recv;
+           });
+  ContractOutcome o;
+  for (uint32_t r = 1; r < c.world; r++) EXPECT_EQ(out[r], out[0]) << "rank " << r << " differs from rank 0";
+  std::vector<double> xs(c.world);
+  for (size_t i = 0; i < c.n; i++) {
+    for (uint32_t r = 0; r < c.world; r++) xs[r] = in[r][i];
+    o.Add(CheckElement(c.t, xs, Load(c.t, &out[0][i * es])), i);
+  }
+  return o;
+}
+
+TEST(FloatSumContract, EveryElementWithinTheBoundAndIeeeSpecialsForEveryKindTypeAndWorld) {
+  std::vector<ContractCase> cases;
+  for (Kind k : {Kind::kRandn, Kind::kWide, Kind::kSpecials, Kind::kCancel, Kind::kTiny})
+    for (DataType t : {DataType::kFloat32, DataType::kFloat64, DataType::kFloat16, DataType::kBFloat16})
+      for (uint32_t world : {2u, 3u, 4u, 8u})
+        for (size_t n : {size_t{3}, size_t{1700}})
+          for (bool in_place : {false, true}) cases.push_back({k, t, world, 1, n, in_place});
+  // Several ranks per host: the same contract through the local stage.
+  for (Kind k : {Kind::kRandn, Kind::kWide, Kind::kSpecials})
+    for (bool in_place : {false, true}) cases.push_back({k, DataType::kFloat32, 8, 2, 1700, in_place});
+  for (const ContractCase& c : cases) {
+    SCOPED_TRACE(std::string(KindName(c.kind)) + " " + DataTypeName(c.t) + " world " +
+                 std::to_string(c.world) + " x" + std::to_string(c.local_size) + " n " + std::to_string(c.n) +
+                 (c.in_place ? " in place" : ""));
+    ContractOutcome o = RunContract(c);
+    EXPECT_EQ(o.violations, 0u) << o.first_violation;
+    EXPECT_EQ(o.special_mismatches, 0u);
+  }
+}
+
+TEST(FloatSumContract, OrdinaryDataKeepsTheFastPathAndStaysMostlyCorrectlyRounded) {
+  // randn over 4 ranks: the switch certifies almost every block (the fast
+  // path), and most elements are the correctly rounded sum.
+  ContractOutcome o = RunContract({Kind::kRandn, DataType::kFloat32, 4, 1, 20000});
+  EXPECT_EQ(o.violations, 0u) << o.first_violation;
+  EXPECT_GT(o.correctly_rounded, o.elements * 9 / 10);
 }
 
 }  // namespace

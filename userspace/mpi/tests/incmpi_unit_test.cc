@@ -4,6 +4,7 @@
 // signatures and layouts, and the summary's JSON.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <string>
@@ -33,6 +34,7 @@ TEST(IncMpiConfig, DefaultsWhenNothingIsSet) {
   EXPECT_EQ(c->am, "");
   EXPECT_EQ(c->transport, "auto");
   EXPECT_EQ(c->join_timeout_ms, 30000u);
+  EXPECT_EQ(c->op_timeout_ms, 0u);  // wait for a late rank as MPI does
   EXPECT_TRUE(c->float_sum);
   EXPECT_EQ(c->log_level, LogLevel::kWarn);
   EXPECT_EQ(c->fallback_log_level, LogLevel::kWarn);
@@ -56,6 +58,7 @@ TEST(IncMpiConfig, ParsesEveryVariable) {
                   {"INCMPI_TRANSPORT", "afxdp"},
                   {"INCMPI_JOB_ID", "job7"},
                   {"INCMPI_JOIN_TIMEOUT_MS", "2500"},
+                  {"INCMPI_OP_TIMEOUT_MS", "120000"},
                   {"INCMPI_FLOAT_SUM", "fallback"},
                   {"INCMPI_REDUCE_MODE", "allreduce"},
                   {"INCMPI_BROADCAST_MODE", "native"},
@@ -72,6 +75,7 @@ TEST(IncMpiConfig, ParsesEveryVariable) {
   EXPECT_EQ(c->iface, "eth0");
   EXPECT_EQ(c->job_id, "job7");
   EXPECT_EQ(c->join_timeout_ms, 2500u);
+  EXPECT_EQ(c->op_timeout_ms, 120000u);
   EXPECT_FALSE(c->float_sum);
   EXPECT_EQ(c->reduce_mode, "allreduce");
   EXPECT_EQ(c->broadcast_mode, "native");
@@ -99,6 +103,8 @@ TEST(IncMpiConfig, BadValuesAreInvalidArgumentNamingTheVariable) {
       {{"INCMPI_MIN_BYTES", "99999999G"}},
       {{"INCMPI_AM", "no-port"}},
       {{"INCMPI_JOIN_TIMEOUT_MS", "0"}},
+      {{"INCMPI_OP_TIMEOUT_MS", "soon"}},
+      {{"INCMPI_OP_TIMEOUT_MS", "5000000000"}},
       {{"INCMPI_FLOAT_SUM", "sometimes"}},
       {{"INCMPI_REDUCE_MODE", "ring"}},
       {{"INCMPI_BROADCAST_MODE", "tree"}},
@@ -129,6 +135,52 @@ TEST(IncMpiConfig, UnknownIncmpiNamesAreReported) {
   auto unknown = UnknownEnvNames(env);
   ASSERT_EQ(unknown.size(), 1u);
   EXPECT_EQ(unknown[0], "INCMPI_MIN_BYTE");
+}
+
+TEST(IncMpiConfig, OpTimeoutZeroMeansNoLimit) {
+  EXPECT_EQ(Parse({{"INCMPI_OP_TIMEOUT_MS", "0"}})->op_timeout_ms, 0u);
+  EXPECT_EQ(Parse({{"INCMPI_OP_TIMEOUT_MS", "4294967295"}})->op_timeout_ms, 4294967295u);
+}
+
+// The ranks compare one fingerprint: every setting that decides a path or
+// libinc's protocol must change it, the others (each rank's own interface,
+// logging, timeouts) must not.
+TEST(IncMpiConfig, AgreementFingerprintCoversEveryDecidingSetting) {
+  const Config base = *Parse({});
+  const uint64_t fp = AgreementFingerprint(base, true, false);
+  const std::map<std::string, std::string> deciding[] = {
+      {{"INCMPI_ENABLE", "0"}},           {{"INCMPI_MIN_BYTES", "8"}},
+      {{"INCMPI_MAX_BYTES", "1M"}},       {{"INCMPI_FLOAT_SUM", "fallback"}},
+      {{"INCMPI_REDUCE_MODE", "native"}}, {{"INCMPI_BROADCAST_MODE", "native"}},
+  };
+  for (const auto& env : deciding)
+    EXPECT_NE(AgreementFingerprint(*Parse(env), true, false), fp) << env.begin()->first;
+  const std::map<std::string, std::string> local[] = {
+      {{"INCMPI_IFACE", "eth1"}},         {{"INCMPI_LOG_LEVEL", "debug"}},   {{"INCMPI_SUMMARY", "1"}},
+      {{"INCMPI_OP_TIMEOUT_MS", "1000"}}, {{"INCMPI_JOIN_TIMEOUT_MS", "5"}}, {{"INCMPI_TRANSPORT", "afxdp"}},
+      {{"INCMPI_AM", "10.0.0.1:1"}},      {{"INCMPI_FALLBACK_LOG", "all"}},
+  };
+  for (const auto& env : local)
+    EXPECT_EQ(AgreementFingerprint(*Parse(env), true, false), fp) << env.begin()->first;
+  EXPECT_NE(AgreementFingerprint(base, false, false), fp);  // a rank whose settings did not parse
+  EXPECT_NE(AgreementFingerprint(base, true, true), fp);    // MPI_THREAD_MULTIPLE on one rank only
+}
+
+TEST(IncMpiConfig, FingerprintsAgreeOnlyWhenAllAreEqual) {
+  // {min(fp), min(~fp)} as MPI_MIN over the ranks gives them.
+  auto agree = [](std::vector<uint64_t> fps) {
+    uint64_t min_fp = ~0ull, min_not = ~0ull;
+    for (uint64_t f : fps) {
+      min_fp = std::min(min_fp, f);
+      min_not = std::min(min_not, ~f);
+    }
+    return FingerprintsAgree(min_fp, min_not);
+  };
+  EXPECT_TRUE(agree({7, 7, 7, 7}));
+  EXPECT_TRUE(agree({0, 0}));
+  EXPECT_TRUE(agree({~0ull, ~0ull}));
+  EXPECT_FALSE(agree({7, 7, 8, 7}));
+  EXPECT_FALSE(agree({0, ~0ull}));
 }
 
 TEST(IncMpiConfig, SummaryPathPerRank) {
@@ -425,6 +477,30 @@ TEST(IncMpiStats, PackedCountsOnlyOffloadedCalls) {
       std::string::npos)
       << s.ToJson(h);
   EXPECT_NE(s.ToText(h).find("offloaded (1 packed)"), std::string::npos) << s.ToText(h);
+}
+
+// A call that returned an MPI error (an offload failed, or INC had failed
+// before) is neither offloaded nor a fallback.
+TEST(IncMpiStats, FailedCallsAreCountedApart) {
+  Stats s;
+  s.Record(Call::kAllreduce, Reason::kNone, 256, 0.1);
+  s.Record(Call::kAllreduce, Reason::kGroupFailed, 256, 2.0);
+  s.Record(Call::kBcast, Reason::kGroupFailed, 256, 0.0);
+  s.Record(Call::kAllreduce, Reason::kBelowMinBytes, 4, 0.0);
+  EXPECT_EQ(s.Offloaded(), 1u);
+  EXPECT_EQ(s.FellBack(), 1u);
+  EXPECT_EQ(s.Failed(), 2u);
+  Stats::Header h;
+  std::string json = s.ToJson(h);
+  EXPECT_NE(json.find("\"failed\": {\"calls\": 1, \"bytes\": 256, \"seconds\": 2.000000}"), std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"totals\": {\"offloaded\": {\"calls\": 1, \"bytes\": 256, \"seconds\": 0.100000}, "
+                      "\"fallback\": {\"calls\": 1, \"bytes\": 4, \"seconds\": 0.000000}, "
+                      "\"failed\": {\"calls\": 2, \"bytes\": 512,"),
+            std::string::npos)
+      << json;
+  EXPECT_EQ(json.find("group_failed"), std::string::npos) << json;
+  EXPECT_NE(s.ToText(h).find("failed (MPI_ERR_OTHER)"), std::string::npos) << s.ToText(h);
 }
 
 TEST(IncMpiStats, JsonCountsPerCallAndReason) {

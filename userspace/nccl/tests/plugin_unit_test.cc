@@ -228,6 +228,27 @@ TEST_F(Plugin, ListenHandleFitsAndCarriesTheJob) {
   EXPECT_NE(g_log.back().find("not an incin handle"), std::string::npos) << g_log.back();
 }
 
+// INC_OP_TIMEOUT_MS is libinc's collective timeout; a value that is no
+// number of milliseconds fails connect before anything joins, naming it.
+TEST_F(Plugin, ConnectRefusesABadCollectiveTimeout) {
+  setenv("INC_AM_ADDRESS", "10.0.0.254:50051", 1);
+  setenv("INC_JOB_ID", "train-7", 1);
+  unsigned char buf[INCIN_NCCL_NET_HANDLE_MAXSIZE];
+  void* listen = nullptr;
+  ASSERT_EQ(v8_->listen(0, buf, &listen), incinNcclSuccess);
+  void* handles[1] = {buf};
+  for (const char* bad : {"soon", "-5", "12x", "99999999999"}) {
+    setenv("INC_OP_TIMEOUT_MS", bad, 1);
+    void* coll = reinterpret_cast<void*>(1);
+    EXPECT_EQ(v8_->connect(handles, 1, 0, listen, &coll), incinNcclInvalidArgument) << bad;
+    EXPECT_EQ(coll, nullptr);
+    ASSERT_FALSE(g_log.empty());
+    EXPECT_NE(g_log.back().find("INC_OP_TIMEOUT_MS"), std::string::npos) << g_log.back();
+  }
+  unsetenv("INC_OP_TIMEOUT_MS");
+  EXPECT_EQ(v8_->closeListen(listen), incinNcclSuccess);
+}
+
 TEST_F(Plugin, ListenWithoutAnAmAddressFails) {
   unsetenv("INC_AM_ADDRESS");
   unsigned char buf[INCIN_NCCL_NET_HANDLE_MAXSIZE];

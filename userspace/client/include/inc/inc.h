@@ -82,7 +82,13 @@ typedef struct inc_comm_config {
   const char* iface;        /* the worker's interface toward its switch */
   const char* transport;    /* "auto" (NULL), "xdp", "afxdp" or "verbs" */
   uint32_t join_timeout_ms; /* 0: 120000 */
-  uint32_t max_retries;     /* timeouts of one message before failing; 0: 25 */
+  uint32_t max_retries;     /* also fail after this many timeouts of one message; 0: no such limit */
+  /* How long one collective waits without progress for the slowest rank
+   * (e.g. a framework's process-group timeout); 0: 300000. When it expires
+   * the call fails with INC_DEADLINE_EXCEEDED, the AM fails the group's tree
+   * and every other rank's collectives fail too (INC_ABORTED) instead of
+   * going on alone. */
+  uint32_t op_timeout_ms;
 } inc_comm_config;
 
 /* Every field to its default (NULL or 0) and struct_size to this header's. */
