@@ -33,6 +33,9 @@ from ._incin_torch import ProcessGroupIncin, libinc_version
 __all__ = ["ProcessGroupIncin", "libinc_version", "summary_json", "monitored_barrier", "BACKEND"]
 
 BACKEND = "incin"
+# torch's own, for gloo groups (kept: a program may replace
+# dist.monitored_barrier with monitored_barrier below).
+_torch_monitored_barrier = dist.monitored_barrier
 
 
 def _job_id(store, rank):
@@ -87,7 +90,7 @@ def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
         return None
     pg = group if group is not None else _c10d._get_default_group()
     if not isinstance(pg, ProcessGroupIncin):
-        return dist.monitored_barrier(group=group, timeout=timeout, wait_all_ranks=wait_all_ranks)
+        return _torch_monitored_barrier(group=group, timeout=timeout, wait_all_ranks=wait_all_ranks)
     if timeout is None:
         timeout = _c10d.default_pg_timeout
     if not isinstance(timeout, datetime.timedelta):
