@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "am/store.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <iterator>
 #include <limits>
 #include <type_traits>
@@ -163,6 +167,18 @@ Expected<std::unique_ptr<Store>> Store::Open(const std::string& path) {
     return s;
   }
   std::unique_ptr<Store> store(new Store(db, path));
+  // The state names every job's trees and members: owner only. SQLite
+  // creates a database with mode 0644 and fchmods it past the umask, then
+  // gives its -wal and -shm files the database's mode, so the mode is set
+  // here, before the pragmas below create the log.
+  if (!path.empty()) {
+    for (const char* suffix : {"", "-wal", "-shm"}) {
+      const std::string f = path + suffix;
+      struct stat st{};
+      if (::stat(f.c_str(), &st) == 0 && (st.st_mode & 077) != 0 && ::chmod(f.c_str(), st.st_mode & 0700) != 0)
+        return Status(Code::kFailedPrecondition, where + ": chmod 600 " + f + ": " + std::strerror(errno));
+    }
+  }
   // One incamd per file: a second one would hand out the same resources.
   // WAL: a commit appends to the log instead of rewriting pages, and a torn
   // write is detected by the log's checksums. synchronous=FULL: the log is

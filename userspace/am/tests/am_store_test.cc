@@ -6,6 +6,7 @@
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -209,6 +210,27 @@ TEST(StoreTest, JobSecretIsMadeOnceAndKeptAcrossReopening) {
   auto fresh = Store::Open("");
   ASSERT_TRUE(fresh.ok());
   EXPECT_EQ((*fresh)->JobSecret(fails).status().code(), Code::kInternal);
+}
+
+TEST(StoreTest, FilesAreOwnerOnlyWhateverTheUmask) {
+  TempDir dir;
+  const std::string path = dir.File("state.db");
+  const mode_t old = ::umask(022);  // SQLite's own 0644 would pass it
+  auto store = Store::Open(path);
+  ::umask(old);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    struct stat st{};
+    if (::stat((path + suffix).c_str(), &st) != 0) continue;  // -shm: exclusive locking keeps it in memory
+    EXPECT_EQ(st.st_mode & 0777, 0600u) << path << suffix;
+  }
+  store->reset();
+  ASSERT_EQ(::chmod(path.c_str(), 0644), 0);  // a file of an older incamd
+  auto reopened = Store::Open(path);
+  ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
+  struct stat st{};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
 }
 
 TEST(StoreTest, InMemoryStoreStartsEmpty) {
