@@ -38,7 +38,7 @@ export PYTHONPATH="$(dirname "$(dirname "$PKG")")${PYTHONPATH:+:$PYTHONPATH}"
 CHECK_PY="$LAB_TESTS_DIR/torch_checks.py"
 
 DIR=$(mktemp -d /tmp/incin-torch-checks.XXXXXX)
-trap 'rc=$?; [ "$rc" = 0 ] && rm -rf "$DIR"; (exit $rc); cleanup' EXIT
+trap 'rc=$?; [ "$rc" = 0 ] && rm -rf "$DIR"; set +e; (exit $rc); cleanup' EXIT
 
 lab_up l "$KIND"
 L="$P"l

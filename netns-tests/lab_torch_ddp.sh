@@ -33,7 +33,7 @@ TRAIN="$LAB_TESTS_DIR/torch_ddp_train.py"
 STEPS=${TORCH_DDP_STEPS:-300}
 
 DIR=$(mktemp -d /tmp/incin-torch.XXXXXX)
-trap 'rc=$?; rm -rf "$DIR"; (exit $rc); cleanup' EXIT
+trap 'rc=$?; rm -rf "$DIR"; set +e; (exit $rc); cleanup' EXIT
 
 lab_up l "$KIND"
 L="$P"l

@@ -29,7 +29,7 @@ export PYTHONPATH="$(dirname "$(dirname "$PKG")")${PYTHONPATH:+:$PYTHONPATH}"
 SUITE="$LAB_TESTS_DIR/torch_suite.py"
 
 DIR=$(mktemp -d /tmp/incin-torch-suite.XXXXXX)
-trap 'rc=$?; [ "$rc" = 0 ] && rm -rf "$DIR"; (exit $rc); cleanup' EXIT
+trap 'rc=$?; [ "$rc" = 0 ] && rm -rf "$DIR"; set +e; (exit $rc); cleanup' EXIT
 
 lab_up l "$KIND"
 L="$P"l

@@ -34,6 +34,9 @@ cleanup() {
   done
   exit $rc
 }
+# A test with an EXIT trap of its own ends it with
+#   set +e; (exit $rc); cleanup
+# (under set -e a bare `(exit 1)` would end the trap before cleanup runs).
 trap cleanup EXIT
 # Labs of earlier test processes that were killed (ctest timeout) go first.
 "$INCLAB" reap

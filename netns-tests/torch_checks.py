@@ -382,6 +382,7 @@ def check_monitored(c):
                  "only implemented for GLOO backend")
     t0 = time.time()
     try:
+        mb(timeout=20.0)  # seconds as a number, as torch's own takes them
         mb(timeout=timedelta(seconds=20))
     except Exception as e:  # noqa: BLE001
         c.fail(f"monitored_barrier with every rank raised {type(e).__name__}: {str(e)[:300]}")

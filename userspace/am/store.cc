@@ -174,8 +174,9 @@ Expected<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   if (!path.empty()) {
     for (const char* suffix : {"", "-wal", "-shm"}) {
       const std::string f = path + suffix;
-      struct stat st{};
-      if (::stat(f.c_str(), &st) == 0 && (st.st_mode & 077) != 0 && ::chmod(f.c_str(), st.st_mode & 0700) != 0)
+      struct stat st {};
+      if (::stat(f.c_str(), &st) == 0 && (st.st_mode & 077) != 0 &&
+          ::chmod(f.c_str(), st.st_mode & 0700) != 0)
         return Status(Code::kFailedPrecondition, where + ": chmod 600 " + f + ": " + std::strerror(errno));
     }
   }

@@ -165,6 +165,16 @@ check "allreduce through the units, exact" job units1
 journal_has() { grep -q -- "$2" <<<"$(journalctl -u "$1" --no-pager)"; }
 reload_is_sighup() { systemctl reload incswitchd@leaf0 && sleep 1 && journal_has incswitchd@leaf0 "SIGHUP: reloading the configuration"; }
 check "systemctl reload incswitchd@leaf0 is a SIGHUP" reload_is_sighup
+# Log levels reach the journal as priorities: the agent's plaintext warning is
+# found with -p warning (priority 4) and its info lines are not.
+warn_is_priority() {
+  local w i
+  w=$(journalctl -u incswitchd@leaf0 --no-pager -o cat -p warning)
+  i=$(journalctl -u incswitchd@leaf0 --no-pager -o cat -p info..info)
+  grep -q "W incswitchd: insecure: plaintext gRPC" <<<"$w" && ! grep -q " I incswitchd: " <<<"$w" &&
+    grep -q " I incswitchd: " <<<"$i" && ! grep -q "<[0-7]>" <<<"$w$i"
+}
+check "journal: warnings have priority warning, info lines info" warn_is_priority
 am_reload_is_sighup() { systemctl reload incamd && sleep 1 && journal_has incamd "SIGHUP: config /etc/incin/incamd.json reread"; }
 check "systemctl reload incamd is a SIGHUP" am_reload_is_sighup
 # incamd as its own user: a restart reads back the state it wrote.

@@ -220,7 +220,7 @@ TEST(StoreTest, FilesAreOwnerOnlyWhateverTheUmask) {
   ::umask(old);
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   for (const char* suffix : {"", "-wal", "-shm"}) {
-    struct stat st{};
+    struct stat st {};
     if (::stat((path + suffix).c_str(), &st) != 0) continue;  // -shm: exclusive locking keeps it in memory
     EXPECT_EQ(st.st_mode & 0777, 0600u) << path << suffix;
   }
@@ -228,7 +228,7 @@ TEST(StoreTest, FilesAreOwnerOnlyWhateverTheUmask) {
   ASSERT_EQ(::chmod(path.c_str(), 0644), 0);  // a file of an older incamd
   auto reopened = Store::Open(path);
   ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::stat(path.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
 }

@@ -83,8 +83,8 @@ def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
     the backend name "gloo"): gloo's monitored barrier on the group's
     internal gloo group, after every earlier call of the group has
     completed. Rank 0 raises naming the ranks that did not arrive within
-    `timeout` (default: torch's default process group timeout, as
-    dist.monitored_barrier); the others raise when rank 0 gives up. A gloo
+    `timeout` (a timedelta or seconds; default: torch's default process
+    group timeout, as dist.monitored_barrier); the others raise when rank 0 gives up. A gloo
     group is passed on to dist.monitored_barrier."""
     if group is not None and _c10d._rank_not_in_group(group):
         return None
@@ -93,8 +93,12 @@ def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
         return _torch_monitored_barrier(group=group, timeout=timeout, wait_all_ranks=wait_all_ranks)
     if timeout is None:
         timeout = _c10d.default_pg_timeout
+    if isinstance(timeout, (int, float)) and not isinstance(timeout, bool):
+        # Seconds, as torch's own accepts them (pybind11 converts a number
+        # to its duration); PyTorch's suite passes 0.1.
+        timeout = datetime.timedelta(seconds=timeout)
     if not isinstance(timeout, datetime.timedelta):
-        raise TypeError(f"timeout must be a datetime.timedelta, not {type(timeout).__name__}")
+        raise TypeError(f"timeout must be a datetime.timedelta or seconds, not {type(timeout).__name__}")
     return pg.monitored_barrier(timeout, wait_all_ranks=wait_all_ranks)
 
 
