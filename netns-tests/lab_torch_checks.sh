@@ -27,14 +27,7 @@ shift 2
 CHECKS=("$@")
 [ ${#CHECKS[@]} -gt 0 ] || CHECKS=(late barrier_async argerrors sparse empty monitored subgroup absent killed)
 require_bins incswitchd incamd incinctl
-PY=""
-for p in /usr/bin/python3 python3; do
-  if command -v "$p" >/dev/null && "$p" -c "import torch, torch.distributed" 2>/dev/null; then PY=$(command -v "$p"); break; fi
-done
-[ -n "$PY" ] || { echo "SKIP: torch is not importable (apt-get install python3-torch)" >&2; TEST_OK=1; exit 77; }
-PKG=$(find "$INCLAB_BUILD" -maxdepth 4 -name "_incin_torch*.so" | head -n1)
-[ -n "$PKG" ] || { echo "SKIP: the incin torch extension is not built in $INCLAB_BUILD (userspace/torch)" >&2; TEST_OK=1; exit 77; }
-export PYTHONPATH="$(dirname "$(dirname "$PKG")")${PYTHONPATH:+:$PYTHONPATH}"
+need_torch
 CHECK_PY="$LAB_TESTS_DIR/torch_checks.py"
 
 DIR=$(mktemp -d /tmp/incin-torch-checks.XXXXXX)

@@ -14,18 +14,7 @@
 KIND=${2:-single}
 case "$KIND" in single | two) ;; *) fail "kind must be single or two, not '$KIND'" ;; esac
 require_bins incswitchd incamd incinctl
-PY=""
-for p in /usr/bin/python3 python3; do
-  if command -v "$p" >/dev/null && "$p" -c "import importlib.util, sys
-sys.exit(importlib.util.find_spec('torch.testing._internal.distributed.distributed_test') is None)" 2>/dev/null; then
-    PY=$(command -v "$p")
-    break
-  fi
-done
-[ -n "$PY" ] || { echo "SKIP: torch's distributed test suite is not importable (apt-get install python3-torch)" >&2; TEST_OK=1; exit 77; }
-PKG=$(find "$INCLAB_BUILD" -maxdepth 4 -name "_incin_torch*.so" | head -n1)
-[ -n "$PKG" ] || { echo "SKIP: the incin torch extension is not built in $INCLAB_BUILD (userspace/torch)" >&2; TEST_OK=1; exit 77; }
-export PYTHONPATH="$(dirname "$(dirname "$PKG")")${PYTHONPATH:+:$PYTHONPATH}"
+need_torch torch.testing._internal.distributed.distributed_test
 SUITE="$LAB_TESTS_DIR/torch_suite.py"
 
 DIR=$(mktemp -d /tmp/incin-torch-suite.XXXXXX)
