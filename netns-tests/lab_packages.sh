@@ -34,7 +34,7 @@ pk_cleanup() {  # lazily: on a failure path the lab's daemons may still run from
   if mountpoint -q "$WORK/cow"; then umount "$WORK/cow" 2>/dev/null || umount -l "$WORK/cow"; fi
   rm -rf "$WORK"
 }
-trap 'rc=$?; pk_cleanup; set +e; (exit $rc); cleanup' EXIT
+at_cleanup pk_cleanup
 
 note "building the packages (cpack)"
 cpack -G DEB --config "$INCLAB_BUILD/CPackConfig.cmake" -B "$WORK/pkgs" >"$WORK/cpack.log" 2>&1 ||

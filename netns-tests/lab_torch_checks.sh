@@ -31,7 +31,7 @@ need_torch
 CHECK_PY="$LAB_TESTS_DIR/torch_checks.py"
 
 DIR=$(mktemp -d /tmp/incin-torch-checks.XXXXXX)
-trap 'rc=$?; [ "$rc" = 0 ] && rm -rf "$DIR"; set +e; (exit $rc); cleanup' EXIT
+at_cleanup '[ "$rc" != 0 ] || rm -rf "$DIR"'
 
 lab_up l "$KIND"
 L="$P"l

@@ -26,7 +26,7 @@ TRAIN="$LAB_TESTS_DIR/torch_ddp_train.py"
 STEPS=${TORCH_DDP_STEPS:-300}
 
 DIR=$(mktemp -d /tmp/incin-torch.XXXXXX)
-trap 'rc=$?; rm -rf "$DIR"; set +e; (exit $rc); cleanup' EXIT
+at_cleanup 'rm -rf "$DIR"'
 
 lab_up l "$KIND"
 L="$P"l

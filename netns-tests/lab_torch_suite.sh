@@ -18,7 +18,7 @@ need_torch torch.testing._internal.distributed.distributed_test
 SUITE="$LAB_TESTS_DIR/torch_suite.py"
 
 DIR=$(mktemp -d /tmp/incin-torch-suite.XXXXXX)
-trap 'rc=$?; [ "$rc" = 0 ] && rm -rf "$DIR"; set +e; (exit $rc); cleanup' EXIT
+at_cleanup '[ "$rc" != 0 ] || rm -rf "$DIR"'
 
 lab_up l "$KIND"
 L="$P"l

@@ -11,11 +11,18 @@ TEST_TAG=${2:?test tag}
 P="t${TEST_TAG}$(( $$ % 10000 ))"
 LABS_UP=()
 TEST_OK=0
+AT_CLEANUP=()
+
+# at_cleanup CMD: the test's own teardown (temp files, helper processes),
+# run by cleanup before the labs go down, with $rc the test's exit status.
+at_cleanup() { AT_CLEANUP+=("$1"); }
 
 cleanup() {
-  local rc=$? p f
+  local rc=$? p f c
   # A closed stdout/stderr (e.g. piped into head) must not stop the teardown.
   trap '' PIPE
+  set +e
+  for c in "${AT_CLEANUP[@]}"; do eval "$c"; done
   for p in "${LABS_UP[@]}"; do
     if [ "$TEST_OK" = 1 ]; then
       "$INCLAB" down "$p" >/dev/null 2>&1 || "$INCLAB" down "$p" || true
@@ -34,9 +41,6 @@ cleanup() {
   done
   exit $rc
 }
-# A test with an EXIT trap of its own ends it with
-#   set +e; (exit $rc); cleanup
-# (under set -e a bare `(exit 1)` would end the trap before cleanup runs).
 trap cleanup EXIT
 # Labs of earlier test processes that were killed (ctest timeout) go first.
 "$INCLAB" reap
