@@ -268,6 +268,9 @@ while [ "$(now_ms)" -lt "$FAULT_END_MS" ]; do
 done
 CYCLES=$((k / ${#TARGETS[@]}))
 note "faults over ($k: $CYCLES full cycles of ${#TARGETS[@]} targets); waiting for the job loop"
+# A short run must still have hit every target once.
+[ ${#PROBLEMS[@]} -gt 0 ] || [ "$CYCLES" -ge 1 ] ||
+  PROBLEMS+=("only $k faults in $CHAOS_SECONDS s: not every target (${TARGETS[*]}) was hit; raise CHAOS_SECONDS")
 if [ ${#PROBLEMS[@]} -gt 0 ]; then
   kill "$JOB_LOOP_PID" 2>/dev/null || true
   for w in $WORKERS; do

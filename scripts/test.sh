@@ -5,8 +5,9 @@
 # parsers again under ASan/UBSan (scripts/sanitize.sh). Extra arguments go to
 # ctest and skip the sanitizer pass, e.g.
 #   scripts/test.sh -L unit        scripts/test.sh -R selftest.drop
-# The label long (PyTorch's own process-group suite, about 25 minutes) runs only
-# when asked for: scripts/test.sh -L long
+# The label long (PyTorch's own process-group suite, about 25 minutes; the chaos
+# soak and the two-level repeats of tests whose single-level run covers the
+# same code, about 6 minutes) runs only when asked for: scripts/test.sh -L long
 # INC_SANITIZE_PASS=0 skips the sanitizer pass of a full run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
