@@ -241,7 +241,7 @@ const std::vector<Setting>& BuildTable() {
       {"INCIN_TORCH_SUMMARY",
        {},
        Type::kChoice,
-       "0",
+       "1",
        "0|1|all",
        0,
        "torch",

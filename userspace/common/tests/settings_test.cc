@@ -112,6 +112,7 @@ const Case kCases[] = {
      {}},
     {"bool words", {{"INCIN_REQUIRE_OFFLOAD", "yes"}}, Getter::kBool, "INCIN_REQUIRE_OFFLOAD", true, "1", {}},
     {"bool default", {}, Getter::kBool, "INCIN_MPI_ENABLE", true, "1", {}},
+    {"torch summary defaults to rank 0s table", {}, Getter::kChoice, "INCIN_TORCH_SUMMARY", true, "1", {}},
     {"choice", {{"INCIN_TRANSPORT", "afxdp"}}, Getter::kChoice, "INCIN_TRANSPORT", true, "afxdp", {}},
     {"bad bool names the variable, value and what is accepted",
      {{"INCIN_REQUIRE_OFFLOAD", "maybe"}},
