@@ -6,9 +6,12 @@
 #include <cctype>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <sstream>
 
+#include "cli/client_config.h"
+#include "common/settings.h"
 #include "common/tls.h"
 #include "common/version.h"
 
@@ -364,7 +367,7 @@ int JobCredential(CommandContext& ctx, const std::string& job_id, bool export_li
   if (Json(ctx))
     ctx.out << ToJson(response, true);
   else if (export_line)
-    ctx.out << "export INC_JOB_CREDENTIAL='" << response.credential() << "'\n";
+    ctx.out << "export INCIN_JOB_CREDENTIAL='" << response.credential() << "'\n";
   else
     ctx.out << response.credential() << '\n';
   return kExitOk;
@@ -455,17 +458,26 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   std::string am;
   std::string output = "table";
   double timeout_s = 10;
-  app.add_option("--am", am, std::string("AggregationManager address (default ") + kDefaultAmAddress + ")")
-      ->envname("INCIN_AM");
+  // Unset flags come from the environment, then the user's and the
+  // system's incinctl.json (client_config.h).
+  CLI::Option* am_opt = app.add_option(
+      "--am", am,
+      std::string("AggregationManager address (else $INCIN_AM, else \"am\" of incinctl.json, else ") +
+          kDefaultAmAddress + ")");
   TlsFiles tls;
   bool insecure = false;
-  app.add_option("--cert", tls.cert, "PEM certificate (OU=operator) to present to the AM and switches")
-      ->envname("INCIN_TLS_CERT");
-  app.add_option("--key", tls.key, "PEM private key of --cert")->envname("INCIN_TLS_KEY");
-  app.add_option("--ca", tls.ca, "PEM CA bundle that the AM's and switches' certificates chain to")
-      ->envname("INCIN_TLS_CA");
-  app.add_flag("--insecure", insecure, "plaintext gRPC (only against an AM started with insecure)")
-      ->envname("INCIN_INSECURE");
+  CLI::Option* cert_opt = app.add_option("--cert", tls.cert,
+                                         "PEM certificate (OU=operator) to present to the AM and switches "
+                                         "(else $INCIN_TLS_CERT, else \"cert\" of "
+                                         "incinctl.json)");
+  CLI::Option* key_opt =
+      app.add_option("--key", tls.key, "PEM private key of --cert (else $INCIN_TLS_KEY, ...)");
+  CLI::Option* ca_opt = app.add_option(
+      "--ca", tls.ca,
+      "PEM CA bundle that the AM's and switches' certificates chain to (else $INCIN_TLS_CA, ...)");
+  CLI::Option* insecure_opt =
+      app.add_flag("--insecure", insecure,
+                   "plaintext gRPC (only against an AM started with insecure; else $INCIN_INSECURE, ...)");
   app.add_option("-o,--output", output, "Output format: table (for people) or json (protobuf JSON)")
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
@@ -613,16 +625,16 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   job->require_subcommand(1);
   job->footer(WithGlobals("Example:\n  incinctl job credential train-7"));
   CLI::App* job_credential = job->add_subcommand(
-      "credential", "Get the credential a job's ranks present to join it (INC_JOB_CREDENTIAL)");
+      "credential", "Get the credential a job's ranks present to join it (INCIN_JOB_CREDENTIAL)");
   job_credential
-      ->add_option("job", credential_job, "Job id, as the ranks give it (inc-perf --job, INCMPI_JOB_ID)")
+      ->add_option("job", credential_job, "Job id, as the ranks give it (inc-perf --job, INCIN_JOB_ID)")
       ->required();
   job_credential->add_flag("--export", credential_export, "Print a shell export line");
   job_credential->footer(
       WithGlobals("The AM issues it to operators only; it is good for that job id only. Examples:\n"
-                  "  export INC_JOB_CREDENTIAL=$(incinctl job credential train-7)\n"
+                  "  export INCIN_JOB_CREDENTIAL=$(incinctl job credential train-7)\n"
                   "  eval \"$(incinctl job credential train-7 --export)\"\n"
-                  "  mpirun -x INC_JOB_CREDENTIAL ... (libincmpi then joins as job train-7)"));
+                  "  mpirun -x INCIN_JOB_CREDENTIAL ... (libincmpi then joins as job train-7)"));
   job_credential->callback([&] {
     action = [&](CommandContext& c) { return JobCredential(c, credential_job, credential_export); };
   });
@@ -689,15 +701,42 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     err << "incinctl: no command given; see --help\n";
     return kExitUsage;
   }
-  if (am.empty()) am = kDefaultAmAddress;
   // Far beyond any sensible deadline, but keeps the conversion defined.
   double timeout_ms = std::min(timeout_s * 1000.0, 1e12);
   OutputFormat format = output == "json" ? OutputFormat::kJson : OutputFormat::kTable;
 
   if (!needs_am) return Version(out, format);
+  {
+    // Precedence: flags > environment > user file > system file.
+    ClientConfig flags;
+    if (am_opt->count()) flags.am = am;
+    if (cert_opt->count()) flags.cert = tls.cert;
+    if (key_opt->count()) flags.key = tls.key;
+    if (ca_opt->count()) flags.ca = tls.ca;
+    if (insecure_opt->count()) flags.insecure = insecure;
+    auto env = ClientConfigFromEnv(settings::Env());
+    const UserConfigPath user_path =
+        FindUserConfig([](const char* n) { return static_cast<const char*>(std::getenv(n)); });
+    auto user = LoadClientConfigFile(user_path.path, user_path.must_exist);
+    auto system = LoadClientConfigFile(kSystemConfigPath, false);
+    for (const Status& s : {env.status(), user.status(), system.status()}) {
+      if (!s.ok()) {
+        err << "incinctl: " << s.message() << '\n';
+        return kExitUsage;
+      }
+    }
+    const ClientConfig c = Resolve({flags, *env, *user, *system});
+    am = c.am.value_or("");
+    tls.cert = c.cert.value_or("");
+    tls.key = c.key.value_or("");
+    tls.ca = c.ca.value_or("");
+    insecure = c.insecure.value_or(false);
+  }
+  if (am.empty()) am = kDefaultAmAddress;
   auto security = ChooseTransportSecurity(
       tls, insecure,
-      "--cert, --key and --ca (or INCIN_TLS_CERT, INCIN_TLS_KEY, INCIN_TLS_CA), or --insecure");
+      "--cert, --key and --ca (or INCIN_TLS_CERT, INCIN_TLS_KEY, INCIN_TLS_CA, or incinctl.json's cert, key "
+      "and ca), or --insecure");
   auto credentials = security ? MakeChannelCredentials(*security) : security.status();
   if (!credentials) {
     err << "incinctl: " << credentials.status().message() << '\n';

@@ -77,9 +77,10 @@ int ArnStatus(CommandContext& ctx, const std::string& switch_name);
 
 int Version(std::ostream& out, OutputFormat format);
 
-// The whole CLI. args excludes the program name. $INCIN_AM is read when
-// --am is not given, $INCIN_TLS_CERT, $INCIN_TLS_KEY, $INCIN_TLS_CA and
-// $INCIN_INSECURE when --cert, --key, --ca and --insecure are not.
+// The whole CLI. args excludes the program name. What --am, --cert, --key,
+// --ca and --insecure do not give comes from $INCIN_AM, $INCIN_TLS_CERT,
+// $INCIN_TLS_KEY, $INCIN_TLS_CA and $INCIN_INSECURE, then from the user's
+// and the system's incinctl.json (client_config.h).
 int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
         const Connector& connect = ConnectToAm);
 

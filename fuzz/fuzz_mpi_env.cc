@@ -1,15 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
-// libincmpi's environment (mpi/config.cc): ParseConfig over INCMPI_*
-// variables, UnknownEnvNames over environ and SummaryPathForRank over
-// INCMPI_SUMMARY_JSON. All are pure functions of their strings, so no MPI is
+// libincmpi's environment (mpi/config.cc): ParseConfig over INCIN_* (and
+// the old INCMPI_*) variables, UnknownEnvNames over environ and
+// SummaryPathForRank over INCIN_MPI_SUMMARY_JSON. All are pure functions of their strings, so no MPI is
 // needed. The input is an environment block: NAME=VALUE lines (a NUL-free
 // text; the last definition of a name wins, as with setenv). Invariants: a
 // parsed config is within the documented ranges; parsing is deterministic;
-// every INCMPI_ name UnknownEnvNames reports is really not one of kEnvVars.
+// every name UnknownEnvNames reports is really not in the settings table.
 #include <map>
 #include <string>
 #include <vector>
 
+#include "common/settings.h"
 #include "fuzz_check.h"
 #include "mpi/config.h"
 
@@ -64,8 +65,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (std::string& line : lines) environ_list.push_back(line.data());
   environ_list.push_back(nullptr);
   for (const std::string& name : inc::mpi::UnknownEnvNames(environ_list.data())) {
-    FUZZ_CHECK(name.rfind("INCMPI_", 0) == 0);
-    for (const auto& known : inc::mpi::kEnvVars) FUZZ_CHECK(name != known.name);
+    FUZZ_CHECK(name.rfind("INCMPI_", 0) == 0 || name.rfind("INCIN_", 0) == 0);
+    FUZZ_CHECK(!inc::settings::IsKnownName(name));
   }
   return 0;
 }

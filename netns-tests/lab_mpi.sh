@@ -14,8 +14,10 @@
 #      no "reason=empty" for a call with bytes, libinc sent frames, and the
 #      AM has no tree left after MPI_Finalize;
 #   3. with an unreachable AM: exact results, every call fell back (no_group);
-#   4. with INCMPI_ENABLE=0: exact results, every call fell back (disabled);
-#      with INCMPI_ENABLE=0 on rank 1 only: exact results, every call on
+#      with INCIN_REQUIRE_OFFLOAD=1 too: the job fails, every failing rank
+#      naming the setting and reason=no_group;
+#   4. with INCIN_MPI_ENABLE=0: exact results, every call fell back (disabled);
+#      with INCIN_MPI_ENABLE=0 on rank 1 only: exact results, every call on
 #      every rank fell back (bad_config: the ranks compare their settings);
 #   5. (4 ranks) mpi_comm_loop, MPICH's communicator loop (splits,
 #      intercommunicators and their merges, dups, creates; derived datatypes)
@@ -52,13 +54,13 @@ run() {
 digest() { sed -n 's/^mpi_coverage: .* digest \([0-9a-f]*\)$/\1/p' "$1"; }
 
 NPARGS=() INCARGS=()
-[ "$NP" = 4 ] || { NPARGS+=(--np "$NP"); INCARGS+=(-x INCMPI_LOG_LEVEL=info); }
+[ "$NP" = 4 ] || { NPARGS+=(--np "$NP"); INCARGS+=(-x INCIN_MPI_LOG_LEVEL=info); }
 export MPI_LOCAL_SIZE=$((NP / 4))
 run plain "${NPARGS[@]}" -- "${ARGS[@]}"
 
-# INCMPI_MIN_BYTES=8: single int/float elements (4 bytes) stay on MPI.
-run inc "${NPARGS[@]}" "${INCARGS[@]}" --preload "$LIBINCMPI" -x INCMPI_MIN_BYTES=8 -x "INCMPI_SUMMARY_JSON=$OUT/inc-%r.json" \
-  -x INCMPI_SUMMARY=1 -- "${ARGS[@]}"
+# INCIN_MPI_MIN_BYTES=8: single int/float elements (4 bytes) stay on MPI.
+run inc "${NPARGS[@]}" "${INCARGS[@]}" --preload "$LIBINCMPI" -x INCIN_MPI_MIN_BYTES=8 -x "INCIN_MPI_SUMMARY_JSON=$OUT/inc-%r.json" \
+  -x INCIN_MPI_SUMMARY=1 -- "${ARGS[@]}"
 [ "$(digest "$OUT/plain.log")" = "$(digest "$OUT/inc.log")" ] ||
   fail "results differ with and without libincmpi (digests $(digest "$OUT/plain.log") / $(digest "$OUT/inc.log"))"
 grep -q "incmpi: summary rank 0/$NP: group ok" "$OUT/inc.log" || fail "no summary on stderr"
@@ -88,22 +90,33 @@ sys.exit(1 if left or len(mine) != 1 or not roots[0].startswith(want) else 0)' "
 
 [ "$NP" = 4 ] || { mpi_no_error_lines plain inc; pass; }
 # The AM's port is closed: every rank fails to join, all fall back together.
-run noam --preload "$LIBINCMPI" -x INCMPI_AM=172.31.0.1:1 -x INCMPI_JOIN_TIMEOUT_MS=2000 \
-  -x "INCMPI_SUMMARY_JSON=$OUT/noam-%r.json" -- --quick "${ARGS[@]}"
-run off --preload "$LIBINCMPI" -x INCMPI_ENABLE=0 -x "INCMPI_SUMMARY_JSON=$OUT/off-%r.json" -- --quick "${ARGS[@]}"
+run noam --preload "$LIBINCMPI" -x INCIN_AM=172.31.0.1:1 -x INCIN_JOIN_TIMEOUT_MS=2000 \
+  -x "INCIN_MPI_SUMMARY_JSON=$OUT/noam-%r.json" -- --quick "${ARGS[@]}"
+run off --preload "$LIBINCMPI" -x INCIN_MPI_ENABLE=0 -x "INCIN_MPI_SUMMARY_JSON=$OUT/off-%r.json" -- --quick "${ARGS[@]}"
 grep -q "incmpi: fallback reason=no_group call=MPI_Allreduce" "$OUT/noam.log" || fail "no log line for reason=no_group"
-# Rank 1 alone sees INCMPI_ENABLE=0 (its host's environment differs): the
+# The same job with INCIN_REQUIRE_OFFLOAD=1: where run noam fell back, it
+# fails, naming the setting and the reason, instead.
+note "$KIND: run noamreq (the AM's port closed, offload required: must fail)"
+rc=0
+timeout 90 "$LAB_TESTS_DIR/inc-mpirun" "$L" --timeout 80 --preload "$LIBINCMPI" -x INCIN_AM=172.31.0.1:1 \
+  -x INCIN_JOIN_TIMEOUT_MS=2000 -x INCIN_REQUIRE_OFFLOAD=1 -- "$COVERAGE" --quick "${ARGS[@]}" \
+  >"$OUT/noamreq.log" 2>&1 || rc=$?
+[ "$rc" != 0 ] || fail "run noamreq: exit 0 although offload was required and the AM is unreachable"
+want="INCIN_REQUIRE_OFFLOAD is set: MPI_[A-Za-z_]* would fall back to MPI (reason=no_group"
+grep -q "$want" "$OUT/noamreq.log" || { tail -n 30 "$OUT/noamreq.log" >&2; fail "run noamreq: no error naming the reason"; }
+grep -m1 "$want" "$OUT/noamreq.log" | sed 's/^.*incmpi: /  exit '"$rc"': /'
+# Rank 1 alone sees INCIN_MPI_ENABLE=0 (its host's environment differs): the
 # ranks compare their settings at MPI_Init and all run on MPI (bad_config).
 # Before, rank 1 skipped the group formation the others ran, and its first
 # collective met their formation's.
 cat >"$OUT/rank1-disabled.sh" <<EOF
 #!/bin/sh
-[ "\$OMPI_COMM_WORLD_RANK" = 1 ] && export INCMPI_ENABLE=0
+[ "\$OMPI_COMM_WORLD_RANK" = 1 ] && export INCIN_MPI_ENABLE=0
 exec "$COVERAGE" "\$@"
 EOF
 chmod +x "$OUT/rank1-disabled.sh"
 mpi_run mixed "$OUT/rank1-disabled.sh" "^mpi_coverage: ranks 4 checks [0-9]* failures 0 " --preload "$LIBINCMPI" \
-  -x "INCMPI_SUMMARY_JSON=$OUT/mixed-%r.json" -- --quick "${ARGS[@]}"
+  -x "INCIN_MPI_SUMMARY_JSON=$OUT/mixed-%r.json" -- --quick "${ARGS[@]}"
 mpi_all_fell_back 4 noam:no_group off:disabled mixed:bad_config
 [ "$(digest "$OUT/mixed.log")" = "$(digest "$OUT/off.log")" ] || fail "run mixed: results differ from run off"
 
@@ -111,7 +124,7 @@ LOOP=$(find "$INCLAB_BUILD" -maxdepth 4 -type f -name mpi_comm_loop -perm -u+x |
 loopdigest() { sed -n 's/^mpi_comm_loop: .* digest \([0-9a-f]*\)$/\1/p' "$1"; }
 for tag in loopplain loopinc; do
   opts=()
-  [ "$tag" = loopinc ] && opts=(--preload "$LIBINCMPI" -x "INCMPI_SUMMARY_JSON=$OUT/loopinc-%r.json")
+  [ "$tag" = loopinc ] && opts=(--preload "$LIBINCMPI" -x "INCIN_MPI_SUMMARY_JSON=$OUT/loopinc-%r.json")
   mpi_run "$tag" "$LOOP" "^mpi_comm_loop: ranks 4 comms [0-9]* checks [0-9]* failures 0 " "${opts[@]}" --
 done
 [ "$(loopdigest "$OUT/loopplain.log")" = "$(loopdigest "$OUT/loopinc.log")" ] ||

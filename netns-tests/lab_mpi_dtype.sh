@@ -39,7 +39,7 @@ run() {
 }
 
 run plain --
-run inc --preload "$LIBINCMPI" -x "INCMPI_SUMMARY_JSON=$OUT/inc-%r.json" -x INCMPI_SUMMARY=1 -- --derived-reductions
+run inc --preload "$LIBINCMPI" -x "INCIN_MPI_SUMMARY_JSON=$OUT/inc-%r.json" -x INCIN_MPI_SUMMARY=1 -- --derived-reductions
 python3 - "$OUT" <<'PY' || fail "the summaries do not show the expected calls on the switch (files $OUT/inc-*.json)"
 import json, re, sys
 out = sys.argv[1]

@@ -2,14 +2,14 @@
 # SPDX-License-Identifier: Apache-2.0
 # lab.mpi_late_rank: the plain MPI program mpi_late_rank (MPI_ERRORS_RETURN;
 # the last rank sleeps before its second MPI_Allreduce; later an Allreduce,
-# a Bcast, a 4-byte Allreduce below INCMPI_MIN_BYTES, an Allreduce on a split
+# a Bcast, a 4-byte Allreduce below INCIN_MPI_MIN_BYTES, an Allreduce on a split
 # half and an MPI_PROD Allreduce; each rank's record of which calls
 # succeeded is compared by point-to-point messages) on the lab's four
 # workers:
 #   1. plain Open MPI: every call succeeds (MPI waits for a late rank);
-#   2. libincmpi and 3. coll/incin with the default INCMPI_OP_TIMEOUT_MS
+#   2. libincmpi and 3. coll/incin with the default INCIN_OP_TIMEOUT_MS
 #      (no limit), the rank 4 s late: every call succeeds, as on plain MPI;
-#   4. libincmpi and 5. coll/incin with INCMPI_OP_TIMEOUT_MS=2000 and the
+#   4. libincmpi and 5. coll/incin with INCIN_OP_TIMEOUT_MS=2000 and the
 #      rank 6 s late: the late call fails on every rank, so do the Allreduce
 #      and the Bcast after it (they would run on the switch: an MPI error,
 #      never a fallback of one rank alone), while the three calls that run
@@ -39,7 +39,7 @@ late() {
 coll_opts() {
   local cred
   cred=$("$INCLAB" ctl "$L" job credential "mpi-$L-$1-$$") || fail "no job credential from the AM"
-  echo "--mca mca_component_path $CPATH_MCA -x INC_JOB_CREDENTIAL=$cred -x INCMPI_SUMMARY_JSON=$OUT/$1-%r.json"
+  echo "--mca mca_component_path $CPATH_MCA -x INCIN_JOB_CREDENTIAL=$cred -x INCIN_MPI_SUMMARY_JSON=$OUT/$1-%r.json"
 }
 # failed_three TAG: every rank counted the three calls 1-3 as failed.
 failed_three() {
@@ -55,14 +55,14 @@ PY
 }
 
 late plain SSSSSSS -- 4000
-late incmpi SSSSSSS --preload "$LIBINCMPI" -x INCMPI_MIN_BYTES=8 -- 4000
+late incmpi SSSSSSS --preload "$LIBINCMPI" -x INCIN_MPI_MIN_BYTES=8 -- 4000
 # shellcheck disable=SC2046  # coll_opts prints options without spaces inside them
-late coll SSSSSSS $(coll_opts coll) -x INCMPI_MIN_BYTES=8 -- 4000
-late incmpi_timeout SFFFSSS --preload "$LIBINCMPI" -x INCMPI_MIN_BYTES=8 -x INCMPI_OP_TIMEOUT_MS=2000 \
-  -x "INCMPI_SUMMARY_JSON=$OUT/incmpi_timeout-%r.json" -- 6000 --expect-failure
+late coll SSSSSSS $(coll_opts coll) -x INCIN_MPI_MIN_BYTES=8 -- 4000
+late incmpi_timeout SFFFSSS --preload "$LIBINCMPI" -x INCIN_MPI_MIN_BYTES=8 -x INCIN_OP_TIMEOUT_MS=2000 \
+  -x "INCIN_MPI_SUMMARY_JSON=$OUT/incmpi_timeout-%r.json" -- 6000 --expect-failure
 failed_three incmpi_timeout
 # shellcheck disable=SC2046
-late coll_timeout SFFFSSS $(coll_opts coll_timeout) -x INCMPI_MIN_BYTES=8 -x INCMPI_OP_TIMEOUT_MS=2000 \
+late coll_timeout SFFFSSS $(coll_opts coll_timeout) -x INCIN_MPI_MIN_BYTES=8 -x INCIN_OP_TIMEOUT_MS=2000 \
   -- 6000 --expect-failure
 failed_three coll_timeout
 mpi_no_error_lines plain incmpi coll

@@ -54,12 +54,12 @@ PY
 }
 
 numerics plain
-numerics incmpi --preload "$LIBINCMPI" -x "INCMPI_SUMMARY_JSON=$OUT/incmpi-%r.json"
+numerics incmpi --preload "$LIBINCMPI" -x "INCIN_MPI_SUMMARY_JSON=$OUT/incmpi-%r.json"
 offloaded incmpi
 JOB="mpi-$L-num-$$"
 CREDENTIAL=$("$INCLAB" ctl "$L" job credential "$JOB") || fail "no job credential for $JOB from the AM"
-numerics coll --mca mca_component_path "$CPATH_MCA" -x "INC_JOB_CREDENTIAL=$CREDENTIAL" \
-  -x "INCMPI_SUMMARY_JSON=$OUT/coll-%r.json"
+numerics coll --mca mca_component_path "$CPATH_MCA" -x "INCIN_JOB_CREDENTIAL=$CREDENTIAL" \
+  -x "INCIN_MPI_SUMMARY_JSON=$OUT/coll-%r.json"
 offloaded coll
 [ ${#BAD[@]} = 0 ] || fail "${#BAD[@]} runs gave results that are not IEEE's: ${BAD[*]}"
 mpi_no_error_lines plain incmpi coll

@@ -11,9 +11,9 @@
 #      every rank with the same counts on every rank, libincmpi's fallback
 #      reasons counted and logged ("coll/incin: fallback reason=..."), libinc
 #      moved frames, and the AM has no tree of the job left after MPI_Finalize;
-#   4. with an unreachable AM and with INCMPI_ENABLE=0: the plain results,
+#   4. with an unreachable AM and with INCIN_MPI_ENABLE=0: the plain results,
 #      every call counted as a no_group / disabled fallback; with
-#      INCMPI_ENABLE=0 on rank 1 only: the plain results, every call on every
+#      INCIN_MPI_ENABLE=0 on rank 1 only: the plain results, every call on every
 #      rank a bad_config fallback (the ranks compare their settings);
 #   5. with coll_incin_enable=0: exact results and no trace of the component
 #      (the checks of run 3 can tell a run without it);
@@ -44,6 +44,7 @@ INFO=$(OMPI_MCA_mca_component_path=$CPATH_MCA ompi_info --param coll incin --lev
 grep -q 'MCA coll: incin (MCA v2.1.0, API v2.0.0' <<<"$INFO" || fail "ompi_info does not list coll/incin: $INFO"
 grep -q 'coll_incin_priority" (current value: "90"' <<<"$INFO" || fail "no coll_incin_priority 90 in ompi_info"
 grep -q 'coll_incin_enable"' <<<"$INFO" || fail "no coll_incin_enable in ompi_info"
+grep -q 'coll_incin_require_offload"' <<<"$INFO" || fail "no coll_incin_require_offload in ompi_info"
 echo "$INFO" | grep 'MCA coll: incin' | sed 's/^ */  /'
 
 lab_up m "$KIND"
@@ -64,9 +65,9 @@ run plain --
 # the job it names, as libincmpi does.
 JOB="mpi-$L-coll-$$"
 CREDENTIAL=$("$INCLAB" ctl "$L" job credential "$JOB") || fail "no job credential for $JOB from the AM"
-# INCMPI_MIN_BYTES=8: single int/float elements (4 bytes) stay on MPI.
-run coll --mca mca_component_path "$CPATH_MCA" -x "INC_JOB_CREDENTIAL=$CREDENTIAL" -x INCMPI_MIN_BYTES=8 -x INCMPI_LOG_LEVEL=info \
-  -x "INCMPI_SUMMARY_JSON=$OUT/coll-%r.json" -x INCMPI_SUMMARY=1 --
+# INCIN_MPI_MIN_BYTES=8: single int/float elements (4 bytes) stay on MPI.
+run coll --mca mca_component_path "$CPATH_MCA" -x "INCIN_JOB_CREDENTIAL=$CREDENTIAL" -x INCIN_MPI_MIN_BYTES=8 -x INCIN_MPI_LOG_LEVEL=info \
+  -x "INCIN_MPI_SUMMARY_JSON=$OUT/coll-%r.json" -x INCIN_MPI_SUMMARY=1 --
 [ "$(digest "$OUT/plain.log")" = "$(digest "$OUT/coll.log")" ] ||
   fail "results differ with and without coll/incin (digests $(digest "$OUT/plain.log") / $(digest "$OUT/coll.log"))"
 for r in 0 1 2 3; do
@@ -92,28 +93,28 @@ sys.exit(1 if left or len(mine) != 1 else 0)' "$JOB" ||
   fail "the job did not have exactly one tree, or it is still live after MPI_Finalize"
 
 # The AM's port is closed: every rank fails to join, all fall back together;
-# INCMPI_ENABLE=0: the component stays selected and sends everything on.
-run noam --mca mca_component_path "$CPATH_MCA" -x INCMPI_AM=172.31.0.1:1 -x INCMPI_JOIN_TIMEOUT_MS=2000 \
-  -x "INCMPI_SUMMARY_JSON=$OUT/noam-%r.json" -- --quick
-run disabled --mca mca_component_path "$CPATH_MCA" -x INCMPI_ENABLE=0 \
-  -x "INCMPI_SUMMARY_JSON=$OUT/disabled-%r.json" -- --quick
+# INCIN_MPI_ENABLE=0: the component stays selected and sends everything on.
+run noam --mca mca_component_path "$CPATH_MCA" -x INCIN_AM=172.31.0.1:1 -x INCIN_JOIN_TIMEOUT_MS=2000 \
+  -x "INCIN_MPI_SUMMARY_JSON=$OUT/noam-%r.json" -- --quick
+run disabled --mca mca_component_path "$CPATH_MCA" -x INCIN_MPI_ENABLE=0 \
+  -x "INCIN_MPI_SUMMARY_JSON=$OUT/disabled-%r.json" -- --quick
 grep -q "coll/incin: fallback reason=no_group call=MPI_Allreduce" "$OUT/noam.log" || fail "no log line for reason=no_group"
-# Rank 1 alone sees INCMPI_ENABLE=0 (its host's environment differs): the
+# Rank 1 alone sees INCIN_MPI_ENABLE=0 (its host's environment differs): the
 # ranks compare their settings when the group forms and all pass every call
 # on (bad_config).
 cat >"$OUT/rank1-disabled.sh" <<EOF
 #!/bin/sh
-[ "\$OMPI_COMM_WORLD_RANK" = 1 ] && export INCMPI_ENABLE=0
+[ "\$OMPI_COMM_WORLD_RANK" = 1 ] && export INCIN_MPI_ENABLE=0
 exec "$COVERAGE" "\$@"
 EOF
 chmod +x "$OUT/rank1-disabled.sh"
 mpi_run mixed "$OUT/rank1-disabled.sh" "^mpi_coverage: ranks 4 checks [0-9]* failures 0 " \
-  --mca mca_component_path "$CPATH_MCA" -x "INCMPI_SUMMARY_JSON=$OUT/mixed-%r.json" -- --quick
+  --mca mca_component_path "$CPATH_MCA" -x "INCIN_MPI_SUMMARY_JSON=$OUT/mixed-%r.json" -- --quick
 mpi_all_fell_back 4 noam:no_group disabled:disabled mixed:bad_config
 
 # The same path with the component switched off: plain results, no trace.
-run off --mca mca_component_path "$CPATH_MCA" --mca coll_incin_enable 0 -x INCMPI_LOG_LEVEL=info \
-  -x "INCMPI_SUMMARY_JSON=$OUT/off-%r.json" -- --quick
+run off --mca mca_component_path "$CPATH_MCA" --mca coll_incin_enable 0 -x INCIN_MPI_LOG_LEVEL=info \
+  -x "INCIN_MPI_SUMMARY_JSON=$OUT/off-%r.json" -- --quick
 ! grep -q "coll/incin" "$OUT/off.log" || fail "coll/incin ran with coll_incin_enable=0"
 ! ls "$OUT"/off-*.json >/dev/null 2>&1 || fail "coll/incin wrote a summary with coll_incin_enable=0"
 for tag in noam disabled mixed; do
@@ -128,8 +129,8 @@ loopdigest() { sed -n 's/^mpi_comm_loop: .* digest \([0-9a-f]*\)$/\1/p' "$1"; }
 loop loopplain --
 JOB2="mpi-$L-loop-$$"
 CREDENTIAL2=$("$INCLAB" ctl "$L" job credential "$JOB2") || fail "no job credential for $JOB2 from the AM"
-loop loopcoll --mca mca_component_path "$CPATH_MCA" -x "INC_JOB_CREDENTIAL=$CREDENTIAL2" -x INCMPI_LOG_LEVEL=info \
-  -x "INCMPI_SUMMARY_JSON=$OUT/loopcoll-%r.json" --
+loop loopcoll --mca mca_component_path "$CPATH_MCA" -x "INCIN_JOB_CREDENTIAL=$CREDENTIAL2" -x INCIN_MPI_LOG_LEVEL=info \
+  -x "INCIN_MPI_SUMMARY_JSON=$OUT/loopcoll-%r.json" --
 [ "$(loopdigest "$OUT/loopplain.log")" = "$(loopdigest "$OUT/loopcoll.log")" ] ||
   fail "mpi_comm_loop: results differ with and without coll/incin (digests $(loopdigest "$OUT/loopplain.log") / $(loopdigest "$OUT/loopcoll.log"))"
 grep -q "coll/incin: rank 0: MPI_COMM_WORLD on INC tree" "$OUT/loopcoll.log" || fail "mpi_comm_loop: no INC tree with coll/incin"

@@ -50,7 +50,7 @@ run_check() {
   fi
   t0=$(date +%s)
   for r in 0 1 2 3; do
-    INC_JOB_CREDENTIAL=$cred timeout -k 5 "$limit" "$INCLAB" exec "$L" "w$r" "$PY" "$CHECK_PY" --check "$check" \
+    INCIN_JOB_CREDENTIAL=$cred timeout -k 5 "$limit" "$INCLAB" exec "$L" "w$r" "$PY" "$CHECK_PY" --check "$check" \
       --backend "$backend" --rank "$r" --world 4 --master "10.0.0.2:$PORT" --timeout "$tmo" --job "$job" \
       --out "$DIR/$tag-$r.json" >"$DIR/$tag-$r.log" 2>&1 </dev/null &
     pids+=($!)

@@ -251,7 +251,7 @@ mpi_no_error_lines() {
   echo "  no error lines in: $*"
 }
 
-# mpi_offloaded_summary TAG RANKS WANT [NEVER]: the INCMPI_SUMMARY_JSON of
+# mpi_offloaded_summary TAG RANKS WANT [NEVER]: the INCIN_MPI_SUMMARY_JSON of
 # the offloading run TAG ($OUT/TAG-<rank>.json) on each of RANKS ranks: the
 # group formed, every collective offloaded at least once and as often as on
 # rank 0 (every rank takes the same path), a fallback counted for each
@@ -304,7 +304,7 @@ PY
 }
 
 # mpi_all_fell_back RANKS TAG:REASON...: in each run TAG, every one of RANKS
-# ranks' INCMPI_SUMMARY_JSON ($OUT/TAG-<rank>.json) counts no offloaded call
+# ranks' INCIN_MPI_SUMMARY_JSON ($OUT/TAG-<rank>.json) counts no offloaded call
 # and every call as a fallback for REASON: the check that a job without a
 # usable INC group still ran everything, on MPI, for the right reason.
 mpi_all_fell_back() {
@@ -326,7 +326,7 @@ PY
 # Several ranks per host (lab_ranks_per_host.sh): perf_rph LABSUFFIX TAG N
 # -- inc-perf-args... runs N inc-perf ranks in each of the workers $RPH_WORKERS
 # (default w0 w1 w2 w3): rank = worker index x N + local rank, with
-# INC_LOCAL_SIZE=N and INC_LOCAL_RANK set, so local rank 0 of each worker is
+# INCIN_LOCAL_SIZE=N and INCIN_LOCAL_RANK set, so local rank 0 of each worker is
 # its host's tree member (docs/operations.md "Several ranks per host"). The
 # job id is unique per call ($RPH_JOB: "{lab}-TAG"); rank i's output goes to
 # /tmp/inclab-LAB/logs/TAG-r<i>.log and "{rank}" in the arguments becomes the
@@ -347,7 +347,7 @@ perf_rph() {
     for l in $(seq 0 $((n - 1))); do
       args=()
       for a in "$@"; do args+=("${a//\{rank\}/$rank}"); done
-      INC_LOCAL_SIZE=$n INC_LOCAL_RANK=$l INC_JOB_CREDENTIAL=$cred \
+      INCIN_LOCAL_SIZE=$n INCIN_LOCAL_RANK=$l INCIN_JOB_CREDENTIAL=$cred \
         "$INCLAB" exec "$lab" "$w" sh -c 'exec inc-perf "$@" --am "$INCLAB_AM"' inc-perf "${args[@]}" --json \
         --job "$RPH_JOB" --rank "$rank" --world "$world" --iface eth0 >"$logs/$tag-r$rank.log" 2>&1 </dev/null &
       pids+=($!)

@@ -530,10 +530,10 @@ def main():
     os.environ.setdefault("GLOO_SOCKET_IFNAME", a.iface)
     if a.backend == "incin":
         if a.am:
-            os.environ["INC_AM_ADDRESS"] = a.am
+            os.environ["INCIN_AM"] = a.am
         if a.job:
-            os.environ["INC_JOB_ID"] = a.job
-        os.environ["INC_IFACE"] = a.iface
+            os.environ["INCIN_JOB_ID"] = a.job
+        os.environ["INCIN_IFACE"] = a.iface
         os.environ.setdefault("INCIN_TORCH_SUMMARY", "all")
         import incin  # noqa: F401
     torch.set_num_threads(1)

@@ -10,7 +10,7 @@ the per-step losses and a hash of the final parameters' bytes as JSON.
                      [--summary-json PATH] [--no-checks] [--bench]
 
 With --backend incin the libinc settings come from --am/--job/--iface
-(INC_AM_ADDRESS, INC_JOB_ID, INC_IFACE). Exit 0 when every check passed,
+(INCIN_AM, INCIN_JOB_ID, INCIN_IFACE). Exit 0 when every check passed,
 1 when one was wrong, 77 when torch cannot be imported.
 """
 import argparse
@@ -127,10 +127,10 @@ def main():
     os.environ.setdefault("GLOO_SOCKET_IFNAME", a.iface)
     if a.backend == "incin":
         if a.am:
-            os.environ["INC_AM_ADDRESS"] = a.am
+            os.environ["INCIN_AM"] = a.am
         if a.job:
-            os.environ["INC_JOB_ID"] = a.job
-        os.environ["INC_IFACE"] = a.iface
+            os.environ["INCIN_JOB_ID"] = a.job
+        os.environ["INCIN_IFACE"] = a.iface
         if a.summary_json:
             os.environ["INCIN_TORCH_SUMMARY_JSON"] = a.summary_json
         import incin  # noqa: F401  registers the backend

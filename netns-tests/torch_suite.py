@@ -25,11 +25,11 @@ How it runs, and why:
   "spawn" and talks to it over inherited pipes. Its executable is set to a
   wrapper that runs rank N's process through `inclab exec LAB wN` (setns
   into the worker's network namespace, its own sysfs, the member's
-  certificate in INC_TLS_*), which execs all the way: the pid, the pipe
+  certificate in INCIN_TLS_*), which execs all the way: the pid, the pipe
   file descriptors and exit codes are the harness's as on one host. The
   ranks reach each other over the lab's data network (gloo on eth0), and
   libinc joins from each worker's eth0 as on real hosts.
-- Each test is its own job at the AM (INC_JOB_ID = LAB-s<N>, its
+- Each test is its own job at the AM (INCIN_JOB_ID = LAB-s<N>, its
   credential fetched by the parent with `inclab ctl LAB job credential`):
   a test that fails or is killed cannot hold the next test's group.
 - For incin, SKIPS lists every test of the selection that is not run, each
@@ -217,14 +217,14 @@ def _job_env(test):
         return
     _TEST_INDEX[0] += 1
     job = f"{_ARGS.lab}-s{_TEST_INDEX[0]}"
-    os.environ["INC_JOB_ID"] = job
+    os.environ["INCIN_JOB_ID"] = job
     os.environ["INCIN_TORCH_SUMMARY_JSON"] = os.path.join(_ARGS.logs, f"{test}-%r.json")
     cred = subprocess.run([_ARGS.inclab, "ctl", _ARGS.lab, "job", "credential", job], capture_output=True,
                           text=True)
     if cred.returncode == 0 and cred.stdout.strip():
-        os.environ["INC_JOB_CREDENTIAL"] = cred.stdout.strip()
+        os.environ["INCIN_JOB_CREDENTIAL"] = cred.stdout.strip()
     else:  # an insecure lab has none
-        os.environ.pop("INC_JOB_CREDENTIAL", None)
+        os.environ.pop("INCIN_JOB_CREDENTIAL", None)
 
 
 class Result(unittest.TextTestResult):
@@ -304,8 +304,8 @@ def main():
     _ARGS = a
     os.environ["INCIN_TORCH_SUMMARY"] = "0"
     if a.lab:
-        os.environ["INC_AM_ADDRESS"] = a.am
-        os.environ["INC_IFACE"] = "eth0"
+        os.environ["INCIN_AM"] = a.am
+        os.environ["INCIN_IFACE"] = "eth0"
         os.environ["GLOO_SOCKET_IFNAME"] = "eth0"
         # The tracker outside the lab, before the wrapper is the executable.
         multiprocessing.resource_tracker.ensure_running()

@@ -269,7 +269,7 @@ TEST_F(CliAgainstAm, JobCredentialPrintsOneTheAmIssuedForTheJob) {
   EXPECT_TRUE(job_credentials_.Verify("train-7", credential).ok()) << credential;
 
   Result exported = Cli({"job", "credential", "train-7", "--export"});
-  EXPECT_EQ(exported.out, "export INC_JOB_CREDENTIAL='" + credential + "'\n");
+  EXPECT_EQ(exported.out, "export INCIN_JOB_CREDENTIAL='" + credential + "'\n");
 
   Result json = Cli({"job", "credential", "train-7", "-o", "json"});
   ASSERT_EQ(json.code, kExitOk) << json.err;

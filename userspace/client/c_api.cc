@@ -8,6 +8,7 @@
 #include <string>
 
 #include "client/communicator.h"
+#include "common/settings.h"
 #include "common/status.h"
 #include "common/version.h"
 #include "inc/inc.h"
@@ -175,6 +176,44 @@ const char* inc_status_name(inc_status status) {
   const int code = static_cast<int>(status);
   if (code < INC_OK || code > INC_UNAUTHENTICATED) return "UNKNOWN";
   return inc::CodeName(static_cast<inc::Code>(code));
+}
+
+inc_status inc_setting_string(const char* name, const char** value) {
+  if (!name || !value) return Fail(inc::InvalidArgument("inc_setting_string: name or value is NULL"));
+  const inc::settings::Setting* s = inc::settings::Find(name);
+  if (!s) return Fail(inc::InvalidArgument(std::string("inc_setting_string: no setting ") + name));
+  auto v = s->type == inc::settings::Type::kChoice ? inc::settings::Env().Choice(name)
+                                                   : inc::settings::Env().String(name);
+  if (!v.ok()) return Fail(v.status());
+  thread_local std::string text;
+  text = *v;
+  *value = text.c_str();
+  return INC_OK;
+}
+
+inc_status inc_setting_uint(const char* name, uint64_t* value) {
+  if (!name || !value) return Fail(inc::InvalidArgument("inc_setting_uint: name or value is NULL"));
+  const inc::settings::Setting* s = inc::settings::Find(name);
+  if (!s) return Fail(inc::InvalidArgument(std::string("inc_setting_uint: no setting ") + name));
+  auto v = s->type == inc::settings::Type::kBytes ? inc::settings::Env().Bytes(name)
+                                                  : inc::settings::Env().UInt(name);
+  if (!v.ok()) return Fail(v.status());
+  *value = *v;
+  return INC_OK;
+}
+
+inc_status inc_setting_bool(const char* name, int* value) {
+  if (!name || !value) return Fail(inc::InvalidArgument("inc_setting_bool: name or value is NULL"));
+  if (!inc::settings::Find(name))
+    return Fail(inc::InvalidArgument(std::string("inc_setting_bool: no setting ") + name));
+  auto v = inc::settings::Env().Bool(name);
+  if (!v.ok()) return Fail(v.status());
+  *value = *v ? 1 : 0;
+  return INC_OK;
+}
+
+int inc_require_offload(void) {
+  return inc::settings::RequireOffload() ? 1 : 0;
 }
 
 const char* inc_last_error(void) {

@@ -28,6 +28,7 @@
 #include "common/log.h"
 #include "common/net.h"
 #include "common/rpc_status.h"
+#include "common/settings.h"
 #include "inc/v1/inc.grpc.pb.h"
 
 namespace inc::client {
@@ -849,7 +850,7 @@ Expected<std::unique_ptr<Communicator::Impl>> MakeImpl(const CommunicatorOptions
   // configuration error to report at once.
   auto security = options.security             ? Expected<TransportSecurity>(*options.security)
                   : options.am_address.empty() ? Expected<TransportSecurity>(TransportSecurity{true, {}})
-                                               : TransportSecurityFromEnv("INC");
+                                               : TransportSecurityFromEnv("INCIN");
   auto credentials = security ? MakeChannelCredentials(*security) : security.status();
   if (!credentials) return credentials.status().WithContext("AM connection");
   INC_RETURN_IF_ERROR(ValidateOptions(options));
@@ -913,8 +914,7 @@ Expected<std::unique_ptr<Communicator>> Communicator::Create(const CommunicatorO
   if (options.job_id.empty()) return InvalidArgument("job_id is required");
   std::string credential = options.job_credential.value_or("");
   if (!options.job_credential) {
-    const char* env = std::getenv(kJobCredentialEnv);
-    credential = env ? env : "";
+    credential = settings::Env().String(kJobCredentialEnv).value();
   }
   if (!credential.empty()) {
     const std::string source = options.job_credential ? "the job credential" : kJobCredentialEnv;
@@ -926,25 +926,20 @@ Expected<std::unique_ptr<Communicator>> Communicator::Create(const CommunicatorO
   // Several ranks per host?
   uint32_t local_size = options.local_size;
   if (local_size == 0) {
-    const char* env = std::getenv("INC_LOCAL_SIZE");
-    local_size = 1;
-    if (env && *env) {
-      char* end = nullptr;
-      unsigned long v = std::strtoul(env, &end, 10);
-      if (*end || v == 0 || v > 256)
-        return InvalidArgument("INC_LOCAL_SIZE must be in 1..256, not '" + std::string(env) + "'");
-      local_size = static_cast<uint32_t>(v);
-    }
+    auto v = settings::Env().UInt("INCIN_LOCAL_SIZE");
+    if (!v.ok()) return v.status();
+    if (*v == 0) return InvalidArgument("INCIN_LOCAL_SIZE must be in 1..256, not 0");
+    local_size = static_cast<uint32_t>(*v);
   }
   std::optional<uint32_t> local_rank = options.local_rank;
   if (!local_rank && local_size > 1) {
-    if (const char* env = std::getenv("INC_LOCAL_RANK"); env && *env) {
-      char* end = nullptr;
-      unsigned long v = std::strtoul(env, &end, 10);
-      if (*end || v >= local_size)
-        return InvalidArgument("INC_LOCAL_RANK must be below INC_LOCAL_SIZE " + std::to_string(local_size) +
-                               ", not '" + std::string(env) + "'");
-      local_rank = static_cast<uint32_t>(v);
+    if (settings::Env().IsSet("INCIN_LOCAL_RANK")) {
+      auto v = settings::Env().UInt("INCIN_LOCAL_RANK");
+      if (!v.ok()) return v.status();
+      if (*v >= local_size)
+        return InvalidArgument("INCIN_LOCAL_RANK must be below INCIN_LOCAL_SIZE " +
+                               std::to_string(local_size) + ", not " + std::to_string(*v));
+      local_rank = static_cast<uint32_t>(*v);
     }
   }
   if (local_size > 1) return CreateLocal(options, credential, local_size, local_rank);

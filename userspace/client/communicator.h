@@ -51,13 +51,13 @@ Expected<std::string> ResolveTransport(const std::string& requested, const std::
 struct CommunicatorOptions {
   std::string am_address;  // host:port of incamd
   // mTLS to the AM with this host's member certificate (OU=member, CN = the
-  // host's topology name). Unset: from the environment, INC_TLS_CERT,
-  // INC_TLS_KEY and INC_TLS_CA, or INC_INSECURE=1 for plaintext; neither is
+  // host's topology name). Unset: from the environment, INCIN_TLS_CERT,
+  // INCIN_TLS_KEY and INCIN_TLS_CA, or INCIN_INSECURE=1 for plaintext; neither is
   // an error.
   std::optional<TransportSecurity> security;
   std::string job_id;
   // The job's credential from its launcher (`incinctl job credential JOB`),
-  // which an AM with mTLS requires at JoinGroup. Unset: INC_JOB_CREDENTIAL
+  // which an AM with mTLS requires at JoinGroup. Unset: INCIN_JOB_CREDENTIAL
   // from the environment, if any. One for another job is an error here,
   // before the AM is asked.
   std::optional<std::string> job_credential;
@@ -119,7 +119,7 @@ struct CommunicatorOptions {
   // Several ranks per host (docs/architecture.md "Several ranks per host"):
   // local_size ranks of this host share a shared-memory segment, local rank
   // 0 is the host's tree member. Ranks go in blocks: rank = node *
-  // local_size + local_rank. 0 = from INC_LOCAL_SIZE (and INC_LOCAL_RANK,
+  // local_size + local_rank. 0 = from INCIN_LOCAL_SIZE (and INCIN_LOCAL_RANK,
   // which must equal rank % local_size) in the environment, else 1 (one
   // rank per host: no shared memory).
   uint32_t local_size = 0;

@@ -12,8 +12,8 @@
 # address. Exit status: 0 when every rank exited 0, else the first non-zero
 # rank exit code (inc-perf: 1 wrong results, 2 usage, 3 setup, 4 collective
 # failed); 2 for bad usage of this script. The ranks inherit libinc's
-# credentials (INC_TLS_CERT/KEY/CA or INC_INSECURE=1, and with mTLS the job's
-# INC_JOB_CREDENTIAL from `incinctl job credential ID`) from this environment,
+# credentials (INCIN_TLS_CERT/KEY/CA or INCIN_INSECURE=1, and with mTLS the job's
+# INCIN_JOB_CREDENTIAL from `incinctl job credential ID`) from this environment,
 # so all of them present one member certificate: the AM accepts that only
 # for the host it names (docs/operations.md "Security model").
 set -uo pipefail

@@ -193,12 +193,12 @@ int main(int argc, char** argv) {
   app.add_option("--am", o.am_address, "aggregation manager host:port (required unless --assignment)");
   app.add_option("--job", o.job_id,
                  "job id, the same on every rank (required with --am); an AM with mTLS also wants the job's "
-                 "credential in INC_JOB_CREDENTIAL (incinctl job credential JOB)");
+                 "credential in INCIN_JOB_CREDENTIAL (incinctl job credential JOB)");
   app.add_option("--assignment", assignment_file,
                  "AM-less run: this rank's inc.v1.MemberAssignment in protobuf JSON (no heartbeats)");
   app.add_option(
          "--ranks-per-host", o.local_size,
-         "ranks on this host (0 = INC_LOCAL_SIZE, else 1); ranks go in blocks per host and local rank "
+         "ranks on this host (0 = INCIN_LOCAL_SIZE, else 1); ranks go in blocks per host and local rank "
          "0 is the host's tree member (docs/operations.md \"Several ranks per host\")")
       ->check(CLI::Range(0, 256));
   app.add_flag("--inexact", g_inexact,

@@ -43,7 +43,7 @@ struct XskOptions {
   // Receive() with a timeout first polls the RX ring this long, yielding the
   // CPU between looks, before it sleeps in poll(): a result that comes back
   // within it costs no wake-up (8-byte allreduce 57-70 -> 23-28 us on the
-  // 2-vCPU lab). The environment variable INC_XSK_SPIN_US overrides it.
+  // 2-vCPU lab). The setting INCIN_XSK_SPIN_US overrides it.
   uint32_t spin_us = 200;
 };
 

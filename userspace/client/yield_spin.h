@@ -14,14 +14,19 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include "common/settings.h"
+
 namespace inc::client {
 
 class YieldSpin {
  public:
-  // spin_us: the budget; the environment variable INC_XSK_SPIN_US overrides it.
+  // spin_us: the budget; the setting INCIN_XSK_SPIN_US overrides it (a bad
+  // value is ignored: this is a tuning knob of the data path).
   explicit YieldSpin(uint32_t spin_us) : spin_us_(spin_us) {
-    if (const char* spin = std::getenv("INC_XSK_SPIN_US"))
-      spin_us_ = static_cast<uint32_t>(std::strtoul(spin, nullptr, 10));
+    if (settings::Env().IsSet("INCIN_XSK_SPIN_US")) {
+      auto v = settings::Env().UInt("INCIN_XSK_SPIN_US");
+      if (v.ok()) spin_us_ = static_cast<uint32_t>(*v);
+    }
   }
 
   // Calls ready() between yields until it returns true or the budget is

@@ -89,7 +89,7 @@ std::string JobCredentials::Issue(const std::string& job_id) const {
 Status JobCredentials::Verify(const std::string& job_id, const std::string& credential) const {
   if (credential.empty())
     return PermissionDenied("JoinGroup for job '" + job_id +
-                            "' needs the job's credential (INC_JOB_CREDENTIAL; a launcher gets it with "
+                            "' needs the job's credential (INCIN_JOB_CREDENTIAL; a launcher gets it with "
                             "`incinctl job credential " +
                             job_id + "`)");
   auto job = JobOfCredential(credential);

@@ -3,7 +3,7 @@
 // and hands to the job's ranks, so that only they can join the job's group.
 // A credential is "incjob1:<64 hex digits>:<job id>": HMAC-SHA256 under the
 // AM's job secret of the job id, followed by the job id it is good for, so
-// that a launcher can pass one variable (INC_JOB_CREDENTIAL) and a client
+// that a launcher can pass one variable (INCIN_JOB_CREDENTIAL) and a client
 // can tell a credential for another job before it dials. docs/operations.md
 // "Job credentials".
 #pragma once
@@ -14,7 +14,7 @@
 
 namespace inc {
 
-inline constexpr const char* kJobCredentialEnv = "INC_JOB_CREDENTIAL";
+inline constexpr const char* kJobCredentialEnv = "INCIN_JOB_CREDENTIAL";
 
 // The job id a credential names; INVALID_ARGUMENT when it is not of the
 // form above (the message never repeats the secret part).

@@ -14,6 +14,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/settings.h"
+
 namespace inc {
 namespace {
 
@@ -53,9 +55,11 @@ std::vector<X509Ptr> ParseCertificates(const std::string& pem) {
   return out;
 }
 
+// Through the settings table: INCIN_TLS_* are also read under their old
+// names INC_TLS_* (with a deprecation warning); other prefixes as they are.
 std::string Env(const std::string& name) {
-  const char* v = std::getenv(name.c_str());
-  return v ? v : "";
+  auto v = settings::Env().Raw(name.c_str());
+  return v ? v->text : "";
 }
 
 }  // namespace

@@ -38,7 +38,8 @@ Expected<TransportSecurity> ChooseTransportSecurity(const TlsFiles& files, bool 
                                                     const std::string& how);
 
 // For client processes: <prefix>_TLS_CERT, <prefix>_TLS_KEY, <prefix>_TLS_CA
-// and <prefix>_INSECURE=1 (libinc: "INC", incinctl: "INCIN").
+// and <prefix>_INSECURE=1 (libinc and incinctl: "INCIN", whose settings are
+// also read under their old names INC_TLS_* and INC_INSECURE).
 Expected<TransportSecurity> TransportSecurityFromEnv(const std::string& prefix);
 
 // The PEM contents, read and checked: the certificate file holds at least

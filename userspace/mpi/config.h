@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // libincmpi configuration: every knob is an environment variable (the MPI
-// program is unmodified; mpirun -x exports them to the ranks). Names and
-// defaults are documented in docs/mpi.md and listed by kEnvVars below.
+// program is unmodified; mpirun -x exports them to the ranks), read through
+// libinc's settings table (common/settings.h). Names and defaults are
+// documented in docs/mpi.md.
 #pragma once
 
 #include <cstdint>
@@ -10,55 +11,56 @@
 #include <vector>
 
 #include "common/log.h"
+#include "common/settings.h"
 #include "common/status.h"
 
 namespace inc::mpi {
 
 enum class SummaryMode { kOff, kRank0, kAll };
 
+// The settings' names and defaults are those of the settings table
+// (common/settings.h; docs/mpi.md lists them).
 struct Config {
-  bool enable = true;                // INCMPI_ENABLE
-  uint64_t min_bytes = 0;            // INCMPI_MIN_BYTES: smaller messages use MPI's algorithm
-  uint64_t max_bytes = 0;            // INCMPI_MAX_BYTES: larger ones too (0 = no limit)
-  std::string am;                    // INCMPI_AM: host:port of incamd ("" = no INC)
-  std::string iface;                 // INCMPI_IFACE: "" = the interface of the default route
-  std::string transport = "auto";    // INCMPI_TRANSPORT
-  std::string job_id;                // INCMPI_JOB_ID: "" = made by rank 0 and broadcast
-  uint32_t join_timeout_ms = 30000;  // INCMPI_JOIN_TIMEOUT_MS
-  // INCMPI_OP_TIMEOUT_MS: how long an offloaded collective waits without
+  bool enable = true;                // INCIN_MPI_ENABLE
+  bool require_offload = false;      // INCIN_REQUIRE_OFFLOAD: a call that would fall back is an error
+  uint64_t min_bytes = 0;            // INCIN_MPI_MIN_BYTES: smaller messages use MPI's algorithm
+  uint64_t max_bytes = 0;            // INCIN_MPI_MAX_BYTES: larger ones too (0 = no limit)
+  std::string am;                    // INCIN_AM: host:port of incamd ("" = no INC)
+  std::string iface;                 // INCIN_IFACE: "" = the interface of the default route
+  std::string transport = "auto";    // INCIN_TRANSPORT
+  std::string job_id;                // INCIN_JOB_ID: "" = made by rank 0 and broadcast
+  uint32_t join_timeout_ms = 30000;  // INCIN_JOIN_TIMEOUT_MS
+  // INCIN_OP_TIMEOUT_MS: how long an offloaded collective waits without
   // progress for the slowest rank before it fails (libinc's op_timeout_ms;
   // 0 = as long as it takes, as MPI's own algorithms wait).
   uint32_t op_timeout_ms = 0;
-  bool float_sum = true;                          // INCMPI_FLOAT_SUM=offload|fallback (fixed-point sums)
-  std::string reduce_mode;                        // INCMPI_REDUCE_MODE: libinc's, "" = its default
-  std::string broadcast_mode;                     // INCMPI_BROADCAST_MODE: libinc's, "" = its default
-  LogLevel log_level = LogLevel::kWarn;           // INCMPI_LOG_LEVEL (also libinc's)
-  LogLevel fallback_log_level = LogLevel::kWarn;  // INCMPI_FALLBACK_LOG_LEVEL
-  bool fallback_log_all = false;                  // INCMPI_FALLBACK_LOG=first|all
-  SummaryMode summary = SummaryMode::kOff;        // INCMPI_SUMMARY=0|1|all
-  std::string summary_json;                       // INCMPI_SUMMARY_JSON: path, %r = rank
+  bool float_sum = true;                          // INCIN_MPI_FLOAT_SUM=offload|fallback (fixed-point sums)
+  std::string reduce_mode;                        // INCIN_MPI_REDUCE_MODE: libinc's, "" = its default
+  std::string broadcast_mode;                     // INCIN_MPI_BROADCAST_MODE: libinc's, "" = its default
+  LogLevel log_level = LogLevel::kWarn;           // INCIN_MPI_LOG_LEVEL (also libinc's)
+  LogLevel fallback_log_level = LogLevel::kWarn;  // INCIN_MPI_FALLBACK_LOG_LEVEL
+  bool fallback_log_all = false;                  // INCIN_MPI_FALLBACK_LOG=first|all
+  SummaryMode summary = SummaryMode::kOff;        // INCIN_MPI_SUMMARY=0|1|all
+  std::string summary_json;                       // INCIN_MPI_SUMMARY_JSON: path, %r = rank
 };
-
-struct EnvVar {
-  const char* name;
-  const char* default_text;
-  const char* meaning;
-};
-extern const std::vector<EnvVar> kEnvVars;
 
 // getenv-like lookup; nullptr = unset. Unset and empty mean "default".
-using EnvLookup = std::function<const char*(const char*)>;
+using EnvLookup = settings::EnvLookup;
 
-// Every problem is reported (INVALID_ARGUMENT naming the variable, its value
-// and what is accepted); unknown INCMPI_* names are not checked here.
-Expected<Config> ParseConfig(const EnvLookup& env);
+// Every problem is reported (INVALID_ARGUMENT naming the variable as set,
+// its value and what is accepted); old names (INCMPI_*) are read with a
+// deprecation warning, the new name winning when both are set.
+Expected<Config> ParseConfig(const settings::Reader& reader);
+// From `env`, deprecation warnings to `warn` (nullptr: none).
+Expected<Config> ParseConfig(const EnvLookup& env, const settings::WarnSink& warn = nullptr);
 
-// Unknown INCMPI_* names in environ (likely typos), for a warning.
+// INCIN_* and INCMPI_* names in environ that name no setting (likely
+// typos), for a warning.
 std::vector<std::string> UnknownEnvNames(char** environ_list);
 
 // What every rank must have alike for every rank to take the same path for
 // the same call: the settings the decision table reads (enable, the byte
-// limits, float SUM) and those that change libinc's protocol (reduce and
+// limits, float SUM, require offload) and those that change libinc's protocol (reduce and
 // broadcast modes), whether the configuration parsed at all, and whether
 // derived communicators fall back as thread_multiple. As a 64-bit
 // fingerprint, so ranks compare theirs with one MPI_MIN allreduce of
@@ -72,15 +74,15 @@ inline bool FingerprintsAgree(uint64_t min_fp, uint64_t min_not_fp) {
   return min_fp == ~min_not_fp;
 }
 
-// INCMPI_SUMMARY_JSON's path for a rank ("%r" replaced); "" = this rank
+// INCIN_MPI_SUMMARY_JSON's path for a rank ("%r" replaced); "" = this rank
 // writes nothing (no %r: only rank 0 writes).
 std::string SummaryPathForRank(const std::string& pattern, int rank);
 
-// INCMPI_IFACE's default: the interface of the default route (eth0 when
+// INCIN_IFACE's default: the interface of the default route (eth0 when
 // /proc/net/route names none).
 std::string DefaultRouteInterface();
 
-// INCMPI_JOB_ID's default, made by rank 0 and broadcast: the launcher's
+// INCIN_JOB_ID's default, made by rank 0 and broadcast: the launcher's
 // PMIx namespace (else the host), the pid and the time, at most 100 bytes.
 std::string MakeJobId();
 

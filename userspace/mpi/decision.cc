@@ -56,9 +56,30 @@ Decision Fallback(Reason r) {
   return d;
 }
 
+Decision DecideOrFallBack(const Config& config, const Request& q);
+
 }  // namespace
 
+bool RequiredOffloadFails(const Config& config, Reason reason) {
+  if (!config.require_offload) return false;
+  switch (reason) {
+    case Reason::kNone:
+    case Reason::kEmpty:
+    case Reason::kSingleRank:
+    case Reason::kInvalidArgs: return false;
+    default: return true;
+  }
+}
+
 Decision Decide(const Config& config, const Request& q) {
+  Decision d = DecideOrFallBack(config, q);
+  d.fail = !d.offload && RequiredOffloadFails(config, d.reason);
+  return d;
+}
+
+namespace {
+
+Decision DecideOrFallBack(const Config& config, const Request& q) {
   if (!config.enable) return Fallback(Reason::kDisabled);
   if (q.comm_reason != Reason::kNone) return Fallback(q.comm_reason);
   if (!q.valid) return Fallback(Reason::kInvalidArgs);
@@ -105,5 +126,7 @@ Decision Decide(const Config& config, const Request& q) {
   d.offload = true;
   return d;
 }
+
+}  // namespace
 
 }  // namespace inc::mpi

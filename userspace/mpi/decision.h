@@ -31,8 +31,8 @@ enum class OpKind { kNone, kSum, kMin, kMax, kOtherPredefined, kUser };
 // the summary and its JSON; docs/mpi.md explains each.
 enum class Reason {
   kNone,
-  kDisabled,               // INCMPI_ENABLE=0
-  kBadConfig,              // an INCMPI_* variable did not parse
+  kDisabled,               // INCIN_MPI_ENABLE=0
+  kBadConfig,              // an INCIN_* setting did not parse
   kNoGroup,                // the INC group for MPI_COMM_WORLD could not be formed
   kGroupFailed,            // an offloaded collective failed: that call and every later one that
                            // would be offloaded is an MPI error (never a fallback; docs/mpi.md "Errors")
@@ -47,9 +47,9 @@ enum class Reason {
   kUserOp,                 // MPI_Op_create
   kUnsupportedOp,          // predefined op other than SUM/MIN/MAX (PROD, LAND, BAND, MINLOC...)
   kUnsupportedOpForDtype,  // MIN/MAX on unsigned types
-  kFloatSumDisabled,       // INCMPI_FLOAT_SUM=fallback
-  kBelowMinBytes,          // smaller than INCMPI_MIN_BYTES
-  kAboveMaxBytes,          // larger than INCMPI_MAX_BYTES
+  kFloatSumDisabled,       // INCIN_MPI_FLOAT_SUM=fallback
+  kBelowMinBytes,          // smaller than INCIN_MPI_MIN_BYTES
+  kAboveMaxBytes,          // larger than INCIN_MPI_MAX_BYTES
   kSwitchUnsupported,      // the tree's switches do not offer this collective/type/op
   kItemTooLarge,           // a rank's layout has an item MPI_Pack cannot take (> 2 GiB), agreed by all
   kCount
@@ -70,10 +70,20 @@ struct Request {
 struct Decision {
   bool offload = false;
   Reason reason = Reason::kNone;
+  // Not offloaded, and INCIN_REQUIRE_OFFLOAD makes that an error (with
+  // `reason`) instead of a fallback (RequiredOffloadFails).
+  bool fail = false;
   client::DataType dtype = client::DataType::kInt32;  // for libinc (reductions)
   client::ReduceOp op = client::ReduceOp::kSum;
 };
 
 Decision Decide(const Config& config, const Request& request);
+
+// Under INCIN_REQUIRE_OFFLOAD (config.require_offload), whether a call that
+// would run on MPI's algorithm for `reason` is an MPI error instead: every
+// reason but those with nothing to offload (count 0, a communicator of one
+// rank) and invalid arguments, whose error MPI itself reports. Every input
+// is the same on every rank, so every rank fails alike.
+bool RequiredOffloadFails(const Config& config, Reason reason);
 
 }  // namespace inc::mpi

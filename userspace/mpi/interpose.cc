@@ -10,7 +10,7 @@
 //
 // Invariant: every rank takes the same path for the same call. Decisions use
 // only what a correct MPI program passes identically on every rank (op,
-// counts, element type) and INCMPI_* settings the ranks compared at init,
+// counts, element type) and INCIN_* settings the ranks compared at init,
 // the group is used only if every rank formed it (checked with one
 // PMPI_Allreduce at init), and an offloaded collective that fails is an MPI
 // error, never a silent local fallback (other ranks may already have
@@ -32,6 +32,7 @@
 #include "client/communicator.h"
 #include "common/job_credential.h"
 #include "common/log.h"
+#include "common/settings.h"
 #include "mpi/config.h"
 #include "mpi/decision.h"
 #include "mpi/dtype.h"
@@ -174,7 +175,7 @@ TypeInfo ClassifyType(MPI_Datatype t) {
   return info;
 }
 
-// The first line per call and reason at `level` (INCMPI_FALLBACK_LOG=all:
+// The first line per call and reason at `level` (INCIN_MPI_FALLBACK_LOG=all:
 // every one), later ones at debug.
 LogLevel FirstOrDebug(Call call, Reason reason, LogLevel level) {
   std::lock_guard<std::mutex> l(g->log_mu);
@@ -197,11 +198,26 @@ double Since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+// INCIN_REQUIRE_OFFLOAD: a call that would fall back raises MPI_ERR_OTHER
+// with the reason instead (decision.h RequiredOffloadFails).
+int RequiredOffloadError(Call call, Reason reason, MPI_Comm comm, uint64_t bytes, Clock::time_point t0,
+                         std::string detail = "") {
+  if (reason == Reason::kNoGroup || reason == Reason::kBadConfig) detail = g->group_detail;
+  const std::string why =
+      settings::OffloadRequiredError(CallName(call), "MPI", ReasonName(reason), detail).message();
+  Log(FirstOrDebug(call, reason, LogLevel::kError),
+      "rank " + std::to_string(g->rank) + ": " + why + "; raising MPI_ERR_OTHER");
+  g->stats.Record(call, reason, bytes, Since(t0));
+  PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);
+  return MPI_ERR_OTHER;
+}
+
 // A call whose communicator is not offloaded: straight to MPI, before
 // anything looks at its datatypes.
 template <typename Fallback>
 int PassOn(Call call, Reason reason, MPI_Comm comm, uint64_t bytes, Fallback&& fallback) {
   auto t0 = Clock::now();
+  if (RequiredOffloadFails(g->cfg, reason)) return RequiredOffloadError(call, reason, comm, bytes, t0);
   LogFallback(call, reason, comm, bytes);
   int rc = fallback();
   g->stats.Record(call, reason, bytes, Since(t0));
@@ -235,7 +251,9 @@ int Dispatch(MPI_Comm comm, const Request& q, bool packed, bool packable, Offloa
   if (d.offload && q.bytes > kMaxPackItem && !AllAgree(comm, packable)) {
     d.offload = false;
     d.reason = Reason::kItemTooLarge;
+    d.fail = RequiredOffloadFails(g->cfg, d.reason);
   }
+  if (d.fail) return RequiredOffloadError(q.call, d.reason, comm, q.bytes, t0);
   if (d.offload) {
     Status s;
     bool have_group;
@@ -275,6 +293,8 @@ int Dispatch(MPI_Comm comm, const Request& q, bool packed, bool packable, Offloa
       return MPI_ERR_OTHER;
     }
     d.reason = Reason::kSwitchUnsupported;
+    if (RequiredOffloadFails(g->cfg, d.reason))
+      return RequiredOffloadError(q.call, d.reason, comm, q.bytes, t0, s.message());
   }
   LogFallback(q.call, d.reason, comm, q.bytes);
   int rc = fallback();
@@ -284,10 +304,10 @@ int Dispatch(MPI_Comm comm, const Request& q, bool packed, bool packable, Offloa
 
 void FormGroup() {
   const Config& c = g->cfg;
-  // Job id: INCMPI_JOB_ID, else the one the job credential names (the
+  // Job id: INCIN_JOB_ID, else the one the job credential names (the
   // launcher got it for that id), else rank 0's, broadcast.
-  const char* credential = std::getenv(kJobCredentialEnv);
-  auto credential_job = credential && *credential ? JobOfCredential(credential) : Expected<std::string>("");
+  const std::string credential = settings::Env().String(kJobCredentialEnv).value();
+  auto credential_job = !credential.empty() ? JobOfCredential(credential) : Expected<std::string>("");
   if (c.job_id.empty() && credential_job.ok() && !credential_job->empty()) {
     g->job_id = *credential_job;
   } else if (c.job_id.empty()) {
@@ -312,7 +332,7 @@ void FormGroup() {
         "could not be packed around an offloaded collective";
   } else if (c.am.empty()) {
     ok = 0;
-    why = "INCMPI_AM is not set";
+    why = "INCIN_AM is not set";
   } else {
     client::CommunicatorOptions o;
     o.am_address = c.am;
@@ -375,20 +395,22 @@ void Setup(int thread_level) {
   PMPI_Comm_rank(MPI_COMM_WORLD, &g->rank);
   PMPI_Comm_size(MPI_COMM_WORLD, &g->world);
   SetLogComponent("incmpi");
-  auto cfg = ParseConfig([](const char* n) { return static_cast<const char*>(std::getenv(n)); });
+  auto cfg = ParseConfig(settings::Env());
   if (cfg.ok()) {
     g->cfg = *cfg;
   } else {
     g->cfg_parsed = false;
     g->group_reason = Reason::kBadConfig;
     g->group_detail = cfg.status().message();
+    g->cfg.require_offload = settings::RequireOffload();
   }
   SetLogLevel(g->cfg.log_level);
   if (!cfg.ok())
-    LogLine(LogLevel::kError,
-            "bad configuration: " + g->group_detail + "; every collective falls back to MPI");
+    LogLine(LogLevel::kError, "bad configuration: " + g->group_detail +
+                                  "; every collective falls back to MPI" +
+                                  (g->cfg.require_offload ? " (or fails: INCIN_REQUIRE_OFFLOAD)" : ""));
   for (const std::string& n : UnknownEnvNames(environ))
-    Log(LogLevel::kWarn, "unknown variable " + n + " ignored (see docs/mpi.md for the INCMPI_* names)");
+    Log(LogLevel::kWarn, "unknown variable " + n + " ignored (see docs/mpi.md for the INCIN_* names)");
   PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, DeleteCommState, &g->keyval, nullptr);
   PMPI_Type_create_keyval(MPI_TYPE_NULL_COPY_FN, DeleteTypeInfo, &g->type_keyval, nullptr);
   if (g->world == 1) {
@@ -406,8 +428,9 @@ void Setup(int thread_level) {
   if (!FingerprintsAgree(min[0], min[1])) {
     g->group_reason = Reason::kBadConfig;
     g->group_detail =
-        "the ranks do not agree on INCMPI_ENABLE, INCMPI_MIN_BYTES, INCMPI_MAX_BYTES, INCMPI_FLOAT_SUM, "
-        "INCMPI_REDUCE_MODE, INCMPI_BROADCAST_MODE or the thread level (every rank must see the same values)";
+        "the ranks do not agree on INCIN_MPI_ENABLE, INCIN_MPI_MIN_BYTES, INCIN_MPI_MAX_BYTES, "
+        "INCIN_MPI_FLOAT_SUM, INCIN_MPI_REDUCE_MODE, INCIN_MPI_BROADCAST_MODE, INCIN_REQUIRE_OFFLOAD or the "
+        "thread level (every rank must see the same values)";
     LogLine(LogLevel::kError, "rank " + std::to_string(g->rank) + ": " + g->group_detail +
                                   "; every collective falls back to MPI (reason=bad_config)");
     return;

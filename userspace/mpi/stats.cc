@@ -183,7 +183,7 @@ void WriteSummary(const Stats& stats, const Stats::Header& h, const Config& cfg)
   if (!path.empty()) {
     std::ofstream f(path, std::ios::trunc);
     f << stats.ToJson(h) << "\n";
-    if (!f) LogLine(LogLevel::kError, "cannot write INCMPI_SUMMARY_JSON file " + path);
+    if (!f) LogLine(LogLevel::kError, "cannot write INCIN_MPI_SUMMARY_JSON file " + path);
   }
 }
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Per-call accounting of libincmpi: calls, bytes and wall time, offloaded or
 // fallen back per reason; rendered as a text table and as JSON at
-// MPI_Finalize (INCMPI_SUMMARY, INCMPI_SUMMARY_JSON).
+// MPI_Finalize (INCIN_MPI_SUMMARY, INCIN_MPI_SUMMARY_JSON).
 #pragma once
 
 #include <array>
@@ -52,7 +52,7 @@ class Stats {
   std::array<uint64_t, static_cast<size_t>(Call::kCount)> packed_{};
 };
 
-// The summary as INCMPI_SUMMARY and INCMPI_SUMMARY_JSON ask for it: the
+// The summary as INCIN_MPI_SUMMARY and INCIN_MPI_SUMMARY_JSON ask for it: the
 // text table on stderr, the JSON document in this rank's file.
 void WriteSummary(const Stats& stats, const Stats::Header& h, const Config& cfg);
 

@@ -2,13 +2,14 @@
 // The point-to-point half of the plugin (ncclNetPlugin_v8): NCCL gives a
 // library's CollNet to a communicator only together with that library's net
 // plugin, so libnccl-net-incin.so carries one. It is plain TCP over the
-// interface libinc uses (INC_IFACE): one connection per NCCL send/recv pair,
+// interface libinc uses (INCIN_IFACE): one connection per NCCL send/recv pair,
 // a sender and a receiver thread per connection, requests completed in
 // posting order. Host memory only.
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
+#include <inc/inc.h>
 #include <limits.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -164,7 +165,7 @@ Conn* start(int fd, bool sender) {
   return c;
 }
 
-// The IPv4 address of INC_IFACE: the network the workers share. Without one
+// The IPv4 address of INCIN_IFACE: the network the workers share. Without one
 // (no such interface), every address of the host.
 uint32_t iface_addr() {
   struct ifaddrs* ifs = nullptr;
@@ -182,7 +183,8 @@ uint32_t iface_addr() {
 
 incinNcclResult net_init(incinNcclLogger logger) {
   g_logger = logger;
-  const char* i = getenv("INC_IFACE");
+  const char* i = nullptr;
+  if (inc_setting_string("INCIN_IFACE", &i) != INC_OK) i = nullptr;
   g_iface = i && *i ? i : "eth0";
   return incinNcclSuccess;
 }

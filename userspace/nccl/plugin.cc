@@ -32,9 +32,32 @@ incinNcclLogger g_logger = nullptr;
 
 #define INCIN_LOG(level, ...) IncinNcclLog(g_logger, "NET/incin", level, __FILE__, __LINE__, __VA_ARGS__)
 
-const char* env_or(const char* name, const char* fallback) {
-  const char* v = getenv(name);
-  return v && *v ? v : fallback;
+// A setting through libinc's table (inc.h inc_setting_string: the INCIN_
+// name, or its old INC_ name with a deprecation warning). False, with a
+// warning naming the variable and its value, when it does not parse.
+bool setting(const char* name, std::string* out) {
+  const char* v = nullptr;
+  if (inc_setting_string(name, &v) != INC_OK) {
+    INCIN_LOG(INCIN_NCCL_LOG_WARN, "%s", inc_last_error());
+    return false;
+  }
+  *out = v ? v : "";
+  return true;
+}
+
+std::string setting_or(const char* name, const char* fallback) {
+  std::string v;
+  return setting(name, &v) && !v.empty() ? v : fallback;
+}
+
+// INCIN_REQUIRE_OFFLOAD: where the plugin would let NCCL fall back to its
+// own algorithms (no AM, a type or op the switch does not reduce, a group
+// that could not form), it fails with the reason instead.
+incinNcclResult required_offload_error(const char* what, const char* reason) {
+  INCIN_LOG(INCIN_NCCL_LOG_WARN,
+            "INCIN_REQUIRE_OFFLOAD is set: %s would fall back to NCCL's own algorithms (reason=%s)", what,
+            reason);
+  return incinNcclSystemError;
 }
 
 incinNcclResult map_status(inc_status st) {
@@ -60,7 +83,7 @@ incinNcclResult map_status(inc_status st) {
 
 // What listen() writes into NCCL's 128-byte handle. Every rank writes one;
 // connect() takes the AM address and job id from rank 0's, so that a job id
-// that rank 0 made up (no INC_JOB_ID) reaches every rank.
+// that rank 0 made up (no INCIN_JOB_ID) reaches every rank.
 constexpr char kMagic[8] = {'i', 'n', 'c', 'i', 'n', 'C', 'N', '1'};
 struct Handle {
   char magic[8];
@@ -175,7 +198,7 @@ size_t dtype_bytes(inc_datatype t) {
 
 incinNcclResult plugin_init(incinNcclLogger logger) {
   g_logger = logger;
-  g_iface = env_or("INC_IFACE", "eth0");
+  g_iface = setting_or("INCIN_IFACE", "eth0");
   g_pci_path.clear();
   char path[PATH_MAX], real[PATH_MAX];
   snprintf(path, sizeof path, "/sys/class/net/%s/device", g_iface.c_str());
@@ -187,8 +210,8 @@ incinNcclResult plugin_init(incinNcclLogger logger) {
     if (fscanf(f, "%d", &s) == 1 && s > 0) g_speed_mbps = s;
     fclose(f);
   }
-  INCIN_LOG(INCIN_NCCL_LOG_INFO, "libinc %s, interface %s, AM %s", inc_version(), g_iface.c_str(),
-            env_or("INC_AM_ADDRESS", "(unset)"));
+  INCIN_LOG(INCIN_NCCL_LOG_INFO, "libinc %s, interface %s, AM %s%s", inc_version(), g_iface.c_str(),
+            setting_or("INCIN_AM", "(unset)").c_str(), inc_require_offload() ? ", offload required" : "");
   return incinNcclSuccess;
 }
 
@@ -246,11 +269,14 @@ incinNcclResult plugin_listen(int dev, void* opaque, void** listen_comm) {
     INCIN_LOG(INCIN_NCCL_LOG_WARN, "listen: no device %d", dev);
     return incinNcclInvalidArgument;
   }
-  const char* am = env_or("INC_AM_ADDRESS", nullptr);
-  if (!am) {
-    INCIN_LOG(INCIN_NCCL_LOG_WARN, "listen: INC_AM_ADDRESS (host:port of incamd) is not set");
+  std::string am_setting;
+  if (!setting("INCIN_AM", &am_setting)) return incinNcclInvalidArgument;
+  if (am_setting.empty()) {
+    if (inc_require_offload()) return required_offload_error("CollNet", "no_group: INCIN_AM is not set");
+    INCIN_LOG(INCIN_NCCL_LOG_WARN, "listen: INCIN_AM (host:port of incamd) is not set");
     return incinNcclInvalidUsage;
   }
+  const char* am = am_setting.c_str();
   Handle h;
   memset(&h, 0, sizeof h);
   memcpy(h.magic, kMagic, sizeof h.magic);
@@ -258,13 +284,13 @@ incinNcclResult plugin_listen(int dev, void* opaque, void** listen_comm) {
   h.pid = static_cast<uint32_t>(getpid());
   std::random_device rd;
   h.nonce = (static_cast<uint64_t>(rd()) << 32) ^ rd();
-  std::string job;
-  if (const char* j = env_or("INC_JOB_ID", nullptr)) {
-    job = j;
-  } else if (const char* cred = env_or("INC_JOB_CREDENTIAL", nullptr)) {
+  std::string job, cred;
+  if (!setting("INCIN_JOB_ID", &job) || !setting("INCIN_JOB_CREDENTIAL", &cred))
+    return incinNcclInvalidArgument;
+  if (job.empty() && !cred.empty()) {
     // incjob1:<hmac>:<job id>: the launcher's job is the credential's.
-    const char* c = strrchr(cred, ':');
-    if (c) job = c + 1;
+    size_t c = cred.rfind(':');
+    if (c != std::string::npos) job = cred.substr(c + 1);
   }
   if (job.empty()) {
     char host[64] = "";
@@ -279,8 +305,8 @@ incinNcclResult plugin_listen(int dev, void* opaque, void** listen_comm) {
   if (n > 0) job += "-c" + std::to_string(n);
   if (strlen(am) >= sizeof h.am_address || job.size() >= sizeof h.job_id) {
     INCIN_LOG(INCIN_NCCL_LOG_WARN,
-              "listen: INC_AM_ADDRESS (%zu chars, max %zu) or job id (%zu chars, max %zu) too long",
-              strlen(am), sizeof h.am_address - 1, job.size(), sizeof h.job_id - 1);
+              "listen: INCIN_AM (%zu chars, max %zu) or job id (%zu chars, max %zu) too long", strlen(am),
+              sizeof h.am_address - 1, job.size(), sizeof h.job_id - 1);
     return incinNcclInvalidArgument;
   }
   memcpy(h.am_address, am, strlen(am));
@@ -316,7 +342,16 @@ incinNcclResult plugin_connect(void* handles[], int nranks, int rank, void* list
                 h.am_address, h0.am_address);
     }
   }
-  std::string iface = env_or("INC_IFACE", "eth0");
+  std::string iface = setting_or("INCIN_IFACE", "eth0");
+  std::string transport;
+  uint64_t join_ms = 0, op_ms = 0;
+  // Bad values are refused here, before anything joins, naming the variable.
+  if (!setting("INCIN_TRANSPORT", &transport) ||
+      inc_setting_uint("INCIN_JOIN_TIMEOUT_MS", &join_ms) != INC_OK ||
+      inc_setting_uint("INCIN_OP_TIMEOUT_MS", &op_ms) != INC_OK) {
+    INCIN_LOG(INCIN_NCCL_LOG_WARN, "connect: %s", inc_last_error());
+    return incinNcclInvalidArgument;
+  }
   inc_comm_config c;
   inc_comm_config_init(&c);
   c.am_address = h0.am_address;
@@ -324,28 +359,18 @@ incinNcclResult plugin_connect(void* handles[], int nranks, int rank, void* list
   c.rank = static_cast<uint32_t>(rank);
   c.world_size = static_cast<uint32_t>(nranks);
   c.iface = iface.c_str();
-  c.transport = env_or("INC_TRANSPORT", nullptr);
-  if (const char* t = env_or("INC_JOIN_TIMEOUT_MS", nullptr))
-    c.join_timeout_ms = static_cast<uint32_t>(atoi(t));
+  c.transport = transport.c_str();
+  c.join_timeout_ms = static_cast<uint32_t>(join_ms);
   // How long a collective waits without progress for the slowest rank
   // before it fails (and the AM fails the tree, so every rank's collectives
-  // fail); 0 or unset: libinc's default. A value that is no number in
-  // 1..4294967295 is refused here, before anything joins.
-  if (const char* t = env_or("INC_OP_TIMEOUT_MS", nullptr)) {
-    char* end = nullptr;
-    errno = 0;
-    unsigned long long ms = strtoull(t, &end, 10);
-    if (errno || end == t || *end || t[0] == '-' || ms > 0xffffffffull) {
-      INCIN_LOG(INCIN_NCCL_LOG_WARN, "connect: INC_OP_TIMEOUT_MS='%s' is not a number of milliseconds", t);
-      return incinNcclInvalidArgument;
-    }
-    c.op_timeout_ms = static_cast<uint32_t>(ms);
-  }
+  // fail); 0 or unset: libinc's default.
+  c.op_timeout_ms = static_cast<uint32_t>(op_ms);
   inc_comm* comm = nullptr;
   inc_status st = inc_comm_create(&c, &comm);
   if (st != INC_OK) {
     INCIN_LOG(INCIN_NCCL_LOG_WARN, "connect: joining job %s as rank %d of %d at %s on %s failed: %s (%s)",
               c.job_id, rank, nranks, c.am_address, c.iface, inc_status_name(st), inc_last_error());
+    if (inc_require_offload()) return required_offload_error("CollNet", "no_group: joining the group failed");
     return map_status(st);
   }
   auto* cc = new CollComm;
@@ -364,6 +389,12 @@ incinNcclResult plugin_reduce_support(incinNcclDataType t, incinNcclRedOp op, in
   inc_datatype dt;
   inc_op iop;
   *supported = to_inc(t, op, &dt, &iop) ? 1 : 0;
+  if (!*supported && inc_require_offload()) {
+    char what[96];
+    snprintf(what, sizeof what, "a reduction of datatype %d with op %d", static_cast<int>(t),
+             static_cast<int>(op));
+    return required_offload_error(what, "unsupported_type_op");
+  }
   return incinNcclSuccess;
 }
 

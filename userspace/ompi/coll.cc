@@ -3,7 +3,7 @@
 // (mpi/decision.h) on what the call asks for and what its communicator
 // allows, then either libinc on MPI_COMM_WORLD's INC group or the saved
 // function of the next component, with libincmpi's reasons, log lines and
-// counters (mpi/stats.h) and its INCMPI_* configuration (mpi/config.h), so
+// counters (mpi/stats.h) and its INCIN_* configuration (mpi/config.h), so
 // the same launcher and the same checks serve both. Unlike libincmpi the
 // group is formed at the first collective on a communicator with the
 // world's group (Open MPI selects components inside MPI_Init, before MPI
@@ -12,7 +12,7 @@
 //
 // Invariant (as in libincmpi): every rank takes the same path for the same
 // call; decisions use only what every rank passes identically (and the
-// INCMPI_* settings, which the ranks compare when the group forms), and a
+// INCIN_* settings, which the ranks compare when the group forms), and a
 // failed offload is an MPI error, never a silent local fallback: that call
 // and every later one that would have been offloaded return MPI_ERR_OTHER
 // on every rank (docs/mpi.md "Errors").
@@ -42,6 +42,7 @@
 #include "client/communicator.h"
 #include "common/job_credential.h"
 #include "common/log.h"
+#include "common/settings.h"
 #include "glue.h"
 #include "mpi/config.h"
 #include "mpi/decision.h"
@@ -103,7 +104,7 @@ Global& G() {
   return *g;
 }
 
-// The ranks must agree on every INCMPI_* setting that decides a path
+// The ranks must agree on every INCIN_* setting that decides a path
 // (config.h AgreementFingerprint); each reads its own environment.
 bool SettingsAgree(Global& g) {
   const uint64_t fp = AgreementFingerprint(g.cfg, g.cfg_parsed, incin_thread_multiple() != 0);
@@ -131,8 +132,9 @@ void FormGroup() {
   if (!SettingsAgree(g)) {
     g.group_reason = Reason::kBadConfig;
     g.group_detail =
-        "the ranks do not agree on INCMPI_ENABLE, INCMPI_MIN_BYTES, INCMPI_MAX_BYTES, INCMPI_FLOAT_SUM, "
-        "INCMPI_REDUCE_MODE, INCMPI_BROADCAST_MODE or the thread level (every rank must see the same values)";
+        "the ranks do not agree on INCIN_MPI_ENABLE, INCIN_MPI_MIN_BYTES, INCIN_MPI_MAX_BYTES, "
+        "INCIN_MPI_FLOAT_SUM, INCIN_MPI_REDUCE_MODE, INCIN_MPI_BROADCAST_MODE, INCIN_REQUIRE_OFFLOAD or the "
+        "thread level (every rank must see the same values)";
     LogLine(LogLevel::kError, "rank " + std::to_string(g.rank) + ": " + g.group_detail +
                                   "; every collective falls back to MPI (reason=bad_config)");
     g.forming = false;
@@ -143,9 +145,9 @@ void FormGroup() {
     return;
   }
   const Config& c = g.cfg;
-  const char* credential = std::getenv(inc::kJobCredentialEnv);
+  const std::string credential = inc::settings::Env().String(inc::kJobCredentialEnv).value();
   auto credential_job =
-      credential && *credential ? inc::JobOfCredential(credential) : Expected<std::string>(std::string());
+      !credential.empty() ? inc::JobOfCredential(credential) : Expected<std::string>(std::string());
   if (c.job_id.empty() && credential_job.ok() && !credential_job->empty()) {
     g.job_id = *credential_job;
   } else if (c.job_id.empty()) {
@@ -167,7 +169,7 @@ void FormGroup() {
     why = "MPI_Pack does not write the bare data bytes (a heterogeneous job?)";
   } else if (c.am.empty()) {
     ok = 0;
-    why = "INCMPI_AM is not set";
+    why = "INCIN_AM is not set";
   } else {
     inc::client::CommunicatorOptions o;
     o.am_address = c.am;
@@ -225,14 +227,16 @@ void FormGroup() {
 void ConfigureOnce() {
   Global& g = G();
   inc::SetLogComponent("coll/incin");
-  auto cfg = ParseConfig([](const char* n) { return static_cast<const char*>(std::getenv(n)); });
+  auto cfg = ParseConfig(inc::settings::Env());
   if (cfg.ok()) {
     g.cfg = *cfg;
   } else {
     g.cfg_parsed = false;
     g.group_reason = Reason::kBadConfig;
     g.group_detail = cfg.status().message();
+    g.cfg.require_offload = inc::settings::RequireOffload();
   }
+  if (incin_mca_require_offload()) g.cfg.require_offload = true;
   inc::SetLogLevel(g.cfg.log_level);
   PMPI_Comm_rank(MPI_COMM_WORLD, &g.rank);
   PMPI_Comm_size(MPI_COMM_WORLD, &g.world);
@@ -243,7 +247,7 @@ void ConfigureOnce() {
     g.group_reason = Reason::kDisabled;
   }
   for (const std::string& n : UnknownEnvNames(environ))
-    LogLine(LogLevel::kWarn, "unknown variable " + n + " ignored (see docs/mpi.md for the INCMPI_* names)");
+    LogLine(LogLevel::kWarn, "unknown variable " + n + " ignored (see docs/mpi.md for the INCIN_* names)");
   LogLine(LogLevel::kInfo, "coll/incin selected on rank " + std::to_string(g.rank));
 }
 
@@ -288,7 +292,7 @@ Reason CommReason(incin_comm* st, MPI_Comm comm) {
   return st->reason;  // also for a subcomm before any collective with the world's group
 }
 
-// The first line per call and reason at `level` (INCMPI_FALLBACK_LOG=all:
+// The first line per call and reason at `level` (INCIN_MPI_FALLBACK_LOG=all:
 // every one), later ones at debug.
 LogLevel FirstOrDebug(Call call, Reason reason, LogLevel level) {
   Global& g = G();
@@ -313,12 +317,28 @@ double Since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+// INCIN_REQUIRE_OFFLOAD: a call that would fall back returns MPI_ERR_OTHER
+// with the reason instead (decision.h RequiredOffloadFails).
+int RequiredOffloadError(Call call, Reason reason, uint64_t bytes, Clock::time_point t0,
+                         std::string detail = "") {
+  Global& g = G();
+  if (reason == Reason::kNoGroup || reason == Reason::kBadConfig) detail = g.group_detail;
+  const std::string why = inc::settings::OffloadRequiredError(
+                              CallName(call), "Open MPI's next coll component", ReasonName(reason), detail)
+                              .message();
+  if (FirstOrDebug(call, reason, LogLevel::kError) >= g.cfg.log_level)
+    LogLine(LogLevel::kError, "rank " + std::to_string(g.rank) + ": " + why + "; returning MPI_ERR_OTHER");
+  g.stats.Record(call, reason, bytes, Since(t0));
+  return MPI_ERR_OTHER;
+}
+
 // A call on a communicator that is not offloaded: straight to the next
 // component, counted with the bytes Open MPI's own datatype record gives
 // (nothing decodes the datatype).
 template <typename Fallback>
 int PassOn(Call call, Reason reason, MPI_Comm comm, uint64_t bytes, Fallback&& fallback) {
   auto t0 = Clock::now();
+  if (RequiredOffloadFails(G().cfg, reason)) return RequiredOffloadError(call, reason, bytes, t0);
   LogFallback(call, reason, comm, bytes);
   int rc = fallback();
   G().stats.Record(call, reason, bytes, Since(t0));
@@ -347,7 +367,9 @@ int Dispatch(MPI_Comm comm, const Request& q, bool packed, bool packable, Agree&
   if (d.offload && q.bytes > kMaxPackItem && !agree(packable ? 1 : 0)) {
     d.offload = false;
     d.reason = Reason::kItemTooLarge;
+    d.fail = RequiredOffloadFails(g.cfg, d.reason);
   }
+  if (d.fail) return RequiredOffloadError(q.call, d.reason, q.bytes, t0);
   if (d.offload) {
     Status s;
     if (!g.inc || g.group_reason == Reason::kGroupFailed) {
@@ -380,6 +402,8 @@ int Dispatch(MPI_Comm comm, const Request& q, bool packed, bool packable, Agree&
       return MPI_ERR_OTHER;
     }
     d.reason = Reason::kSwitchUnsupported;
+    if (RequiredOffloadFails(g.cfg, d.reason))
+      return RequiredOffloadError(q.call, d.reason, q.bytes, t0, s.message());
   }
   LogFallback(q.call, d.reason, comm, q.bytes);
   int rc = fallback();

@@ -22,6 +22,7 @@
 // communicator's, while theirs are the fallback.
 static int incin_priority = 90;
 static bool incin_enable = true;
+static bool incin_require_offload = false;
 
 typedef struct {
   mca_coll_base_module_t super;
@@ -181,6 +182,10 @@ int incin_thread_multiple(void) {
   return ompi_mpi_thread_multiple ? 1 : 0;
 }
 
+int incin_mca_require_offload(void) {
+  return incin_require_offload ? 1 : 0;
+}
+
 int incin_type_decodable(MPI_Datatype dt) {
   return dt && dt != MPI_DATATYPE_NULL && (ompi_datatype_is_predefined(dt) || dt->args != NULL);
 }
@@ -271,10 +276,16 @@ static int incin_register(void) {
       "Priority of coll/incin (above tuned's 30 to be used; negative: never used)", MCA_BASE_VAR_TYPE_INT,
       NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY, &incin_priority);
   mca_base_component_var_register(&mca_coll_incin_component.collm_version, "enable",
-                                  "Whether coll/incin offers its module at all (the INCMPI_* environment "
+                                  "Whether coll/incin offers its module at all (the INCIN_* environment "
                                   "variables configure the offload itself; docs/openmpi.md)",
                                   MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_6,
                                   MCA_BASE_VAR_SCOPE_READONLY, &incin_enable);
+  mca_base_component_var_register(&mca_coll_incin_component.collm_version, "require_offload",
+                                  "Whether a collective coll/incin would hand to the next component (no INC "
+                                  "group, an ineligible type, op or size) fails with the reason instead; as "
+                                  "INCIN_REQUIRE_OFFLOAD=1 (docs/openmpi.md)",
+                                  MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_6,
+                                  MCA_BASE_VAR_SCOPE_READONLY, &incin_require_offload);
   return OMPI_SUCCESS;
 }
 

@@ -49,6 +49,9 @@ int incin_comm_size(MPI_Comm comm);
 int incin_comm_world_ranks(MPI_Comm comm, int* out);
 // Whether the program asked for MPI_THREAD_MULTIPLE (and got it).
 int incin_thread_multiple(void);
+// The MCA parameter coll_incin_require_offload (INCIN_REQUIRE_OFFLOAD's
+// equivalent: either one makes a call that would fall back an error).
+int incin_mca_require_offload(void);
 // Whether MPI_Type_get_envelope may be called on `dt` (mpi_types.h
 // Decodable): predefined, or derived with a constructor record; Open MPI's
 // internal datatypes have none.

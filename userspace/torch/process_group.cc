@@ -50,6 +50,8 @@
 #include <utility>
 #include <vector>
 
+#include "require.h"
+
 namespace incin_torch {
 namespace {
 
@@ -95,8 +97,8 @@ constexpr std::array<const char*, static_cast<size_t>(Coll::kCount)> kCollNames 
 enum class Reason {
   kNone,                   // offloaded
   kDisabled,               // INCIN_TORCH_ENABLE=0
-  kBadConfig,              // an INCIN_TORCH_* / INC_* value did not parse
-  kNoGroup,                // no libinc group (INC_AM_ADDRESS unset, join failed on some rank)
+  kBadConfig,              // an INCIN_* value did not parse
+  kNoGroup,                // no libinc group (INCIN_AM unset, join failed on some rank)
   kSecondGroup,            // another process group of this process holds libinc's group
   kUnsupportedCollective,  // reduce, gather, scatter, alltoall, coalesced, send/recv
   kNotCpu,                 // a CUDA (or other device) tensor
@@ -159,55 +161,49 @@ struct Config {
   SummaryMode summary = SummaryMode::kRank0;  // INCIN_TORCH_SUMMARY=0|1|all
   std::string summary_json;                   // INCIN_TORCH_SUMMARY_JSON (%r = rank)
   bool fallback_log_all = false;              // INCIN_TORCH_FALLBACK_LOG=first|all
-  std::string am;                             // INC_AM_ADDRESS
-  std::string iface = "eth0";                 // INC_IFACE
-  std::string transport;                      // INC_TRANSPORT ("" = auto)
-  uint32_t join_timeout_ms = 30000;           // INC_JOIN_TIMEOUT_MS
+  bool require_offload = false;               // INCIN_REQUIRE_OFFLOAD: a fallback raises instead
+  std::string am;                             // INCIN_AM
+  std::string iface = "eth0";                 // INCIN_IFACE
+  std::string transport;                      // INCIN_TRANSPORT ("" = auto)
+  uint32_t join_timeout_ms = 30000;           // INCIN_JOIN_TIMEOUT_MS
   std::string error;                          // the first value that did not parse
 };
 
-std::string Env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? v : "";
-}
-
+// Settings through libinc's table (inc.h inc_setting_*: INCIN_ names, the
+// old INC_ ones with a deprecation warning); the first bad value is kept
+// in c.error, naming the variable.
 Config ReadConfig() {
   Config c;
-  auto bad = [&](const char* name, const std::string& value, const char* accepted) {
-    if (c.error.empty()) c.error = std::string(name) + "='" + value + "' is not " + accepted;
+  auto text = [&](const char* name) -> std::string {
+    const char* v = nullptr;
+    if (inc_setting_string(name, &v) == INC_OK) return v ? v : "";
+    if (c.error.empty()) c.error = inc_last_error();
+    return "";
   };
-  std::string v = Env("INCIN_TORCH_ENABLE");
-  if (v == "0") {
-    c.enable = false;
-  } else if (!v.empty() && v != "1") {
-    bad("INCIN_TORCH_ENABLE", v, "0 or 1");
-  }
-  v = Env("INCIN_TORCH_SUMMARY");
+  c.enable = text("INCIN_TORCH_ENABLE") != "0";
+  std::string v = text("INCIN_TORCH_SUMMARY");
   if (v == "0") {
     c.summary = SummaryMode::kOff;
   } else if (v == "all") {
     c.summary = SummaryMode::kAll;
-  } else if (!v.empty() && v != "1") {
-    bad("INCIN_TORCH_SUMMARY", v, "0, 1 or all");
   }
-  c.summary_json = Env("INCIN_TORCH_SUMMARY_JSON");
-  v = Env("INCIN_TORCH_FALLBACK_LOG");
-  if (v == "all") {
-    c.fallback_log_all = true;
-  } else if (!v.empty() && v != "first") {
-    bad("INCIN_TORCH_FALLBACK_LOG", v, "first or all");
+  c.summary_json = text("INCIN_TORCH_SUMMARY_JSON");
+  c.fallback_log_all = text("INCIN_TORCH_FALLBACK_LOG") == "all";
+  int required = 0;
+  if (inc_setting_bool("INCIN_REQUIRE_OFFLOAD", &required) != INC_OK) {
+    required = 1;  // garbled, but asked for: fail rather than fall back silently
+    if (c.error.empty()) c.error = inc_last_error();
   }
-  c.am = Env("INC_AM_ADDRESS");
-  if (!Env("INC_IFACE").empty()) c.iface = Env("INC_IFACE");
-  c.transport = Env("INC_TRANSPORT");
-  v = Env("INC_JOIN_TIMEOUT_MS");
-  if (!v.empty()) {
-    char* end = nullptr;
-    unsigned long ms = std::strtoul(v.c_str(), &end, 10);
-    if (*end || ms == 0 || ms > 3600000 || v[0] == '-')
-      bad("INC_JOIN_TIMEOUT_MS", v, "a number of milliseconds in 1..3600000");
-    else
-      c.join_timeout_ms = static_cast<uint32_t>(ms);
+  c.require_offload = required != 0;
+  c.am = text("INCIN_AM");
+  v = text("INCIN_IFACE");
+  if (!v.empty()) c.iface = v;
+  c.transport = text("INCIN_TRANSPORT");
+  uint64_t ms = 0;
+  if (inc_setting_uint("INCIN_JOIN_TIMEOUT_MS", &ms) != INC_OK) {
+    if (c.error.empty()) c.error = inc_last_error();
+  } else if (ms != 0) {
+    c.join_timeout_ms = static_cast<uint32_t>(ms);
   }
   return c;
 }
@@ -798,7 +794,7 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
       r = Reason::kDisabled;
     } else if (cfg_.am.empty()) {
       r = Reason::kNoGroup;
-      local_detail = "INC_AM_ADDRESS is not set";
+      local_detail = "INCIN_AM is not set";
     } else if (g_libinc_busy.exchange(true)) {
       r = Reason::kSecondGroup;
       local_detail = "another process group of this process holds libinc's group";
@@ -1039,6 +1035,14 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
   // barrier(). gloo's own argument errors raise from fn, uncounted.
   template <typename Fn>
   c10::intrusive_ptr<c10d::Work> Gloo(Coll coll, Reason reason, uint64_t bytes, Fn&& fn) {
+    if (RequiredOffloadFails(cfg_.require_offload, Name(coll), Name(reason))) {
+      std::string detail;
+      if (reason == Reason::kNoGroup || reason == Reason::kBadConfig || reason == Reason::kSecondGroup)
+        detail = group_detail_;
+      const std::string why = RequiredOffloadMessage(Name(coll), Name(reason), detail);
+      Log(Level::kError, why);
+      C10_THROW_ERROR(Error, why);
+    }
     c10::intrusive_ptr<c10d::Work> w = fn();
     Count(coll, reason, bytes);
     if (w) {
@@ -1246,4 +1250,15 @@ PYBIND11_MODULE(_incin_torch, m) {
            "\"ok\" when the libinc group formed, \"failed\" after a failed offload, else the fallback reason")
       .def("timeout_ms", &PG::TimeoutMs, "the process group's timeout (libinc's op_timeout_ms)");
   m.def("libinc_version", [] { return std::string(inc_version()); });
+  // libinc's settings table, for the Python half (INCIN_JOB_ID, ...).
+  m.def(
+      "setting",
+      [](const std::string& name) {
+        const char* v = nullptr;
+        if (inc_setting_string(name.c_str(), &v) != INC_OK) throw py::value_error(inc_last_error());
+        return std::string(v ? v : "");
+      },
+      py::arg("name"),
+      "the value of an INCIN_ setting (also read under its old name, with a deprecation warning); \"\" when "
+      "unset");
 }

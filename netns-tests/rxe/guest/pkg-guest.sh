@@ -53,7 +53,7 @@ check "units known to systemd after the postinst's daemon-reload" \
 # The fabric: one switch (this namespace) with ports w0..w3, one worker
 # namespace behind each. Plaintext control plane ("insecure"): what the
 # units do is tested here, mTLS and authorization in lab.security.
-export INC_INSECURE=1 INCIN_INSECURE=1
+export INCIN_INSECURE=1
 hosts=""
 ports=""
 for i in 0 1 2 3; do

@@ -6,8 +6,8 @@
  *   cc allreduce.c $(pkg-config --cflags --libs inc) -o inc-c-example
  *   inc-c-example --am HOST:PORT --job JOB --rank R --world N --iface IF
  *
- * mTLS to the AM: INC_TLS_CERT/KEY/CA (or INC_INSECURE=1); a job on an AM
- * with mTLS also needs INC_JOB_CREDENTIAL from the launcher. */
+ * mTLS to the AM: INCIN_TLS_CERT/KEY/CA (or INCIN_INSECURE=1); a job on an AM
+ * with mTLS also needs INCIN_JOB_CREDENTIAL from the launcher. */
 #include <inc/inc.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -45,7 +45,7 @@ TEST(JobCredential, EveryWrongCredentialIsRefusedSayingWhy) {
   const Case cases[] = {
       {"the right one", "jobA", good, true, ""},
       {"hex digits in capitals", "jobA", upper, true, ""},
-      {"none", "jobA", "", false, "needs the job's credential (INC_JOB_CREDENTIAL"},
+      {"none", "jobA", "", false, "needs the job's credential (INCIN_JOB_CREDENTIAL"},
       {"another job's", "jobB", good, false, "is for job 'jobA', not 'jobB'"},
       {"another job's, relabelled", "jobB", good.substr(0, 73) + "jobB", false, "was not issued by this AM"},
       {"one digit changed", "jobA", tampered, false, "was not issued by this AM"},

@@ -43,30 +43,30 @@ TEST(IncMpiConfig, DefaultsWhenNothingIsSet) {
 }
 
 TEST(IncMpiConfig, EmptyValueMeansDefault) {
-  auto c = Parse({{"INCMPI_MIN_BYTES", ""}, {"INCMPI_ENABLE", ""}});
+  auto c = Parse({{"INCIN_MPI_MIN_BYTES", ""}, {"INCIN_MPI_ENABLE", ""}});
   ASSERT_TRUE(c.ok());
   EXPECT_TRUE(c->enable);
   EXPECT_EQ(c->min_bytes, 0u);
 }
 
 TEST(IncMpiConfig, ParsesEveryVariable) {
-  auto c = Parse({{"INCMPI_ENABLE", "0"},
-                  {"INCMPI_MIN_BYTES", "64K"},
-                  {"INCMPI_MAX_BYTES", "4M"},
-                  {"INCMPI_AM", "172.31.0.1:50051"},
-                  {"INCMPI_IFACE", "eth0"},
-                  {"INCMPI_TRANSPORT", "afxdp"},
-                  {"INCMPI_JOB_ID", "job7"},
-                  {"INCMPI_JOIN_TIMEOUT_MS", "2500"},
-                  {"INCMPI_OP_TIMEOUT_MS", "120000"},
-                  {"INCMPI_FLOAT_SUM", "fallback"},
-                  {"INCMPI_REDUCE_MODE", "allreduce"},
-                  {"INCMPI_BROADCAST_MODE", "native"},
-                  {"INCMPI_LOG_LEVEL", "debug"},
-                  {"INCMPI_FALLBACK_LOG_LEVEL", "info"},
-                  {"INCMPI_FALLBACK_LOG", "all"},
-                  {"INCMPI_SUMMARY", "all"},
-                  {"INCMPI_SUMMARY_JSON", "/tmp/s-%r.json"}});
+  auto c = Parse({{"INCIN_MPI_ENABLE", "0"},
+                  {"INCIN_MPI_MIN_BYTES", "64K"},
+                  {"INCIN_MPI_MAX_BYTES", "4M"},
+                  {"INCIN_AM", "172.31.0.1:50051"},
+                  {"INCIN_IFACE", "eth0"},
+                  {"INCIN_TRANSPORT", "afxdp"},
+                  {"INCIN_JOB_ID", "job7"},
+                  {"INCIN_JOIN_TIMEOUT_MS", "2500"},
+                  {"INCIN_OP_TIMEOUT_MS", "120000"},
+                  {"INCIN_MPI_FLOAT_SUM", "fallback"},
+                  {"INCIN_MPI_REDUCE_MODE", "allreduce"},
+                  {"INCIN_MPI_BROADCAST_MODE", "native"},
+                  {"INCIN_MPI_LOG_LEVEL", "debug"},
+                  {"INCIN_MPI_FALLBACK_LOG_LEVEL", "info"},
+                  {"INCIN_MPI_FALLBACK_LOG", "all"},
+                  {"INCIN_MPI_SUMMARY", "all"},
+                  {"INCIN_MPI_SUMMARY_JSON", "/tmp/s-%r.json"}});
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_FALSE(c->enable);
   EXPECT_EQ(c->min_bytes, 65536u);
@@ -87,40 +87,40 @@ TEST(IncMpiConfig, ParsesEveryVariable) {
 }
 
 TEST(IncMpiConfig, SizeSuffixes) {
-  EXPECT_EQ(Parse({{"INCMPI_MIN_BYTES", "512"}})->min_bytes, 512u);
-  EXPECT_EQ(Parse({{"INCMPI_MIN_BYTES", "2M"}})->min_bytes, 2u << 20);
-  EXPECT_EQ(Parse({{"INCMPI_MIN_BYTES", "1G"}})->min_bytes, 1u << 30);
-  EXPECT_EQ(Parse({{"INCMPI_SUMMARY", "1"}})->summary, SummaryMode::kRank0);
-  EXPECT_EQ(Parse({{"INCMPI_SUMMARY", "off"}})->summary, SummaryMode::kOff);
+  EXPECT_EQ(Parse({{"INCIN_MPI_MIN_BYTES", "512"}})->min_bytes, 512u);
+  EXPECT_EQ(Parse({{"INCIN_MPI_MIN_BYTES", "2M"}})->min_bytes, 2u << 20);
+  EXPECT_EQ(Parse({{"INCIN_MPI_MIN_BYTES", "1G"}})->min_bytes, 1u << 30);
+  EXPECT_EQ(Parse({{"INCIN_MPI_SUMMARY", "1"}})->summary, SummaryMode::kRank0);
+  EXPECT_EQ(Parse({{"INCIN_MPI_SUMMARY", "off"}})->summary, SummaryMode::kOff);
 }
 
 TEST(IncMpiConfig, BadValuesAreInvalidArgumentNamingTheVariable) {
   const std::map<std::string, std::string> bad[] = {
-      {{"INCMPI_ENABLE", "maybe"}},
-      {{"INCMPI_MIN_BYTES", "-1"}},
-      {{"INCMPI_MIN_BYTES", "12X"}},
-      {{"INCMPI_MIN_BYTES", "abc"}},
-      {{"INCMPI_MIN_BYTES", "99999999G"}},
-      {{"INCMPI_AM", "no-port"}},
-      {{"INCMPI_JOIN_TIMEOUT_MS", "0"}},
-      {{"INCMPI_OP_TIMEOUT_MS", "soon"}},
-      {{"INCMPI_OP_TIMEOUT_MS", "5000000000"}},
-      {{"INCMPI_FLOAT_SUM", "sometimes"}},
-      {{"INCMPI_REDUCE_MODE", "ring"}},
-      {{"INCMPI_BROADCAST_MODE", "tree"}},
-      {{"INCMPI_LOG_LEVEL", "loud"}},
-      {{"INCMPI_FALLBACK_LOG_LEVEL", "x"}},
-      {{"INCMPI_FALLBACK_LOG", "some"}},
-      {{"INCMPI_SUMMARY", "2"}},
-      {{"INCMPI_JOB_ID", std::string(101, 'j')}},
-      {{"INCMPI_MAX_BYTES", "1x"}},
-      {{"INCMPI_MIN_BYTES", "1M"}, {"INCMPI_MAX_BYTES", "64K"}},
+      {{"INCIN_MPI_ENABLE", "maybe"}},
+      {{"INCIN_MPI_MIN_BYTES", "-1"}},
+      {{"INCIN_MPI_MIN_BYTES", "12X"}},
+      {{"INCIN_MPI_MIN_BYTES", "abc"}},
+      {{"INCIN_MPI_MIN_BYTES", "99999999G"}},
+      {{"INCIN_AM", "no-port"}},
+      {{"INCIN_JOIN_TIMEOUT_MS", "0"}},
+      {{"INCIN_OP_TIMEOUT_MS", "soon"}},
+      {{"INCIN_OP_TIMEOUT_MS", "5000000000"}},
+      {{"INCIN_MPI_FLOAT_SUM", "sometimes"}},
+      {{"INCIN_MPI_REDUCE_MODE", "ring"}},
+      {{"INCIN_MPI_BROADCAST_MODE", "tree"}},
+      {{"INCIN_MPI_LOG_LEVEL", "loud"}},
+      {{"INCIN_MPI_FALLBACK_LOG_LEVEL", "x"}},
+      {{"INCIN_MPI_FALLBACK_LOG", "some"}},
+      {{"INCIN_MPI_SUMMARY", "2"}},
+      {{"INCIN_JOB_ID", std::string(101, 'j')}},
+      {{"INCIN_MPI_MAX_BYTES", "1x"}},
+      {{"INCIN_MPI_MIN_BYTES", "1M"}, {"INCIN_MPI_MAX_BYTES", "64K"}},
   };
   for (const auto& env : bad) {
     auto c = Parse(env);
-    const std::string& name = env.begin()->first == "INCMPI_MAX_BYTES" || env.size() == 1
+    const std::string& name = env.begin()->first == "INCIN_MPI_MAX_BYTES" || env.size() == 1
                                   ? env.begin()->first
-                                  : std::string("INCMPI_MAX_BYTES");
+                                  : std::string("INCIN_MPI_MAX_BYTES");
     ASSERT_FALSE(c.ok()) << name << "=" << env.begin()->second;
     EXPECT_EQ(c.status().code(), Code::kInvalidArgument);
     EXPECT_NE(c.status().message().find(name), std::string::npos) << c.status().message();
@@ -128,18 +128,58 @@ TEST(IncMpiConfig, BadValuesAreInvalidArgumentNamingTheVariable) {
 }
 
 TEST(IncMpiConfig, UnknownIncmpiNamesAreReported) {
-  char a[] = "INCMPI_MIN_BYTE=4";
-  char b[] = "INCMPI_AM=x:1";
+  char a[] = "INCIN_MPI_MIN_BYTE=4";
+  char b[] = "INCIN_AM=x:1";
   char c[] = "PATH=/bin";
   char* env[] = {a, b, c, nullptr};
   auto unknown = UnknownEnvNames(env);
   ASSERT_EQ(unknown.size(), 1u);
-  EXPECT_EQ(unknown[0], "INCMPI_MIN_BYTE");
+  EXPECT_EQ(unknown[0], "INCIN_MPI_MIN_BYTE");
+}
+
+// The previous release's names still work, each with one deprecation
+// warning naming the new name; the new name wins when both are set.
+TEST(IncMpiConfig, OldNamesWorkWithOneWarningAndTheNewNameWins) {
+  const std::map<std::string, std::string> env = {{"INCMPI_AM", "10.0.0.9:1"},
+                                                  {"INCMPI_MIN_BYTES", "2K"},
+                                                  {"INCIN_MPI_MIN_BYTES", "1K"},
+                                                  {"INCMPI_ENABLE", "0"}};
+  std::vector<std::string> warnings;
+  auto lookup = [&](const char* name) -> const char* {
+    auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  };
+  settings::Reader reader(lookup, [&](const std::string& w) { warnings.push_back(w); });
+  auto c = ParseConfig(reader);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->am, "10.0.0.9:1");
+  EXPECT_EQ(c->min_bytes, 1024u) << "INCIN_MPI_MIN_BYTES wins over INCMPI_MIN_BYTES";
+  EXPECT_FALSE(c->enable);
+  ASSERT_TRUE(ParseConfig(reader).ok());  // read again: no new warnings
+  ASSERT_EQ(warnings.size(), 3u);
+  std::string all;
+  for (const std::string& w : warnings) all += w + "\n";
+  EXPECT_NE(all.find("INCMPI_AM is deprecated, use INCIN_AM"), std::string::npos) << all;
+  EXPECT_NE(all.find("INCMPI_ENABLE is deprecated, use INCIN_MPI_ENABLE"), std::string::npos) << all;
+  EXPECT_NE(all.find("INCMPI_MIN_BYTES and INCIN_MPI_MIN_BYTES are both set: INCIN_MPI_MIN_BYTES wins"),
+            std::string::npos)
+      << all;
+}
+
+TEST(IncMpiConfig, BadValueUnderAnOldNameNamesBothNames) {
+  auto c = Parse({{"INCMPI_MIN_BYTES", "lots"}});
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(
+      c.status().message(),
+      "INCMPI_MIN_BYTES (the old name of INCIN_MPI_MIN_BYTES)='lots': expected a number with an optional "
+      "K, M or G suffix");
+  EXPECT_EQ(Parse({{"INCIN_REQUIRE_OFFLOAD", "please"}}).status().message(),
+            "INCIN_REQUIRE_OFFLOAD='please': expected 0|1|true|false|yes|no|on|off");
 }
 
 TEST(IncMpiConfig, OpTimeoutZeroMeansNoLimit) {
-  EXPECT_EQ(Parse({{"INCMPI_OP_TIMEOUT_MS", "0"}})->op_timeout_ms, 0u);
-  EXPECT_EQ(Parse({{"INCMPI_OP_TIMEOUT_MS", "4294967295"}})->op_timeout_ms, 4294967295u);
+  EXPECT_EQ(Parse({{"INCIN_OP_TIMEOUT_MS", "0"}})->op_timeout_ms, 0u);
+  EXPECT_EQ(Parse({{"INCIN_OP_TIMEOUT_MS", "4294967295"}})->op_timeout_ms, 4294967295u);
 }
 
 // The ranks compare one fingerprint: every setting that decides a path or
@@ -149,16 +189,17 @@ TEST(IncMpiConfig, AgreementFingerprintCoversEveryDecidingSetting) {
   const Config base = *Parse({});
   const uint64_t fp = AgreementFingerprint(base, true, false);
   const std::map<std::string, std::string> deciding[] = {
-      {{"INCMPI_ENABLE", "0"}},           {{"INCMPI_MIN_BYTES", "8"}},
-      {{"INCMPI_MAX_BYTES", "1M"}},       {{"INCMPI_FLOAT_SUM", "fallback"}},
-      {{"INCMPI_REDUCE_MODE", "native"}}, {{"INCMPI_BROADCAST_MODE", "native"}},
+      {{"INCIN_MPI_ENABLE", "0"}},           {{"INCIN_MPI_MIN_BYTES", "8"}},
+      {{"INCIN_MPI_MAX_BYTES", "1M"}},       {{"INCIN_MPI_FLOAT_SUM", "fallback"}},
+      {{"INCIN_MPI_REDUCE_MODE", "native"}}, {{"INCIN_MPI_BROADCAST_MODE", "native"}},
+      {{"INCIN_REQUIRE_OFFLOAD", "1"}},
   };
   for (const auto& env : deciding)
     EXPECT_NE(AgreementFingerprint(*Parse(env), true, false), fp) << env.begin()->first;
   const std::map<std::string, std::string> local[] = {
-      {{"INCMPI_IFACE", "eth1"}},         {{"INCMPI_LOG_LEVEL", "debug"}},   {{"INCMPI_SUMMARY", "1"}},
-      {{"INCMPI_OP_TIMEOUT_MS", "1000"}}, {{"INCMPI_JOIN_TIMEOUT_MS", "5"}}, {{"INCMPI_TRANSPORT", "afxdp"}},
-      {{"INCMPI_AM", "10.0.0.1:1"}},      {{"INCMPI_FALLBACK_LOG", "all"}},
+      {{"INCIN_IFACE", "eth1"}},         {{"INCIN_MPI_LOG_LEVEL", "debug"}},  {{"INCIN_MPI_SUMMARY", "1"}},
+      {{"INCIN_OP_TIMEOUT_MS", "1000"}}, {{"INCIN_JOIN_TIMEOUT_MS", "5"}},    {{"INCIN_TRANSPORT", "afxdp"}},
+      {{"INCIN_AM", "10.0.0.1:1"}},      {{"INCIN_MPI_FALLBACK_LOG", "all"}},
   };
   for (const auto& env : local)
     EXPECT_EQ(AgreementFingerprint(*Parse(env), true, false), fp) << env.begin()->first;
@@ -277,6 +318,48 @@ TEST(IncMpiDecision, EachFallbackReason) {
   EXPECT_TRUE(Decide(c, R(Call::kAllreduce, Elem::kInt32, OpKind::kSum, 1024, 4)).offload)
       << "4096 B = maximum";
   EXPECT_TRUE(Decide(c, R(Call::kAllreduce, Elem::kInt32, OpKind::kSum, 16, 4)).offload) << "64 B = minimum";
+}
+
+// INCIN_REQUIRE_OFFLOAD: every reason to fall back becomes an error, except
+// those with nothing to offload or arguments MPI itself rejects.
+TEST(IncMpiDecision, RequireOffloadTurnsFallbacksIntoErrors) {
+  struct Case {
+    Reason reason;
+    bool fails;
+  };
+  const Case cases[] = {
+      {Reason::kDisabled, true},         {Reason::kBadConfig, true},
+      {Reason::kNoGroup, true},          {Reason::kGroupFailed, true},
+      {Reason::kIntercomm, true},        {Reason::kSubcomm, true},
+      {Reason::kThreadMultiple, true},   {Reason::kNoncontiguousDtype, true},
+      {Reason::kUnsupportedDtype, true}, {Reason::kUserOp, true},
+      {Reason::kUnsupportedOp, true},    {Reason::kUnsupportedOpForDtype, true},
+      {Reason::kFloatSumDisabled, true}, {Reason::kBelowMinBytes, true},
+      {Reason::kAboveMaxBytes, true},    {Reason::kSwitchUnsupported, true},
+      {Reason::kItemTooLarge, true},     {Reason::kNone, false},
+      {Reason::kEmpty, false},           {Reason::kSingleRank, false},
+      {Reason::kInvalidArgs, false},
+  };
+  Config required;
+  required.require_offload = true;
+  const Config optional;
+  for (const Case& k : cases) {
+    EXPECT_EQ(RequiredOffloadFails(required, k.reason), k.fails) << ReasonName(k.reason);
+    EXPECT_FALSE(RequiredOffloadFails(optional, k.reason)) << ReasonName(k.reason);
+  }
+  // Through Decide: a user op fails when required, falls back otherwise;
+  // an eligible call is offloaded either way; count 0 never fails.
+  const Request user_op = Reduction(Call::kAllreduce, Elem::kInt32, OpKind::kUser, 100, 4);
+  Decision d = Decide(required, user_op);
+  EXPECT_FALSE(d.offload);
+  EXPECT_TRUE(d.fail);
+  EXPECT_EQ(d.reason, Reason::kUserOp);
+  EXPECT_FALSE(Decide(optional, user_op).fail);
+  EXPECT_TRUE(Decide(required, Reduction(Call::kAllreduce, Elem::kInt32, OpKind::kSum, 100, 4)).offload);
+  EXPECT_FALSE(Decide(required, Reduction(Call::kAllreduce, Elem::kInt32, OpKind::kSum, 0, 4)).fail);
+  Request no_group = Reduction(Call::kAllreduce, Elem::kInt32, OpKind::kSum, 100, 4);
+  no_group.comm_reason = Reason::kNoGroup;
+  EXPECT_TRUE(Decide(required, no_group).fail);
 }
 
 TEST(IncMpiDecision, BroadcastAndAllgatherMoveAnySignatureAsBytes) {

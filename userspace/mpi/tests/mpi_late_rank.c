@@ -8,7 +8,7 @@
  *   1  MPI_Allreduce of 64 ints                 (rank LATE sleeps SLEEP_MS first)
  *   2  MPI_Allreduce of 64 ints
  *   3  MPI_Bcast of 64 ints from rank 0
- *   4  MPI_Allreduce of one int                 (4 bytes: below INCMPI_MIN_BYTES=8)
+ *   4  MPI_Allreduce of one int                 (4 bytes: below INCIN_MPI_MIN_BYTES=8)
  *   5  MPI_Allreduce of 64 ints on a split into halves
  *   6  MPI_Allreduce of one int with MPI_PROD   (an op no switch computes)
  *

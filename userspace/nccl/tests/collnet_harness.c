@@ -180,9 +180,9 @@ int main(int argc, char** argv) {
   }
   g_rank = rank;
   /* The plugin's configuration is its environment, as under NCCL. */
-  setenv("INC_AM_ADDRESS", am, 1);
-  setenv("INC_JOB_ID", job_id, 1);
-  setenv("INC_IFACE", iface, 1);
+  setenv("INCIN_AM", am, 1);
+  setenv("INCIN_JOB_ID", job_id, 1);
+  setenv("INCIN_IFACE", iface, 1);
 
   lib = dlopen(plugin, RTLD_NOW | RTLD_LOCAL);
   if (!lib) {

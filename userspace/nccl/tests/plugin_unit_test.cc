@@ -39,7 +39,7 @@ class Plugin : public ::testing::Test {
     ASSERT_NE(v8_, nullptr);
     ASSERT_NE(v9_, nullptr);
     ASSERT_NE(v10_, nullptr);
-    setenv("INC_IFACE", "lo", 1);
+    setenv("INCIN_IFACE", "lo", 1);
     ASSERT_EQ(v8_->init(logger), incinNcclSuccess);
   }
   void TearDown() override {
@@ -201,8 +201,8 @@ TEST_F(Plugin, ReduceSupportMatchesWhatTheSwitchComputes) {
 }
 
 TEST_F(Plugin, ListenHandleFitsAndCarriesTheJob) {
-  setenv("INC_AM_ADDRESS", "10.0.0.254:50051", 1);
-  setenv("INC_JOB_ID", "train-7", 1);
+  setenv("INCIN_AM", "10.0.0.254:50051", 1);
+  setenv("INCIN_JOB_ID", "train-7", 1);
   // NCCL's buffer is NCCL_NET_HANDLE_MAXSIZE bytes: nothing may go past it.
   unsigned char buf[2 * INCIN_NCCL_NET_HANDLE_MAXSIZE];
   memset(buf, 0xab, sizeof buf);
@@ -228,34 +228,74 @@ TEST_F(Plugin, ListenHandleFitsAndCarriesTheJob) {
   EXPECT_NE(g_log.back().find("not an incin handle"), std::string::npos) << g_log.back();
 }
 
-// INC_OP_TIMEOUT_MS is libinc's collective timeout; a value that is no
+// INCIN_OP_TIMEOUT_MS is libinc's collective timeout; a value that is no
 // number of milliseconds fails connect before anything joins, naming it.
 TEST_F(Plugin, ConnectRefusesABadCollectiveTimeout) {
-  setenv("INC_AM_ADDRESS", "10.0.0.254:50051", 1);
-  setenv("INC_JOB_ID", "train-7", 1);
+  setenv("INCIN_AM", "10.0.0.254:50051", 1);
+  setenv("INCIN_JOB_ID", "train-7", 1);
   unsigned char buf[INCIN_NCCL_NET_HANDLE_MAXSIZE];
   void* listen = nullptr;
   ASSERT_EQ(v8_->listen(0, buf, &listen), incinNcclSuccess);
   void* handles[1] = {buf};
   for (const char* bad : {"soon", "-5", "12x", "99999999999"}) {
-    setenv("INC_OP_TIMEOUT_MS", bad, 1);
+    setenv("INCIN_OP_TIMEOUT_MS", bad, 1);
     void* coll = reinterpret_cast<void*>(1);
     EXPECT_EQ(v8_->connect(handles, 1, 0, listen, &coll), incinNcclInvalidArgument) << bad;
     EXPECT_EQ(coll, nullptr);
     ASSERT_FALSE(g_log.empty());
-    EXPECT_NE(g_log.back().find("INC_OP_TIMEOUT_MS"), std::string::npos) << g_log.back();
+    EXPECT_NE(g_log.back().find("INCIN_OP_TIMEOUT_MS"), std::string::npos) << g_log.back();
   }
-  unsetenv("INC_OP_TIMEOUT_MS");
+  unsetenv("INCIN_OP_TIMEOUT_MS");
   EXPECT_EQ(v8_->closeListen(listen), incinNcclSuccess);
 }
 
 TEST_F(Plugin, ListenWithoutAnAmAddressFails) {
-  unsetenv("INC_AM_ADDRESS");
+  unsetenv("INCIN_AM");
   unsigned char buf[INCIN_NCCL_NET_HANDLE_MAXSIZE];
   void* listen = nullptr;
   EXPECT_EQ(v8_->listen(0, buf, &listen), incinNcclInvalidUsage);
   EXPECT_EQ(listen, nullptr);
-  EXPECT_NE(g_log.back().find("INC_AM_ADDRESS"), std::string::npos) << g_log.back();
+  EXPECT_NE(g_log.back().find("INCIN_AM"), std::string::npos) << g_log.back();
+}
+
+// INCIN_REQUIRE_OFFLOAD: where NCCL would otherwise run its own algorithms
+// (no AM; a type or op incin does not reduce), the plugin fails, naming the
+// setting and the reason.
+TEST_F(Plugin, RequireOffloadTurnsFallbacksIntoErrorsWithTheReason) {
+  setenv("INCIN_REQUIRE_OFFLOAD", "1", 1);
+  int s = -1;
+  EXPECT_EQ(v8_->reduceSupport(incinNcclInt8, incinNcclSum, &s), incinNcclSystemError);
+  ASSERT_FALSE(g_log.empty());
+  EXPECT_NE(g_log.back().find("INCIN_REQUIRE_OFFLOAD is set"), std::string::npos) << g_log.back();
+  EXPECT_NE(g_log.back().find("reason=unsupported_type_op"), std::string::npos) << g_log.back();
+  s = -1;
+  EXPECT_EQ(v8_->reduceSupport(incinNcclFloat32, incinNcclSum, &s), incinNcclSuccess);
+  EXPECT_EQ(s, 1);
+
+  unsetenv("INCIN_AM");
+  unsigned char buf[INCIN_NCCL_NET_HANDLE_MAXSIZE];
+  void* listen = nullptr;
+  EXPECT_EQ(v8_->listen(0, buf, &listen), incinNcclSystemError);
+  EXPECT_EQ(listen, nullptr);
+  EXPECT_NE(g_log.back().find("reason=no_group: INCIN_AM is not set"), std::string::npos) << g_log.back();
+  unsetenv("INCIN_REQUIRE_OFFLOAD");
+}
+
+// The previous release's names still work (libinc logs the deprecation).
+TEST_F(Plugin, OldSettingNamesStillWork) {
+  unsetenv("INCIN_AM");
+  unsetenv("INCIN_JOB_ID");
+  setenv("INC_AM_ADDRESS", "10.0.0.253:50051", 1);
+  setenv("INC_JOB_ID", "old-names", 1);
+  unsigned char buf[INCIN_NCCL_NET_HANDLE_MAXSIZE];
+  void* listen = nullptr;
+  ASSERT_EQ(v8_->listen(0, buf, &listen), incinNcclSuccess);
+  std::string h(reinterpret_cast<char*>(buf), INCIN_NCCL_NET_HANDLE_MAXSIZE);
+  EXPECT_NE(h.find("10.0.0.253:50051"), std::string::npos);
+  EXPECT_NE(h.find("old-names"), std::string::npos);
+  EXPECT_EQ(v8_->closeListen(listen), incinNcclSuccess);
+  unsetenv("INC_AM_ADDRESS");
+  unsetenv("INC_JOB_ID");
 }
 
 TEST_F(Plugin, CudaAndDmaBufMemoryIsRefused) {

@@ -11,9 +11,11 @@ incin switches through libinc; everything else runs on a gloo process group
 made from the same store, counted and logged per reason. An offloaded call
 waits for the slowest rank as long as the process group's timeout; when one
 fails, every rank's calls on that group raise from then on (docs/pytorch.md
-"Failures"). libinc's settings come from the environment: INC_AM_ADDRESS
-(required for the switch path), INC_IFACE, INC_JOB_ID, INC_TRANSPORT,
-INC_JOIN_TIMEOUT_MS, INC_JOB_CREDENTIAL and INC_TLS_* / INC_INSECURE.
+"Failures"). libinc's settings come from the environment: INCIN_AM
+(required for the switch path), INCIN_IFACE, INCIN_JOB_ID, INCIN_TRANSPORT,
+INCIN_JOIN_TIMEOUT_MS, INCIN_JOB_CREDENTIAL, INCIN_TLS_* / INCIN_INSECURE and
+INCIN_REQUIRE_OFFLOAD=1 (a collective that would run on gloo raises instead);
+the previous release's INC_* names still work, with a deprecation warning.
 
 torch 1.13's dist.monitored_barrier accepts only a group whose backend is
 named "gloo": use incin.monitored_barrier for an incin group.
@@ -28,9 +30,9 @@ import weakref
 import torch.distributed as dist
 from torch.distributed import distributed_c10d as _c10d
 
-from ._incin_torch import ProcessGroupIncin, libinc_version
+from ._incin_torch import ProcessGroupIncin, libinc_version, setting
 
-__all__ = ["ProcessGroupIncin", "libinc_version", "summary_json", "monitored_barrier", "BACKEND"]
+__all__ = ["ProcessGroupIncin", "libinc_version", "setting", "summary_json", "monitored_barrier", "BACKEND"]
 
 BACKEND = "incin"
 # torch's own, for gloo groups (kept: a program may replace
@@ -39,13 +41,13 @@ _torch_monitored_barrier = dist.monitored_barrier
 
 
 def _job_id(store, rank):
-    """The libinc job id every rank of the group uses: INC_JOB_ID, else the
-    job INC_JOB_CREDENTIAL names, else rank 0 makes one and shares it
-    through the store."""
-    job = os.environ.get("INC_JOB_ID", "")
+    """The libinc job id every rank of the group uses: INCIN_JOB_ID, else the
+    job INCIN_JOB_CREDENTIAL names, else rank 0 makes one and shares it
+    through the store (settings read through libinc's table)."""
+    job = setting("INCIN_JOB_ID")
     if job:
         return job
-    cred = os.environ.get("INC_JOB_CREDENTIAL", "")
+    cred = setting("INCIN_JOB_CREDENTIAL")
     if cred.startswith("incjob1:") and cred.count(":") >= 2:
         return cred.split(":", 2)[2]
     key = "incin/job_id"

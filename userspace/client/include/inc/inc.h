@@ -76,7 +76,7 @@ typedef struct inc_comm_config {
   size_t struct_size;         /* sizeof(inc_comm_config), set by inc_comm_config_init */
   const char* am_address;     /* host:port of incamd */
   const char* job_id;         /* the same on every rank of the job */
-  const char* job_credential; /* from the launcher; NULL: INC_JOB_CREDENTIAL, if set */
+  const char* job_credential; /* from the launcher; NULL: INCIN_JOB_CREDENTIAL, if set */
   uint32_t rank;
   uint32_t world_size;
   const char* iface;        /* the worker's interface toward its switch */
@@ -95,8 +95,8 @@ typedef struct inc_comm_config {
 void inc_comm_config_init(inc_comm_config* config);
 
 /* Joins the job's group at the AM (blocking until every rank joined and the
- * tree is programmed). mTLS to the AM comes from INC_TLS_CERT, INC_TLS_KEY
- * and INC_TLS_CA, or plaintext with INC_INSECURE=1. On success *comm is a
+ * tree is programmed). mTLS to the AM comes from INCIN_TLS_CERT, INCIN_TLS_KEY
+ * and INCIN_TLS_CA, or plaintext with INCIN_INSECURE=1. On success *comm is a
  * communicator to pass to inc_comm_destroy; on failure *comm is NULL and
  * inc_last_error() says why. */
 inc_status inc_comm_create(const inc_comm_config* config, inc_comm** comm);
@@ -119,6 +119,21 @@ inc_status inc_allgather(inc_comm* comm, const void* send, void* recv, size_t co
 /* send holds world_size x count elements; recv gets count, this rank's block. */
 inc_status inc_reduce_scatter(inc_comm* comm, const void* send, void* recv, size_t count, inc_datatype dtype,
                               inc_op op);
+
+/* Settings: the INCIN_* environment variables every incin front end reads
+ * (docs/operations.md "Settings"), also under their previous names (INC_*,
+ * INCMPI_*), which log one deprecation warning per name and process; when
+ * both are set, the INCIN_ name wins. `name` is the INCIN_ name. Unset
+ * settings give the table's default ("" or 0 when it has none). A bad value
+ * or an unknown name: INC_INVALID_ARGUMENT, inc_last_error() says why.
+ * inc_setting_string: *value is valid until the thread's next libinc call. */
+inc_status inc_setting_string(const char* name, const char** value);
+inc_status inc_setting_uint(const char* name, uint64_t* value);
+inc_status inc_setting_bool(const char* name, int* value);
+/* 1 when INCIN_REQUIRE_OFFLOAD asks that a collective that would fall back
+ * (no group, a type, op or size the switch does not take, a failed tree)
+ * fail with the reason instead; a value that does not parse counts as 1. */
+int inc_require_offload(void);
 
 /* "OK", "INVALID_ARGUMENT", ...; "UNKNOWN" for a value not listed above. */
 const char* inc_status_name(inc_status status);
