@@ -7,7 +7,9 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <iterator>
 #include <thread>
+#include <vector>
 
 #include "common/grpc_log.h"
 #include "common/log.h"
@@ -17,13 +19,26 @@ namespace {
 
 namespace pb = google::protobuf;
 
+// What the daemons act on.
+constexpr int kActedOn[] = {SIGTERM, SIGINT, SIGHUP, SIGUSR2};
+// Every other signal whose default action (signal(7)) terminates the
+// process, bar SIGKILL and SIGPIPE (ignored: a peer that hung up is an EPIPE
+// on one socket, not the daemon's end). A stray `kill -USR1` would otherwise
+// take incswitchd down with its XDP programs left attached and no agent.
+// Taken by sigwait and logged, never delivered. The real-time signals
+// SIGRTMIN..SIGRTMAX (default: terminate) are added at run time.
+constexpr int kIgnored[] = {SIGUSR1, SIGALRM, SIGVTALRM, SIGPROF, SIGIO, SIGPWR, SIGSTKFLT};
+
+bool IsActedOn(int sig) {
+  return std::find(std::begin(kActedOn), std::end(kActedOn), sig) != std::end(kActedOn);
+}
+
 sigset_t DaemonSignals() {
   sigset_t set;
   sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGHUP);
-  sigaddset(&set, SIGUSR2);
+  for (int sig : kActedOn) sigaddset(&set, sig);
+  for (int sig : kIgnored) sigaddset(&set, sig);
+  for (int sig = SIGRTMIN; sig <= SIGRTMAX; ++sig) sigaddset(&set, sig);
   return set;
 }
 
@@ -86,14 +101,24 @@ bool CallCounter::WaitIdle(std::chrono::steady_clock::time_point deadline) const
 void BlockDaemonSignals() {
   sigset_t set = DaemonSignals();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+std::vector<int> IgnoredDaemonSignals() {
+  std::vector<int> out(std::begin(kIgnored), std::end(kIgnored));
+  out.push_back(SIGPIPE);
+  for (int sig = SIGRTMIN; sig <= SIGRTMAX; ++sig) out.push_back(sig);
+  return out;
 }
 
 int WaitForDaemonSignal() {
   sigset_t set = DaemonSignals();
-  int sig = 0;
-  while (sigwait(&set, &sig) != 0) {
+  for (;;) {
+    int sig = 0;
+    if (sigwait(&set, &sig) != 0) continue;
+    if (IsActedOn(sig)) return sig;
+    LOG_INFO << "ignored " << SignalName(sig) << " (the daemon takes no action on it)";
   }
-  return sig;
 }
 
 std::string SignalName(int sig) {
@@ -102,7 +127,16 @@ std::string SignalName(int sig) {
     case SIGINT: return "SIGINT";
     case SIGHUP: return "SIGHUP";
     case SIGUSR2: return "SIGUSR2";
+    case SIGUSR1: return "SIGUSR1";
+    case SIGPIPE: return "SIGPIPE";
+    case SIGALRM: return "SIGALRM";
+    case SIGVTALRM: return "SIGVTALRM";
+    case SIGPROF: return "SIGPROF";
+    case SIGIO: return "SIGIO";
+    case SIGPWR: return "SIGPWR";
+    case SIGSTKFLT: return "SIGSTKFLT";
   }
+  if (sig >= SIGRTMIN && sig <= SIGRTMAX) return "SIGRTMIN+" + std::to_string(sig - SIGRTMIN);
   return "signal " + std::to_string(sig);
 }
 
