@@ -147,7 +147,7 @@ job_loop &
 JOB_LOOP_PID=$!
 # The job loop ends with the test, whichever way it ends (lib.sh's cleanup
 # gets the test's exit status).
-trap 'rc=$?; kill "$JOB_LOOP_PID" 2>/dev/null || true; (exit $rc); cleanup' EXIT
+at_cleanup 'kill "$JOB_LOOP_PID" 2>/dev/null'
 
 PROBLEMS=()
 progress() {  # one line: elapsed, jobs by status, daemons' RSS and fds

@@ -16,16 +16,9 @@
 . "$(dirname "$0")/lib.sh" "$1" mpinum
 KIND=single
 require_bins incamd incswitchd incinctl mpi_numerics libincmpi.so mca_coll_incin.so
-# shellcheck disable=SC2034  # TEST_OK is lib.sh's (keeps the lab logs quiet on a skip)
-skip() { echo "SKIP: $*" >&2; TEST_OK=1; exit 77; }
-command -v mpirun >/dev/null || skip "mpirun not installed (openmpi-bin)"
-command -v ompi_info >/dev/null || skip "ompi_info not installed (openmpi-bin)"
+need_ompi_component
 NUMERICS=$(find "$INCLAB_BUILD" -maxdepth 4 -type f -name mpi_numerics -perm -u+x | head -n1)
 LIBINCMPI=$(find "$INCLAB_BUILD" -maxdepth 4 -type f -name libincmpi.so | head -n1)
-COMPONENT=$(readlink -f "$(find "$INCLAB_BUILD" -maxdepth 4 -type f -name mca_coll_incin.so | head -n1)")
-PKGLIB=$(ompi_info --path pkglibdir --parsable | sed -n 's/^path:pkglibdir://p')
-[ -d "$PKGLIB" ] || skip "ompi_info names no pkglibdir (Open MPI's component directory)"
-CPATH_MCA="$PKGLIB:$(dirname "$COMPONENT")"
 lab_up m "$KIND"
 L="${P}m"
 OUT="/tmp/inclab-$L/mpinum"

@@ -20,7 +20,7 @@ PLUGIN=$(find "$INCLAB_BUILD" -maxdepth 4 -name libnccl-net-incin.so | head -n1)
 [ -n "$PLUGIN" ] || { echo "SKIP: libnccl-net-incin.so is not built in $INCLAB_BUILD" >&2; TEST_OK=1; exit 77; }
 
 DIR=$(mktemp -d /tmp/incin-nccl.XXXXXX)
-trap 'rc=$?; rm -rf "$DIR"; (exit $rc); cleanup' EXIT
+at_cleanup 'rm -rf "$DIR"'
 
 # run_job LAB KIND VERSION: one job of the harness on LAB's four workers;
 # fails the test unless every rank reports 0 wrong.

@@ -35,17 +35,9 @@
 . "$(dirname "$0")/lib.sh" "$1" ompicoll
 KIND=single
 require_bins incamd incswitchd incinctl mpi_coverage mpi_comm_loop mca_coll_incin.so
-# shellcheck disable=SC2034  # TEST_OK is lib.sh's (keeps the lab logs quiet on a skip)
-skip() { echo "SKIP: $*" >&2; TEST_OK=1; exit 77; }
-command -v mpirun >/dev/null || skip "mpirun not installed (openmpi-bin)"
-command -v ompi_info >/dev/null || skip "ompi_info not installed (openmpi-bin)"
+need_ompi_component
 COVERAGE=$(find "$INCLAB_BUILD" -maxdepth 4 -type f -name mpi_coverage -perm -u+x | head -n1)
 LOOP=$(find "$INCLAB_BUILD" -maxdepth 4 -type f -name mpi_comm_loop -perm -u+x | head -n1)
-COMPONENT=$(readlink -f "$(find "$INCLAB_BUILD" -maxdepth 4 -type f -name mca_coll_incin.so | head -n1)")
-# Open MPI's own components stay on the path, ours is added after them.
-PKGLIB=$(ompi_info --path pkglibdir --parsable | sed -n 's/^path:pkglibdir://p')
-[ -d "$PKGLIB" ] || skip "ompi_info names no pkglibdir (Open MPI's component directory)"
-CPATH_MCA="$PKGLIB:$(dirname "$COMPONENT")"
 
 note "ompi_info with the component path"
 INFO=$(OMPI_MCA_mca_component_path=$CPATH_MCA ompi_info --param coll incin --level 9 2>&1)

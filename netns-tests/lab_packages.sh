@@ -1,23 +1,31 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# lab.packages: the Debian packages install into a clean root and their
-# programs run a job. Builds the packages with CPack from this build,
-# installs them with dpkg into a copy-on-write root of this machine (overlayfs
-# over /, so the host stays untouched and dpkg checks the dependencies
-# against what is really installed here), and checks: every package is
-# "install ok installed", /etc/incin files are registered as conffiles, the
-# units pass `systemd-analyze verify` in that root, the installed incamd,
+# lab.packages: the Debian packages are what a Debian packager would accept
+# and install into a clean root, and their programs run a job. Builds the
+# packages with CPack from this build and runs lintian on every one (and on
+# every -dbgsym package): any error or warning fails the test, printed. Then
+# installs them with dpkg into a copy-on-write root of this machine
+# (overlayfs over /, so the host stays untouched and dpkg checks the
+# dependencies against what is really installed here), and checks: every
+# package is "install ok installed", /etc/incin files are registered as
+# conffiles, incin-manager's postinst made the system user incamd, the
+# programs and plugins link libinc.so.0 instead of carrying a copy of
+# libinc, the units pass `systemd-analyze verify` in that root and their
+# `systemd-analyze security` exposure is within bounds, the installed incamd,
 # incswitchd, incinctl and inc-perf run a namespace-lab allreduce with exact
 # results, libinc-dev's example builds against the installed files (with
 # pkg-config and with CMake's find_package) and runs the same job through the
-# installed libinc.so.0, removal keeps the conffiles and purge deletes them. Not covered
-# here: starting the units under a running systemd (this machine has none as
-# PID 1); docs/operations.md "Installing on real hosts" says how they behave.
+# installed libinc.so.0, removal keeps the conffiles and purge deletes them,
+# the AM state and the user. Not covered here: starting the units under a
+# running systemd (this machine has none as PID 1): lab.systemd_units.
 . "$(dirname "$0")/lib.sh" "$1" pk
 require_bins incswitchd incamd incinctl inc-perf
 for t in cpack dpkg dpkg-deb systemd-analyze; do
   command -v "$t" >/dev/null || { echo "SKIP: $t is not installed" >&2; TEST_OK=1; exit 77; }
 done
+# Not a skip: scripts/deps.sh installs lintian, and the packages' quality is
+# what this test is for.
+command -v lintian >/dev/null || fail "lintian is not installed (scripts/deps.sh installs it)"
 
 WORK=$(mktemp -d /tmp/incin-pkgtest.XXXXXX)
 ROOT="$WORK/root"
@@ -26,16 +34,37 @@ pk_cleanup() {  # lazily: on a failure path the lab's daemons may still run from
   if mountpoint -q "$WORK/cow"; then umount "$WORK/cow" 2>/dev/null || umount -l "$WORK/cow"; fi
   rm -rf "$WORK"
 }
-trap 'rc=$?; pk_cleanup; (exit $rc); cleanup' EXIT
+at_cleanup pk_cleanup
 
 note "building the packages (cpack)"
 cpack -G DEB --config "$INCLAB_BUILD/CPackConfig.cmake" -B "$WORK/pkgs" >"$WORK/cpack.log" 2>&1 ||
   { cat "$WORK/cpack.log"; fail "cpack failed"; }
-PKGS=(incin-switch incin-manager incin-cli incin-client incin-mpi incin-nccl libinc0 libinc-dev)
+PKGS=(incin-switch incin-manager incin-yang incin-cli incin-client incin-mpi incin-nccl libinc0 libinc-dev)
+# Every package with programs or libraries has its debug info in -dbgsym.
+DBGSYM=(incin-switch incin-manager incin-cli incin-client incin-mpi incin-nccl libinc0)
 for p in "${PKGS[@]}"; do
   ls "$WORK/pkgs/${p}_"*.deb >/dev/null 2>&1 || fail "package $p was not built"
 done
+for p in "${DBGSYM[@]}"; do
+  ls "$WORK/pkgs/${p}-dbgsym_"*.ddeb >/dev/null 2>&1 || fail "package $p-dbgsym was not built"
+done
 grep -q libbpf1 <<<"$(dpkg-deb -f "$WORK/pkgs/incin-switch_"*.deb Depends)" || fail "incin-switch does not depend on libbpf1"
+for p in incin-client incin-mpi incin-nccl libinc-dev; do
+  grep -qF "libinc0 (= $(dpkg-deb -f "$WORK/pkgs/libinc0_"*.deb Version))" <<<"$(dpkg-deb -f "$WORK/pkgs/${p}_"*.deb Depends)" ||
+    fail "$p does not depend on this libinc0"
+done
+version=$(dpkg-deb -f "$WORK/pkgs/libinc0_"*.deb Version)
+changelog=$(dpkg-parsechangelog -l "$LAB_TESTS_DIR/../packaging/debian/changelog" -S Version)
+[ "$changelog" = "$version" ] || fail "packaging/debian/changelog's latest version is $changelog, the packages are $version"
+
+note "lintian on every package (errors and warnings fail)"
+# --fail-on: the exit status; the tags are printed either way. Overrides in
+# the packages (/usr/share/lintian/overrides) apply; each gives its reason.
+LINTIAN_OK=1
+lintian --fail-on error,warning --tag-display-limit 0 "$WORK/pkgs/"*.deb "$WORK/pkgs/"*.ddeb \
+  >"$WORK/lintian.log" 2>&1 || LINTIAN_OK=0
+sed 's/^/  /' "$WORK/lintian.log"
+[ "$LINTIAN_OK" = 1 ] || fail "lintian found errors or warnings (above)"
 
 note "installing them with dpkg into a copy-on-write root of this machine"
 mkdir -p "$WORK/cow" "$ROOT"
@@ -51,10 +80,36 @@ done
 grep -q '^ /etc/incin/incamd.json ' <<<"$(dpkg --root="$ROOT" -s incin-manager)" || fail "incamd.json is not a conffile"
 grep -q '^ /etc/incin/switch-example.json ' <<<"$(dpkg --root="$ROOT" -s incin-switch)" ||
   fail "switch-example.json is not a conffile"
-! grep -q "not found" <<<"$(ldd "$ROOT/usr/lib/incin/libincmpi.so")" || fail "libincmpi.so has unresolved libraries"
-COMPONENT=$(find "$ROOT/usr/lib" -path '*/incin/openmpi/mca_coll_incin.so' | head -n1)
-[ -n "$COMPONENT" ] || fail "incin-mpi does not install the Open MPI component mca_coll_incin.so"
-! grep -q "not found" <<<"$(ldd "$COMPONENT")" || fail "mca_coll_incin.so has unresolved libraries"
+grep -q '^incamd:' "$ROOT/etc/passwd" || fail "incin-manager's postinst did not create the user incamd"
+# Libraries in Debian's multiarch directory; libinc.so.0 is found there by
+# the installed programs (LD_LIBRARY_PATH: this root is not the host's).
+MULTIARCH=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
+LIBDIR="$ROOT/usr/lib/$MULTIARCH"
+[ -f "$LIBDIR/libinc.so.0" ] || fail "libinc.so.0 is not installed in /usr/lib/$MULTIARCH"
+[ -f "$ROOT/usr/include/inc/inc.h" ] || fail "inc/inc.h is not installed"
+export LD_LIBRARY_PATH="$LIBDIR"
+MPILIB="$LIBDIR/incin/libincmpi.so"
+COMPONENT="$LIBDIR/incin/openmpi/mca_coll_incin.so"
+[ -f "$MPILIB" ] || fail "incin-mpi does not install /usr/lib/$MULTIARCH/incin/libincmpi.so"
+[ -f "$COMPONENT" ] || fail "incin-mpi does not install the Open MPI component mca_coll_incin.so"
+# One libinc: inc-perf and the plugins link libinc.so.0 and carry no copy of
+# it (its protobuf descriptor, with the file name inc/v1/inc.proto, is in
+# libinc.so.0 only).
+for f in "$ROOT/usr/bin/inc-perf" "$MPILIB" "$COMPONENT" "$LIBDIR/libnccl-net-incin.so"; do
+  deps=$(ldd "$f")
+  ! grep -q "not found" <<<"$deps" || fail "$f has unresolved libraries: $deps"
+  grep -q "$LIBDIR/libinc.so.0" <<<"$deps" || fail "$f does not use the installed libinc.so.0"
+  ! grep -qa "inc/v1/inc.proto" "$f" || fail "$f carries its own copy of libinc"
+done
+grep -qa "inc/v1/inc.proto" "$LIBDIR/libinc.so.0" || fail "libinc.so.0 lacks libinc's protobuf descriptor"
+# Stripped, with the debug info in the -dbgsym packages.
+for f in "$ROOT/usr/sbin/incswitchd" "$ROOT/usr/sbin/incamd" "$ROOT/usr/bin/incinctl" "$LIBDIR/libinc.so.0"; do
+  ! grep -q "not stripped" <<<"$(file -L "$f")" || fail "$f is not stripped"
+done
+for prog in incswitchd.8 incamd.8 incinctl.1 inc-perf.1 inc-certs.1; do
+  [ -f "$ROOT/usr/share/man/man${prog##*.}/$prog.gz" ] || fail "no man page $prog"
+done
+[ "$(find "$ROOT/usr/share" -name 'incin-switch@*.yang' | wc -l)" = 1 ] || fail "the YANG module is not installed exactly once"
 PKGLIB=$(ompi_info --path pkglibdir --parsable | cut -d: -f3)
 INFO=$(OMPI_MCA_mca_component_path="$PKGLIB:$(dirname "$COMPONENT")" ompi_info --param coll incin --level 9)
 grep -q 'coll_incin_priority' <<<"$INFO" || fail "ompi_info does not list the installed coll/incin component"
@@ -63,9 +118,6 @@ grep -q '^incswitchd [0-9]' <<<"$("$ROOT/usr/sbin/incswitchd" --version)" || fai
 grep -q '^incinctl [0-9]' <<<"$("$ROOT/usr/bin/incinctl" --version)" || fail "installed incinctl --version"
 
 note "libinc-dev: the example builds against the installed files"
-LIBDIR=$(dirname "$(find "$ROOT/usr/lib" -name 'libinc.so.0' | head -n1)")
-[ -f "$LIBDIR/libinc.so.0" ] || fail "libinc.so.0 is not installed"
-[ -f "$ROOT/usr/include/inc/inc.h" ] || fail "inc/inc.h is not installed"
 EXAMPLES="$ROOT/usr/share/doc/libinc-dev/examples"
 PC=$(PKG_CONFIG_PATH="$LIBDIR/pkgconfig" pkg-config --cflags --libs inc) || fail "pkg-config does not know inc"
 # shellcheck disable=SC2086  # pkg-config's flags are words
@@ -85,11 +137,23 @@ done
 note "systemd-analyze verify of the installed units"
 cp "$ROOT/usr/lib/systemd/system/incswitchd@.service" "$ROOT/etc/systemd/system/incswitchd@leaf0.service"
 for u in /usr/lib/systemd/system/incamd.service /etc/systemd/system/incswitchd@leaf0.service; do
-  out=$(systemd-analyze verify --root="$ROOT" "$ROOT$u" 2>&1 || true)
+  # --man=no: the man pages are in $ROOT, where man(1) does not look (checked above).
+  out=$(systemd-analyze verify --man=no --root="$ROOT" "$ROOT$u" 2>&1 || true)
   # Without a running systemd, verify cannot talk to a manager; anything it
   # says about the unit itself is a failure.
   bad=$(printf '%s\n' "$out" | grep -E "$(basename "$u")" | grep -vE 'Failed to create .*/start: |Unit .*\.target not found' || true)
   [ -z "$bad" ] || fail "systemd-analyze verify $u: $bad"
+done
+# The sandboxing's score (lab.systemd_units checks it again under systemd,
+# with the daemons' credentials): 0 is locked down, 10 is no sandbox.
+for bound in incamd.service=4.0 incswitchd@leaf0.service=6.0; do
+  u=${bound%=*}
+  [ "$u" = incamd.service ] && f="$ROOT/usr/lib/systemd/system/$u" || f="$ROOT/etc/systemd/system/$u"
+  out=$(systemd-analyze security --offline=yes --root="$ROOT" "$f" 2>&1 || true)
+  score=$(sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p' <<<"$out")
+  [ -n "$score" ] || fail "systemd-analyze security $u: no score: $out"
+  note "$u: exposure $score (at most ${bound#*=})"
+  awk -v s="$score" -v b="${bound#*=}" 'BEGIN { exit !(s <= b) }' || fail "$u: exposure $score above ${bound#*=}"
 done
 grep -q '^Type=notify' "$ROOT/usr/lib/systemd/system/incamd.service" || fail "incamd.service is not Type=notify"
 grep -q '^RestartKillSignal=SIGUSR2' "$ROOT/usr/lib/systemd/system/incswitchd@.service" ||
@@ -117,6 +181,13 @@ note "remove keeps the conffiles, purge deletes them"
 dpkg --root="$ROOT" -r "${PKGS[@]}" >>"$WORK/dpkg.log" 2>&1 || { cat "$WORK/dpkg.log"; fail "dpkg -r failed"; }
 [ ! -e "$ROOT/usr/sbin/incamd" ] || fail "incamd left after remove"
 [ -e "$ROOT/etc/incin/incamd.json" ] || fail "remove deleted the conffile incamd.json"
+grep -q '^incamd:' "$ROOT/etc/passwd" || fail "remove deleted the user incamd"
+# What incamd leaves under systemd: its state directory (StateDirectory=).
+mkdir -p "$ROOT/var/lib/incin"
+echo state >"$ROOT/var/lib/incin/incamd.db"
 dpkg --root="$ROOT" -P "${PKGS[@]}" >>"$WORK/dpkg.log" 2>&1 || { cat "$WORK/dpkg.log"; fail "dpkg -P failed"; }
 [ ! -e "$ROOT/etc/incin/incamd.json" ] || fail "purge left incamd.json"
+[ ! -e "$ROOT/var/lib/incin" ] || fail "purge left the AM state /var/lib/incin"
+! grep -q '^incamd:' "$ROOT/etc/passwd" || fail "purge left the user incamd"
+! grep -q '^incamd:' "$ROOT/etc/group" || fail "purge left the group incamd"
 pass

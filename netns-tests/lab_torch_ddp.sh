@@ -21,19 +21,12 @@
 KIND=${2:-single}
 case "$KIND" in single | two) ;; *) fail "kind must be single or two, not '$KIND'" ;; esac
 require_bins incswitchd incamd
-PY=""
-for p in python3 /usr/bin/python3; do
-  if command -v "$p" >/dev/null && "$p" -c "import torch, torch.distributed" 2>/dev/null; then PY=$(command -v "$p"); break; fi
-done
-[ -n "$PY" ] || { echo "SKIP: torch is not importable (apt-get install python3-torch)" >&2; TEST_OK=1; exit 77; }
-PKG=$(find "$INCLAB_BUILD" -maxdepth 4 -name "_incin_torch*.so" | head -n1)
-[ -n "$PKG" ] || { echo "SKIP: the incin torch extension is not built in $INCLAB_BUILD (userspace/torch)" >&2; TEST_OK=1; exit 77; }
-export PYTHONPATH="$(dirname "$(dirname "$PKG")")${PYTHONPATH:+:$PYTHONPATH}"
+need_torch
 TRAIN="$LAB_TESTS_DIR/torch_ddp_train.py"
 STEPS=${TORCH_DDP_STEPS:-300}
 
 DIR=$(mktemp -d /tmp/incin-torch.XXXXXX)
-trap 'rc=$?; rm -rf "$DIR"; (exit $rc); cleanup' EXIT
+at_cleanup 'rm -rf "$DIR"'
 
 lab_up l "$KIND"
 L="$P"l

@@ -11,11 +11,18 @@ TEST_TAG=${2:?test tag}
 P="t${TEST_TAG}$(( $$ % 10000 ))"
 LABS_UP=()
 TEST_OK=0
+AT_CLEANUP=()
+
+# at_cleanup CMD: the test's own teardown (temp files, helper processes),
+# run by cleanup before the labs go down, with $rc the test's exit status.
+at_cleanup() { AT_CLEANUP+=("$1"); }
 
 cleanup() {
-  local rc=$? p f
+  local rc=$? p f c
   # A closed stdout/stderr (e.g. piped into head) must not stop the teardown.
   trap '' PIPE
+  set +e
+  for c in "${AT_CLEANUP[@]}"; do eval "$c"; done
   for p in "${LABS_UP[@]}"; do
     if [ "$TEST_OK" = 1 ]; then
       "$INCLAB" down "$p" >/dev/null 2>&1 || "$INCLAB" down "$p" || true
@@ -80,6 +87,42 @@ lab_down() {  # NAME_SUFFIX: tear down early and check nothing is left
   ! grep -q "^$p-" <<<"$(ip netns list)" || fail "namespaces of $p left after down"
   [ ! -e "/sys/fs/bpf/incin/$p" ] || fail "pins of $p left after down"
   return 0
+}
+
+skip() {  # WHY: the test is skipped (ctest SKIP_RETURN_CODE 77), the lab logs stay quiet
+  echo "SKIP: $*" >&2
+  TEST_OK=1
+  exit 77
+}
+
+# need_ompi_component: Open MPI and the built coll/incin; sets COMPONENT and
+# CPATH_MCA (Open MPI's own component directory first, ours after it).
+need_ompi_component() {
+  command -v mpirun >/dev/null || skip "mpirun not installed (openmpi-bin)"
+  command -v ompi_info >/dev/null || skip "ompi_info not installed (openmpi-bin)"
+  COMPONENT=$(readlink -f "$(find "$INCLAB_BUILD" -maxdepth 4 -type f -name mca_coll_incin.so | head -n1)")
+  local pkglib
+  pkglib=$(ompi_info --path pkglibdir --parsable | sed -n 's/^path:pkglibdir://p')
+  [ -d "$pkglib" ] || skip "ompi_info names no pkglibdir (Open MPI's component directory)"
+  CPATH_MCA="$pkglib:$(dirname "$COMPONENT")"
+}
+
+# need_torch [MODULE]: a python3 that imports torch.distributed (and finds MODULE)
+# and the built incin extension on PYTHONPATH; sets PY.
+need_torch() {
+  local p mod=${1:-torch.distributed} pkg
+  PY=""
+  for p in /usr/bin/python3 python3; do
+    if command -v "$p" >/dev/null && "$p" -c "import importlib.util, sys, torch.distributed
+sys.exit(importlib.util.find_spec('$mod') is None)" 2>/dev/null; then
+      PY=$(command -v "$p")
+      break
+    fi
+  done
+  [ -n "$PY" ] || skip "$mod is not importable (apt-get install python3-torch)"
+  pkg=$(find "$INCLAB_BUILD" -maxdepth 4 -name "_incin_torch*.so" | head -n1)
+  [ -n "$pkg" ] || skip "the incin torch extension is not built in $INCLAB_BUILD (userspace/torch)"
+  export PYTHONPATH="$(dirname "$(dirname "$pkg")")${PYTHONPATH:+:$PYTHONPATH}"
 }
 
 require_bins() {  # names...: skip (ctest SKIP_RETURN_CODE 77) if one is not built

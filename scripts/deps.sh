@@ -15,6 +15,10 @@ PACKAGES=(
   qemu-system-x86 busybox-static kmod xz-utils zstd perftest
   libnetconf2-dev libyang2-dev libssh-dev libyang-tools python3-ncclient
   python3-torch libtorch-dev python3-dev pybind11-dev
+  # Debian packages (packaging/, lab.packages, lab.systemd_units): man pages
+  # from --help, lintian on the .debs, CPack's file(1) and dpkg-dev tools,
+  # capsh to read the daemons' capabilities in the systemd guest.
+  help2man lintian file dpkg-dev adduser libcap2-bin
 )
 PACKAGES+=(${INC_EXTRA_PACKAGES:-})
 

@@ -4,8 +4,8 @@
 # 8 B, 64 KiB and 1 MiB, one repetition, single- and two-level labs, 4
 # workers) on an existing build and checks, so the suite does not rot, that
 # bench.csv has a row per topology and size with every column filled and
-# positive (times, speedups, INC/ceiling, busbw of INC, Open MPI, Gloo and
-# the ceiling), that the speedups are the time ratios and the busbw ratios
+# positive (times with min/max of the repetitions, speedups, INC/ceiling,
+# busbw of INC, Open MPI, Gloo and the ceiling), that the speedups are the time ratios and the busbw ratios
 # equal them, that runs.csv has the load before and after every run, and
 # that summary.md states the targets that apply to these sizes ((a) and (d))
 # with met or missed. Speed is not asserted. Exit 77 (SKIP) when a binary the
@@ -31,7 +31,9 @@ import csv, os, re, sys
 out = sys.argv[1]
 columns = ["topology", "workers", "size_bytes", "inc_time_us", "mpi_time_us", "gloo_time_us", "ceiling_time_us",
            "speedup_vs_mpi", "speedup_vs_gloo", "speedup_vs_faster_ring", "inc_over_ceiling_time",
-           "inc_busbw_GBps", "mpi_busbw_GBps", "gloo_busbw_GBps", "ceiling_busbw_GBps", "reps"]
+           "inc_busbw_GBps", "mpi_busbw_GBps", "gloo_busbw_GBps", "ceiling_busbw_GBps", "reps",
+           "inc_min_us", "inc_max_us", "mpi_min_us", "mpi_max_us", "gloo_min_us", "gloo_max_us",
+           "ceiling_min_us", "ceiling_max_us"]
 with open(os.path.join(out, "bench.csv")) as f:
     reader = csv.DictReader(f)
     if reader.fieldnames != columns:
@@ -66,6 +68,10 @@ for r in rows:
     close(v["inc_busbw_GBps"] / v["mpi_busbw_GBps"], v["speedup_vs_mpi"], "busbw ratio vs Open MPI", r)
     close(v["inc_busbw_GBps"] / v["gloo_busbw_GBps"], v["speedup_vs_gloo"], "busbw ratio vs Gloo", r)
     close(v["inc_busbw_GBps"], v["size_bytes"] / v["inc_time_us"] / 1e3 * 1.5, "INC busbw = algbw x 2(n-1)/n", r)
+    for system in ("inc", "mpi", "gloo", "ceiling"):
+        lo, mid, hi = v[f"{system}_min_us"], v[f"{system}_time_us"], v[f"{system}_max_us"]
+        if not lo * (1 - 1e-6) <= mid <= hi * (1 + 1e-6):
+            sys.exit(f"FAIL: {r['topology']} {r['size_bytes']} B: {system} time {mid} outside [min {lo}, max {hi}]")
 print(f"bench.csv: {len(rows)} rows, every column filled, speedups = time ratios = busbw ratios")
 
 with open(os.path.join(out, "runs.csv")) as f:
@@ -75,12 +81,12 @@ lack = {(t, s) for t in ("single", "two") for s in ("inc", "mpi", "gloo", "ceili
 if lack:
     sys.exit(f"FAIL: runs.csv has no run of {sorted(lack)}")
 for r in runs:
-    for k in ("load1_before", "load1_after"):
+    for k in ("load1_before", "load1_after", "idle_pct", "steal_pct"):
         try:
             float(r[k])
         except (KeyError, TypeError, ValueError):
             sys.exit(f"FAIL: runs.csv {r.get('run')}: {k} = {r.get(k)!r} is not a number")
-print(f"runs.csv: {len(runs)} runs with the load before and after")
+print(f"runs.csv: {len(runs)} runs with the load before and after and their CPU idle/steal shares")
 
 summary = open(os.path.join(out, "summary.md")).read()
 for label in ("(a)", "(d)"):

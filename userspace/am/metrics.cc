@@ -11,6 +11,7 @@ std::string RenderAmMetrics(Manager* manager) {
   PrometheusText t;
   t.Family("incin_am_up", "gauge", "1 while the aggregation manager serves.");
   t.Sample("incin_am_up", {}, 1);
+  WriteBuildInfo("incamd", &t);
 
   const std::vector<SwitchSummary> switches = manager->ListSwitches();
   size_t alive = 0;
@@ -38,7 +39,7 @@ std::string RenderAmMetrics(Manager* manager) {
   t.Sample("incin_am_members", {}, static_cast<double>(members));
   t.Family("incin_am_tree_moves_total", "counter", "Times each shown tree moved off a bad link.");
   for (const TreeInfo& tree : trees)
-    t.Sample("incin_am_tree_moves_total", {{"tree", std::to_string(tree.tree_id)}, {"job", tree.job}},
+    t.Sample("incin_am_tree_moves_total", {{"tree", std::to_string(tree.tree_id)}, {"inc_job", tree.job}},
              tree.moves);
   manager->WriteTimingMetrics(&t);
   return t.text();

@@ -227,6 +227,9 @@ Expected<std::unique_ptr<Store>> Store::Open(const std::string& path) {
     return s;
   }
   std::unique_ptr<Store> store(new Store(db, path));
+  // SQLite gives the -wal and -shm files it creates the database's mode,
+  // which CheckPrivate made 0600 (SQLite's own default is 0644 less the
+  // umask): the log the pragmas below create is the owner's alone too.
   // One incamd per file: a second one would hand out the same resources.
   // WAL: a commit appends to the log instead of rewriting pages, and a torn
   // write is detected by the log's checksums. synchronous=FULL: the log is

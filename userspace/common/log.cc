@@ -1,8 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "common/log.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <mutex>
 
@@ -54,14 +59,41 @@ std::string Timestamp(std::chrono::system_clock::time_point now) {
   return out;
 }
 
+// Decided once: a unit's stderr does not change under the process.
+bool StderrIsJournal() {
+  static const bool journal = IsJournalStream(std::getenv("JOURNAL_STREAM"), STDERR_FILENO);
+  return journal;
+}
+
 void Write(LogLevel level, const std::string& component, const std::string& text) {
   const LogFormat format = GetLogFormat();
-  std::string line = FormatLogLine(format, std::chrono::system_clock::now(), level, component, text);
+  std::string line = StderrIsJournal() ? JournalPriorityPrefix(level) : "";
+  line += FormatLogLine(format, std::chrono::system_clock::now(), level, component, text);
   line += '\n';
   std::fwrite(line.data(), 1, line.size(), stderr);
 }
 
 }  // namespace
+
+bool IsJournalStream(const char* journal_stream, int fd) {
+  if (!journal_stream) return false;
+  uintmax_t dev = 0, ino = 0;
+  char tail = 0;
+  if (std::sscanf(journal_stream, "%" SCNuMAX ":%" SCNuMAX "%c", &dev, &ino, &tail) != 2) return false;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return false;
+  return static_cast<uintmax_t>(st.st_dev) == dev && static_cast<uintmax_t>(st.st_ino) == ino;
+}
+
+const char* JournalPriorityPrefix(LogLevel level) {
+  switch (level) {
+    case LogLevel::kDebug: return "<7>";
+    case LogLevel::kInfo: return "<6>";
+    case LogLevel::kWarn: return "<4>";
+    case LogLevel::kError: return "<3>";
+  }
+  return "<6>";
+}
 
 void SetLogLevel(LogLevel level) {
   g_level = static_cast<int>(level);

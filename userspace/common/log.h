@@ -4,7 +4,11 @@
 //   json: {"time":"2026-11-22T03:00:00.123Z","level":"info","component":"incamd","message":"message"}
 // Daemons set the level and format from --log-level / --log-format and their
 // config (both can change at run time); libbpf output is routed here by the
-// data-path library and gRPC's own lines by common/grpc_log.h.
+// data-path library and gRPC's own lines by common/grpc_log.h. When stderr is
+// the systemd journal's stream (JOURNAL_STREAM names it), every line starts
+// with its syslog priority ("<3>" error, "<4>" warn, "<6>" info, "<7>"
+// debug), which journald strips and stores as PRIORITY=, so `journalctl -p
+// warning` finds the warnings.
 #pragma once
 
 #include <chrono>
@@ -36,6 +40,12 @@ void LogLine(LogLevel level, const std::string& text);
 // A line from another library in this process (gRPC), logged under
 // "<component>/<source>" so it can be told from the process's own lines.
 void LogLineFrom(LogLevel level, const std::string& source, const std::string& text);
+
+// Whether fd is the journal stream JOURNAL_STREAM ("DEVICE:INODE", as
+// systemd sets it for a unit's stdout/stderr) names; false for null/bad text.
+bool IsJournalStream(const char* journal_stream, int fd);
+// "<N>": the syslog priority prefix of a level (sd-daemon.h's SD_ERR etc.).
+const char* JournalPriorityPrefix(LogLevel level);
 
 // One line as LogLine writes it, without the newline (for tests).
 std::string FormatLogLine(LogFormat format, std::chrono::system_clock::time_point time, LogLevel level,

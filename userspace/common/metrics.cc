@@ -4,6 +4,7 @@
 #include <httplib.h>
 #include <sys/socket.h>
 
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -11,6 +12,7 @@
 
 #include "common/log.h"
 #include "common/net.h"
+#include "common/version.h"
 
 namespace inc {
 namespace {
@@ -38,29 +40,57 @@ std::string FormatValue(double v) {
   if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
   // Integers (every counter) exactly, the rest with enough digits.
   if (v == std::floor(v) && std::fabs(v) < 1e18) return std::to_string(static_cast<long long>(v));
+  // The shortest text that reads back as the same double: 0.0005, not
+  // %.17g's 0.00050000000000000001.
   char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.17g", v);
-  return buf;
+  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::general);
+  return ec == std::errc() ? std::string(buf, end) : std::string("NaN");
 }
 
 }  // namespace
 
+std::string& PrometheusText::Block(const std::string& family) {
+  auto [it, added] = blocks_.try_emplace(family);
+  if (added) order_.push_back(family);
+  return it->second;
+}
+
 void PrometheusText::Family(const std::string& name, const std::string& type, const std::string& help) {
-  if (!families_.insert(name).second) return;
-  out_ += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+  if (!types_.emplace(name, type).second) return;
+  Block(name) = "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n" + Block(name);
 }
 
 void PrometheusText::Sample(const std::string& name, const MetricLabels& labels, double value) {
-  out_ += name;
-  if (!labels.empty()) {
-    out_ += '{';
-    for (size_t i = 0; i < labels.size(); ++i) {
-      if (i) out_ += ',';
-      out_ += labels[i].first + "=\"" + EscapeLabel(labels[i].second) + "\"";
+  std::string family = name;
+  for (const char* suffix : {"_bucket", "_sum", "_count"}) {
+    const std::string sfx = suffix;
+    if (name.size() > sfx.size() && name.compare(name.size() - sfx.size(), sfx.size(), sfx) == 0) {
+      auto t = types_.find(name.substr(0, name.size() - sfx.size()));
+      if (t != types_.end() && t->second == "histogram") family = t->first;
     }
-    out_ += '}';
   }
-  out_ += ' ' + FormatValue(value) + '\n';
+  std::string& out = Block(family);
+  out += name;
+  if (!labels.empty()) {
+    out += '{';
+    for (size_t i = 0; i < labels.size(); ++i) {
+      if (i) out += ',';
+      out += labels[i].first + "=\"" + EscapeLabel(labels[i].second) + "\"";
+    }
+    out += '}';
+  }
+  out += ' ' + FormatValue(value) + '\n';
+}
+
+std::string PrometheusText::text() const {
+  std::string all;
+  for (const std::string& family : order_) all += blocks_.at(family);
+  return all;
+}
+
+void WriteBuildInfo(const std::string& component, PrometheusText* out) {
+  out->Family("incin_build_info", "gauge", "Always 1; the labels say which incin release serves.");
+  out->Sample("incin_build_info", {{"component", component}, {"version", kVersion}}, 1);
 }
 
 Histogram::Histogram(std::vector<double> bounds) : bounds_(std::move(bounds)), counts_(bounds_.size() + 1) {}

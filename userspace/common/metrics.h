@@ -25,19 +25,26 @@ namespace inc {
 
 using MetricLabels = std::vector<std::pair<std::string, std::string>>;
 
-// Builds one exposition: each family's HELP and TYPE lines come once, before
-// its first sample; families appear in the order they are first used.
+// Builds one exposition: each family's HELP and TYPE lines come once, then
+// all of its samples together, whatever order they were added in (the format
+// forbids a family split by another); families appear in the order they are
+// first used. A histogram's _bucket/_sum/_count samples belong to its family.
 class PrometheusText {
  public:
   // type: "counter", "gauge" or "histogram". Counters' names end in _total.
   void Family(const std::string& name, const std::string& type, const std::string& help);
   void Sample(const std::string& name, const MetricLabels& labels, double value);
-  const std::string& text() const { return out_; }
+  std::string text() const;
 
  private:
-  std::set<std::string> families_;
-  std::string out_;
+  std::string& Block(const std::string& family);
+  std::map<std::string, std::string> types_;   // family -> its type
+  std::vector<std::string> order_;             // families, first use first
+  std::map<std::string, std::string> blocks_;  // family -> its lines
 };
+
+// incin_build_info{component=...,version=...} 1: which release serves.
+void WriteBuildInfo(const std::string& component, PrometheusText* out);
 
 // A cumulative histogram with fixed bucket bounds (upper bounds, ascending).
 class Histogram {

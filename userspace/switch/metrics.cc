@@ -31,6 +31,7 @@ std::string RenderSwitchMetrics(const v1::SwitchStats& stats,
   const std::string& sw = stats.switch_name();
   t.Family("incin_switch_up", "gauge", "1 while the switch agent serves.");
   t.Sample("incin_switch_up", {{"switch", sw}}, 1);
+  WriteBuildInfo("incswitchd", &t);
 
   // The data path's global counters, one family each (enum inc_stat names).
   for (const auto& [name, value] : stats.global()) {

@@ -1,17 +1,28 @@
 // SPDX-License-Identifier: Apache-2.0
 // incin's torch.distributed backend (docs/pytorch.md): a c10d ProcessGroup
 // whose all_reduce (SUM/MIN/MAX on float32, float16, bfloat16, float64,
-// int32, int64), broadcast, barrier, all_gather and reduce_scatter on
-// contiguous CPU tensors run in the incin switches through libinc's C API
-// (libinc.so.0). Everything else goes to a gloo ProcessGroup made from the
-// same store (passed in by incin/__init__.py), counted per collective and
-// reason, logged once per reason, and summarised at shutdown.
+// int32, int64), broadcast, barrier, all_gather and reduce_scatter on CPU
+// tensors run in the incin switches through libinc's C API (libinc.so.0).
+// Everything else goes to a gloo ProcessGroup made from the same store
+// (passed in by incin/__init__.py), counted per collective and reason,
+// logged once per reason, and summarised at shutdown.
 //
-// Collectives run synchronously on the calling thread: the returned Work is
-// already complete (the order of the switch's and gloo's collectives is the
-// call order on every rank). A failed offload is not redone on gloo (other
-// ranks may already hold its result): it fails the Work, and later calls
-// fall back as group_failed. One translation unit: the torch headers are
+// The rules that keep ranks together (docs/pytorch.md "Failures"):
+// - Whether a call is offloaded is decided from its arguments (which every
+//   rank passes alike) and the group state agreed at creation, never from
+//   anything one rank sees alone.
+// - Offloaded collectives wait for the slowest rank as long as the process
+//   group's timeout (libinc's op_timeout_ms). A failure is an error on the
+//   calling rank; libinc tells the AM, which fails the tree, so every other
+//   rank's current or next offloaded call fails too. From then on every call
+//   on the group raises, naming the cause: no rank goes on alone, on the
+//   switches or on gloo.
+// - A caller's argument error raises (like gloo's) and changes nothing.
+// - 0-element calls complete locally (gloo 1.13 dies of SIGFPE on some).
+//
+// Offloaded collectives run synchronously on the calling thread: the
+// returned Work is already complete. barrier() first waits for every gloo
+// Work this group handed out. One translation unit: the torch headers are
 // heavy.
 #include <inc/inc.h>
 #include <pybind11/chrono.h>
@@ -19,6 +30,7 @@
 #include <pybind11/stl.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -27,6 +39,7 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <limits>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -56,6 +69,7 @@ enum class Coll {
   kAllgatherCoalesced,
   kSend,
   kRecv,
+  kMonitoredBarrier,
   kCount
 };
 constexpr std::array<const char*, static_cast<size_t>(Coll::kCount)> kCollNames = {"allreduce",
@@ -72,45 +86,30 @@ constexpr std::array<const char*, static_cast<size_t>(Coll::kCount)> kCollNames 
                                                                                    "allreduce_coalesced",
                                                                                    "allgather_coalesced",
                                                                                    "send",
-                                                                                   "recv"};
+                                                                                   "recv",
+                                                                                   "monitored_barrier"};
 
-// Why a call went to gloo. docs/pytorch.md explains each.
+// Why a call went to gloo. docs/pytorch.md explains each. Every one of them
+// is the same on every rank: the group's state agreed at creation, or the
+// call's arguments.
 enum class Reason {
   kNone,                   // offloaded
   kDisabled,               // INCIN_TORCH_ENABLE=0
   kBadConfig,              // an INCIN_TORCH_* / INC_* value did not parse
   kNoGroup,                // no libinc group (INC_AM_ADDRESS unset, join failed on some rank)
   kSecondGroup,            // another process group of this process holds libinc's group
-  kGroupFailed,            // an offloaded collective failed earlier
   kUnsupportedCollective,  // reduce, gather, scatter, alltoall, coalesced, send/recv
   kNotCpu,                 // a CUDA (or other device) tensor
   kSparse,                 // not a strided tensor
-  kNoncontiguous,          // a tensor that is not contiguous
   kTensorList,             // more than one tensor per call (multi-device style lists)
-  kShapeMismatch,          // output tensors whose dtype or size do not match the input
-  kEmpty,                  // no elements
   kUnsupportedDtype,       // a reduction on bool, int8, uint8, int16, complex ...
-  kUnsupportedOp,          // PRODUCT, AVG, MIN/MAX bitwise ops, PREMUL_SUM
+  kUnsupportedOp,          // PRODUCT, AVG, bitwise ops, PREMUL_SUM
   kSwitchUnsupported,      // the tree's switches do not offer the collective/type/op
   kCount
 };
 constexpr std::array<const char*, static_cast<size_t>(Reason::kCount)> kReasonNames = {
-    "offloaded",
-    "disabled",
-    "bad_config",
-    "no_group",
-    "second_group",
-    "group_failed",
-    "unsupported_collective",
-    "not_cpu",
-    "sparse",
-    "noncontiguous",
-    "tensor_list",
-    "shape_mismatch",
-    "empty",
-    "unsupported_dtype",
-    "unsupported_op",
-    "switch_unsupported"};
+    "offloaded", "disabled", "bad_config",  "no_group",          "second_group",   "unsupported_collective",
+    "not_cpu",   "sparse",   "tensor_list", "unsupported_dtype", "unsupported_op", "switch_unsupported"};
 
 const char* Name(Coll c) {
   return kCollNames[static_cast<size_t>(c)];
@@ -245,15 +244,116 @@ class DoneWork : public c10d::Work {
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 
+// A collective composed of a gloo Work and a step after it (copying a
+// reduce_scatter's block out of an allreduce): complete when the step ran.
+// The step runs on gloo's thread as a callback of the inner Work's future.
+class ThenWork : public c10d::Work {
+ public:
+  ThenWork(int rank, c10d::OpType type, c10::intrusive_ptr<c10d::Work> inner,
+           c10::intrusive_ptr<c10::ivalue::Future> future)
+      : c10d::Work(rank, type), inner_(std::move(inner)), future_(std::move(future)) {}
+  bool isCompleted() override { return future_->completed(); }
+  bool isSuccess() const override { return future_->completed() && !future_->hasError(); }
+  std::exception_ptr exception() const override {
+    return future_->completed() && future_->hasError() ? future_->exception_ptr() : nullptr;
+  }
+  std::vector<at::Tensor> result() override { return future_->value().toTensorVector(); }
+  bool wait(std::chrono::milliseconds timeout) override {
+    // gloo's Work honours the timeout (and throws its own error); the step
+    // after it is a local copy.
+    inner_->wait(timeout);
+    future_->wait();
+    if (future_->hasError()) std::rethrow_exception(future_->exception_ptr());
+    return true;
+  }
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+
+ private:
+  c10::intrusive_ptr<c10d::Work> inner_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
 size_t RoundUp4(size_t n) {
   return (n + 3) & ~size_t{3};
+}
+
+// Bytes of a tensor for the counters; nbytes() is not defined for sparse
+// tensors (their values and indices are counted instead).
+uint64_t BytesOf(const at::Tensor& t) {
+  if (!t.defined()) return 0;
+  if (t.layout() == c10::kStrided) return t.nbytes();
+  if (t.layout() == c10::kSparse) return t._values().nbytes() + t._indices().nbytes();
+  return 0;
+}
+
+uint64_t BytesOf(const std::vector<at::Tensor>& tensors) {
+  uint64_t n = 0;
+  for (const at::Tensor& t : tensors) n += BytesOf(t);
+  return n;
+}
+
+bool AllEmpty(const std::vector<at::Tensor>& tensors) {
+  for (const at::Tensor& t : tensors)
+    if (t.numel() != 0) return false;
+  return true;
+}
+
+std::string SizesString(at::IntArrayRef sizes) {
+  std::string s = "(";
+  for (size_t i = 0; i < sizes.size(); i++) s += (i ? ", " : "") + std::to_string(sizes[i]);
+  return s + ")";
+}
+
+// Argument checks: the same conditions and wording as ProcessGroupGloo's,
+// thrown as c10::Error (RuntimeError in Python), prefixed with the
+// collective ("ProcessGroupIncin::broadcast: invalid root rank: 4").
+[[noreturn]] void ArgError(Coll c, const std::string& msg) {
+  C10_THROW_ERROR(Error, std::string("ProcessGroupIncin::") + Name(c) + ": " + msg);
+}
+
+void CheckRootRank(Coll c, int64_t root, int size) {
+  if (root < 0 || root >= size) ArgError(c, "invalid root rank: " + std::to_string(root));
+}
+
+void CheckRootTensor(Coll c, int64_t root, size_t n) {
+  if (root < 0 || static_cast<uint64_t>(root) >= n)
+    ArgError(c, "invalid root tensor: " + std::to_string(root));
+}
+
+void CheckDense(Coll c, const std::vector<at::Tensor>& tensors) {
+  for (const at::Tensor& t : tensors)
+    if (t.layout() != c10::kStrided) ArgError(c, "only supports dense tensors");
+}
+
+void CheckSingle(Coll c, const std::vector<at::Tensor>& tensors, const char* msg) {
+  if (tensors.size() != 1) ArgError(c, msg);
+}
+
+void CheckTypeAndSizes(Coll c, const std::vector<at::Tensor>& tensors, const at::Tensor& like) {
+  for (size_t i = 0; i < tensors.size(); i++) {
+    if (!tensors[i].options().type_equal(like.options()))
+      ArgError(c, "invalid tensor type at index " + std::to_string(i) + " (expected " + like.toString() +
+                      ", got " + tensors[i].toString() + ")");
+    if (tensors[i].sizes() != like.sizes())
+      ArgError(c, "invalid tensor size at index " + std::to_string(i) + " (expected " +
+                      SizesString(like.sizes()) + ", got " + SizesString(tensors[i].sizes()) + ")");
+  }
+}
+
+void CheckLayouts(Coll c, const std::vector<at::Tensor>& tensors) {
+  for (const at::Tensor& t : tensors)
+    if (t.layout() != tensors[0].layout()) ArgError(c, "tensors must all have the same layout");
 }
 
 class ProcessGroupIncin : public c10d::ProcessGroup {
  public:
   ProcessGroupIncin(int rank, int size, c10::intrusive_ptr<c10d::ProcessGroup> gloo,
-                    const std::string& job_id)
-      : c10d::ProcessGroup(rank, size), gloo_(std::move(gloo)), job_id_(job_id), cfg_(ReadConfig()) {
+                    const std::string& job_id, std::chrono::milliseconds timeout)
+      : c10d::ProcessGroup(rank, size),
+        gloo_(std::move(gloo)),
+        job_id_(job_id),
+        cfg_(ReadConfig()),
+        timeout_(timeout) {
     TORCH_CHECK(gloo_, "incin: the fallback gloo process group is missing");
     Join();
   }
@@ -263,254 +363,396 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
 
   c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
                                            const c10d::AllreduceOptions& opts) override {
-    uint64_t bytes = tensors.size() == 1 ? tensors[0].nbytes() : 0;
+    const Coll c = Coll::kAllreduce;
+    Usable(c);
+    if (tensors.empty()) ArgError(c, "requires non-empty tensor list");
+    CheckLayouts(c, tensors);
+    CheckTypeAndSizes(c, tensors, tensors[0]);
+    if (AllEmpty(tensors)) return Local(c, c10d::OpType::ALLREDUCE, tensors);
+    uint64_t bytes = BytesOf(tensors);
     // A non-contiguous tensor goes through a contiguous copy (gloo 1.13
     // reduces such a tensor's first numel() elements of storage instead).
-    Reason r = TensorsReason(tensors, true);
+    Reason r = TensorsReason(tensors);
     inc_datatype dt = INC_INT32;
     inc_op op = INC_SUM;
     if (r == Reason::kNone) r = ReduceTypes(tensors[0], opts.reduceOp, &dt, &op);
     if (r == Reason::kNone) {
       at::Tensor& t = tensors[0];
       size_t n = static_cast<size_t>(t.numel());
-      auto work = Offload(Coll::kAllreduce, c10d::OpType::ALLREDUCE, bytes, tensors, &r, [&] {
+      auto work = Offload(c, c10d::OpType::ALLREDUCE, bytes, tensors, &r, [&] {
         if (t.is_contiguous()) return inc_allreduce(comm_, t.data_ptr(), t.data_ptr(), n, dt, op);
-        at::Tensor c = t.contiguous();
-        inc_status s = inc_allreduce(comm_, c.data_ptr(), c.data_ptr(), n, dt, op);
-        if (s == INC_OK) t.copy_(c);
+        at::Tensor cont = t.contiguous();
+        inc_status s = inc_allreduce(comm_, cont.data_ptr(), cont.data_ptr(), n, dt, op);
+        if (s == INC_OK) t.copy_(cont);
         return s;
       });
       if (work) return work;
     }
-    Fallback(Coll::kAllreduce, r, bytes);
-    return gloo_->allreduce(tensors, opts);
+    return Gloo(c, r, bytes, [&] { return gloo_->allreduce(tensors, opts); });
   }
 
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
                                            const c10d::BroadcastOptions& opts) override {
-    uint64_t bytes = tensors.size() == 1 ? tensors[0].nbytes() : 0;
-    Reason r = TensorsReason(tensors, true);
-    if (r == Reason::kNone && opts.rootTensor != 0) r = Reason::kTensorList;
+    const Coll c = Coll::kBroadcast;
+    Usable(c);
+    CheckRootRank(c, opts.rootRank, size_);
+    CheckRootTensor(c, opts.rootTensor, tensors.size());
+    CheckDense(c, tensors);
+    CheckTypeAndSizes(c, tensors, tensors[0]);
+    if (AllEmpty(tensors)) return Local(c, c10d::OpType::BROADCAST, tensors);
+    uint64_t bytes = BytesOf(tensors);
+    Reason r = TensorsReason(tensors);
     if (r == Reason::kNone) {
       at::Tensor& t = tensors[0];
       uint32_t root = static_cast<uint32_t>(opts.rootRank);
-      auto work = Offload(Coll::kBroadcast, c10d::OpType::BROADCAST, bytes, tensors, &r, [&] {
+      auto work = Offload(c, c10d::OpType::BROADCAST, bytes, tensors, &r, [&] {
         // Bytes as int32 words (libinc's broadcast is exact for them); an odd
         // byte count or a non-contiguous tensor through a padded copy.
         if (bytes % 4 == 0 && t.is_contiguous())
           return inc_broadcast(comm_, t.data_ptr(), bytes / 4, INC_INT32, root);
-        at::Tensor c = t.contiguous();
+        at::Tensor cont = t.contiguous();
         std::vector<uint8_t> pad(RoundUp4(bytes), 0);
-        std::memcpy(pad.data(), c.data_ptr(), bytes);
+        std::memcpy(pad.data(), cont.data_ptr(), bytes);
         inc_status s = inc_broadcast(comm_, pad.data(), pad.size() / 4, INC_INT32, root);
         if (s == INC_OK) {
-          std::memcpy(c.data_ptr(), pad.data(), bytes);
-          if (!c.is_same(t)) t.copy_(c);
+          std::memcpy(cont.data_ptr(), pad.data(), bytes);
+          if (!cont.is_same(t)) t.copy_(cont);
         }
         return s;
       });
       if (work) return work;
     }
-    Fallback(Coll::kBroadcast, r, bytes);
-    return gloo_->broadcast(tensors, opts);
+    return Gloo(c, r, bytes, [&] { return gloo_->broadcast(tensors, opts); });
   }
 
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override {
-    Reason r = GroupReason();
+    const Coll c = Coll::kBarrier;
+    Usable(c);
+    // Like gloo's barrier: after every earlier Work of this group.
+    WaitPending();
+    Reason r = group_reason_;
     if (r == Reason::kNone) {
       std::vector<at::Tensor> none;
-      auto work =
-          Offload(Coll::kBarrier, c10d::OpType::BARRIER, 0, none, &r, [&] { return inc_barrier(comm_); });
+      auto work = Offload(c, c10d::OpType::BARRIER, 0, none, &r, [&] { return inc_barrier(comm_); });
       if (work) return work;
     }
-    Fallback(Coll::kBarrier, r, 0);
-    return gloo_->barrier(opts);
+    return Gloo(c, r, 0, [&] { return gloo_->barrier(opts); });
   }
 
   c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
                                            std::vector<at::Tensor>& inputs,
                                            const c10d::AllgatherOptions& opts) override {
-    uint64_t bytes = inputs.size() == 1 ? inputs[0].nbytes() : 0;
-    Reason r = TensorsReason(inputs);
-    if (r == Reason::kNone && outputs.size() != 1) r = Reason::kTensorList;
-    if (r == Reason::kNone) {
-      if (outputs[0].size() != static_cast<size_t>(size_)) r = Reason::kShapeMismatch;
-      for (const at::Tensor& o : outputs[0]) {
-        if (r != Reason::kNone) break;
-        if (!o.device().is_cpu())
-          r = Reason::kNotCpu;
-        else if (o.layout() != c10::kStrided)
-          r = Reason::kSparse;
-        else if (o.scalar_type() != inputs[0].scalar_type() || o.numel() != inputs[0].numel())
-          r = Reason::kShapeMismatch;
-      }
+    const Coll c = Coll::kAllgather;
+    Usable(c);
+    if (inputs.empty()) ArgError(c, "requires non-empty input tensor list");
+    if (inputs.size() != outputs.size())
+      ArgError(c, "requires input/output tensor lists to have the same length");
+    for (size_t i = 0; i < outputs.size(); i++) {
+      size_t expected = inputs.size() * static_cast<size_t>(size_);
+      if (outputs[i].size() != expected)
+        ArgError(c, "invalid output tensor list at index " + std::to_string(i) + " (expected length " +
+                        std::to_string(expected) + ", got " + std::to_string(outputs[i].size()) + ")");
     }
+    CheckDense(c, inputs);
+    CheckTypeAndSizes(c, inputs, inputs[0]);
+    for (const auto& o : outputs) CheckTypeAndSizes(c, o, inputs[0]);
+    if (AllEmpty(inputs)) {
+      std::vector<at::Tensor> flat;
+      for (const auto& o : outputs) flat.insert(flat.end(), o.begin(), o.end());
+      return Local(c, c10d::OpType::ALLGATHER, flat);
+    }
+    uint64_t bytes = BytesOf(inputs);
+    Reason r = TensorsReason(inputs);
+    if (r == Reason::kNone && !Cpu(outputs[0])) r = Reason::kNotCpu;
     if (r == Reason::kNone) {
-      const at::Tensor& in = inputs[0];
+      at::Tensor in = inputs[0].contiguous();
       std::vector<at::Tensor> outs = outputs[0];
-      auto work = Offload(Coll::kAllgather, c10d::OpType::ALLGATHER, bytes, outs, &r, [&] {
-        std::vector<uint8_t> recv;
-        inc_status s = GatherBytes(in, &recv);
+      auto work = Offload(c, c10d::OpType::ALLGATHER, bytes, outs, &r, [&] {
+        at::Tensor all = at::empty({size_ * in.numel()}, in.options());
+        inc_status s = GatherInto(in, all.data_ptr());
         if (s != INC_OK) return s;
-        size_t block = RoundUp4(bytes);
         for (int i = 0; i < size_; i++)
-          outs[i].copy_(at::from_blob(recv.data() + i * block, in.sizes(), in.options()));
+          outs[i].copy_(all.narrow(0, i * in.numel(), in.numel()).view(in.sizes()));
         return s;
       });
       if (work) return work;
     }
-    Fallback(Coll::kAllgather, r, bytes);
-    return gloo_->allgather(outputs, inputs, opts);
+    return Gloo(c, r, bytes, [&] { return gloo_->allgather(outputs, inputs, opts); });
   }
 
   c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
                                                  const c10d::AllgatherOptions& opts) override {
-    uint64_t bytes = input.nbytes();
+    const Coll c = Coll::kAllgatherBase;
+    Usable(c);
+    CheckDense(c, {output, input});
+    if (output.scalar_type() != input.scalar_type())
+      ArgError(c, "output tensor must have the same type as input tensor");
+    if (output.numel() != input.numel() * size_)
+      ArgError(c, "output tensor size must be equal to world_size times input tensor size");
+    if (input.numel() == 0) return Local(c, c10d::OpType::_ALLGATHER_BASE, {output});
+    uint64_t bytes = BytesOf(input);
     std::vector<at::Tensor> ins{input};
     Reason r = TensorsReason(ins);
+    if (r == Reason::kNone && !output.device().is_cpu()) r = Reason::kNotCpu;
     if (r == Reason::kNone) {
       std::vector<at::Tensor> outs{output};
-      r = TensorsReason(outs);
-    }
-    if (r == Reason::kNone &&
-        (output.scalar_type() != input.scalar_type() || output.numel() != input.numel() * size_))
-      r = Reason::kShapeMismatch;
-    if (r == Reason::kNone) {
-      std::vector<at::Tensor> outs{output};
-      auto work = Offload(Coll::kAllgatherBase, c10d::OpType::_ALLGATHER_BASE, bytes, outs, &r, [&] {
-        if (bytes % 4 == 0)
-          return inc_allgather(comm_, input.data_ptr(), output.data_ptr(), bytes / 4, INC_INT32);
-        std::vector<uint8_t> recv;
-        inc_status s = GatherBytes(input, &recv);
-        if (s != INC_OK) return s;
-        size_t block = RoundUp4(bytes);
-        auto* dst = static_cast<uint8_t*>(output.data_ptr());
-        for (int i = 0; i < size_; i++) std::memcpy(dst + i * bytes, recv.data() + i * block, bytes);
+      auto work = Offload(c, c10d::OpType::_ALLGATHER_BASE, bytes, outs, &r, [&] {
+        at::Tensor in = input.contiguous();
+        at::Tensor dst = output.is_contiguous() ? output : at::empty({output.numel()}, output.options());
+        inc_status s = GatherInto(in, dst.data_ptr());
+        if (s == INC_OK && !dst.is_same(output)) output.copy_(dst.view(output.sizes()));
         return s;
       });
       if (work) return work;
     }
-    Fallback(Coll::kAllgatherBase, r, bytes);
-    return gloo_->_allgather_base(output, input, opts);
+    // gloo 1.13 has no _allgather_base: its allgather into views of output.
+    return Gloo(c, r, bytes, [&] { return GlooAllgatherBase(output, input, opts); });
   }
 
   c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
                                                 std::vector<std::vector<at::Tensor>>& inputs,
                                                 const c10d::ReduceScatterOptions& opts) override {
-    uint64_t bytes = outputs.size() == 1 ? outputs[0].nbytes() * size_ : 0;
-    Reason r = TensorsReason(outputs);
-    if (r == Reason::kNone && inputs.size() != 1) r = Reason::kTensorList;
-    if (r == Reason::kNone && inputs[0].size() != static_cast<size_t>(size_)) r = Reason::kShapeMismatch;
-    if (r == Reason::kNone) {
-      for (const at::Tensor& i : inputs[0]) {
-        if (!i.device().is_cpu())
-          r = Reason::kNotCpu;
-        else if (i.layout() != c10::kStrided)
-          r = Reason::kSparse;
-        else if (i.scalar_type() != outputs[0].scalar_type() || i.numel() != outputs[0].numel())
-          r = Reason::kShapeMismatch;
-        if (r != Reason::kNone) break;
+    const Coll c = Coll::kReduceScatter;
+    Usable(c);
+    if (outputs.empty()) ArgError(c, "requires non-empty output tensor list");
+    if (inputs.size() != outputs.size())
+      ArgError(c, "requires input/output tensor lists to have the same length");
+    for (size_t i = 0; i < inputs.size(); i++) {
+      if (inputs[i].size() != static_cast<size_t>(size_))
+        ArgError(c, "invalid input tensor list at index " + std::to_string(i) + " (expected length " +
+                        std::to_string(size_) + ", got " + std::to_string(inputs[i].size()) + ")");
+      CheckDense(c, inputs[i]);
+      for (const at::Tensor& t : inputs[i]) {
+        if (t.scalar_type() != outputs[i].scalar_type())
+          ArgError(c, "input tensors must have the same type as the output tensor");
+        if (t.numel() != outputs[i].numel())
+          ArgError(c, "input tensors must have as many elements as the output tensor");
       }
     }
+    CheckDense(c, outputs);
+    if (AllEmpty(outputs)) return Local(c, c10d::OpType::REDUCE_SCATTER, outputs);
+    uint64_t bytes = BytesOf(outputs) * size_;
+    Reason r = TensorsReason(outputs);
+    if (r == Reason::kNone && !Cpu(inputs[0])) r = Reason::kNotCpu;
     inc_datatype dt = INC_INT32;
     inc_op op = INC_SUM;
     if (r == Reason::kNone) r = ReduceTypes(outputs[0], opts.reduceOp, &dt, &op);
     if (r == Reason::kNone) {
       at::Tensor& out = outputs[0];
       int64_t n = out.numel();
-      auto work = Offload(Coll::kReduceScatter, c10d::OpType::REDUCE_SCATTER, bytes, outputs, &r, [&] {
+      auto work = Offload(c, c10d::OpType::REDUCE_SCATTER, bytes, outputs, &r, [&] {
         at::Tensor send = at::empty({n * size_}, out.options());
         for (int i = 0; i < size_; i++) send.narrow(0, i * n, n).copy_(inputs[0][i].reshape({n}));
-        return inc_reduce_scatter(comm_, send.data_ptr(), out.data_ptr(), static_cast<size_t>(n), dt, op);
+        at::Tensor dst = out.is_contiguous() ? out : at::empty({n}, out.options());
+        inc_status s =
+            inc_reduce_scatter(comm_, send.data_ptr(), dst.data_ptr(), static_cast<size_t>(n), dt, op);
+        if (s == INC_OK && !dst.is_same(out)) out.copy_(dst.view(out.sizes()));
+        return s;
       });
       if (work) return work;
     }
-    Fallback(Coll::kReduceScatter, r, bytes);
-    return gloo_->reduce_scatter(outputs, inputs, opts);
+    // gloo 1.13 has no reduce_scatter: an allreduce of the concatenated
+    // inputs, this rank's block copied out.
+    return Gloo(c, r, bytes, [&] {
+      if (outputs.size() != 1)
+        ArgError(c, "on gloo, reduce_scatter takes one output tensor (multi-device lists)");
+      std::vector<at::Tensor> flat;
+      for (const at::Tensor& t : inputs[0]) flat.push_back(t.reshape({-1}));
+      return GlooReduceScatter(c10d::OpType::REDUCE_SCATTER, outputs[0], at::cat(flat), opts);
+    });
   }
 
   c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                                       const c10d::ReduceScatterOptions& opts) override {
-    uint64_t bytes = input.nbytes();
-    std::vector<at::Tensor> both{output, input};
-    Reason r = GroupReason();
-    for (const at::Tensor& t : both) {
-      if (r != Reason::kNone) break;
-      std::vector<at::Tensor> one{t};
-      r = TensorsReason(one);
-    }
-    if (r == Reason::kNone &&
-        (output.scalar_type() != input.scalar_type() || input.numel() != output.numel() * size_))
-      r = Reason::kShapeMismatch;
+    const Coll c = Coll::kReduceScatterBase;
+    Usable(c);
+    CheckDense(c, {output, input});
+    if (output.scalar_type() != input.scalar_type())
+      ArgError(c, "input tensor must be the same type as the output tensor");
+    if (input.numel() != output.numel() * size_)
+      ArgError(c, "input tensor must be the same size as output size times world size");
+    if (output.numel() == 0) return Local(c, c10d::OpType::_REDUCE_SCATTER_BASE, {output});
+    uint64_t bytes = BytesOf(input);
+    Reason r = TensorsReason({output});
+    if (r == Reason::kNone && !input.device().is_cpu()) r = Reason::kNotCpu;
     inc_datatype dt = INC_INT32;
     inc_op op = INC_SUM;
     if (r == Reason::kNone) r = ReduceTypes(output, opts.reduceOp, &dt, &op);
     if (r == Reason::kNone) {
       std::vector<at::Tensor> outs{output};
-      auto work = Offload(Coll::kReduceScatterBase, c10d::OpType::_REDUCE_SCATTER_BASE, bytes, outs, &r, [&] {
-        return inc_reduce_scatter(comm_, input.data_ptr(), output.data_ptr(),
-                                  static_cast<size_t>(output.numel()), dt, op);
+      auto work = Offload(c, c10d::OpType::_REDUCE_SCATTER_BASE, bytes, outs, &r, [&] {
+        at::Tensor in = input.contiguous();
+        at::Tensor dst = output.is_contiguous() ? output : at::empty({output.numel()}, output.options());
+        inc_status s = inc_reduce_scatter(comm_, in.data_ptr(), dst.data_ptr(),
+                                          static_cast<size_t>(output.numel()), dt, op);
+        if (s == INC_OK && !dst.is_same(output)) output.copy_(dst.view(output.sizes()));
+        return s;
       });
       if (work) return work;
     }
-    Fallback(Coll::kReduceScatterBase, r, bytes);
-    return gloo_->_reduce_scatter_base(output, input, opts);
+    // A copy: the allreduce must not change the caller's input.
+    return Gloo(c, r, bytes, [&] {
+      return GlooReduceScatter(c10d::OpType::_REDUCE_SCATTER_BASE, output, input.reshape({-1}).clone(), opts);
+    });
   }
 
-  // What the switches do not run: straight to gloo, counted.
+  // What the switches do not run: straight to gloo, counted. 0-element
+  // calls complete locally after gloo's argument checks (gloo 1.13 dies of
+  // SIGFPE on an empty all_gather_coalesced).
   c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors,
                                         const c10d::ReduceOptions& opts) override {
-    Fallback(Coll::kReduce, Reason::kUnsupportedCollective, Bytes(tensors));
-    return gloo_->reduce(tensors, opts);
+    const Coll c = Coll::kReduce;
+    Usable(c);
+    if (!tensors.empty() && AllEmpty(tensors)) {
+      CheckRootRank(c, opts.rootRank, size_);
+      CheckRootTensor(c, opts.rootTensor, tensors.size());
+      CheckSingle(c, tensors, "requires a single-element tensor list");
+      CheckDense(c, tensors);
+      return Local(c, c10d::OpType::REDUCE, tensors);
+    }
+    return Gloo(c, Reason::kUnsupportedCollective, BytesOf(tensors),
+                [&] { return gloo_->reduce(tensors, opts); });
   }
   c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
                                         std::vector<at::Tensor>& inputs,
                                         const c10d::GatherOptions& opts) override {
-    Fallback(Coll::kGather, Reason::kUnsupportedCollective, Bytes(inputs));
-    return gloo_->gather(outputs, inputs, opts);
+    const Coll c = Coll::kGather;
+    Usable(c);
+    if (inputs.size() == 1 && inputs[0].numel() == 0) {
+      CheckRootRank(c, opts.rootRank, size_);
+      CheckDense(c, inputs);
+      if (rank_ == opts.rootRank) {
+        if (outputs.size() != 1)
+          ArgError(c, "requires a single-element output list containing a list with " +
+                          std::to_string(size_) + " tensors.");
+        if (outputs[0].size() != static_cast<size_t>(size_))
+          ArgError(c, "Incorrect output list size " + std::to_string(outputs[0].size()) +
+                          ". Output list size should be " + std::to_string(size_) +
+                          ", same as size of the process group.");
+        CheckTypeAndSizes(c, outputs[0], inputs[0]);
+        return Local(c, c10d::OpType::GATHER, outputs[0]);
+      }
+      if (!outputs.empty()) ArgError(c, "requires empty output on non-root");
+      return Local(c, c10d::OpType::GATHER, {});
+    }
+    return Gloo(c, Reason::kUnsupportedCollective, BytesOf(inputs),
+                [&] { return gloo_->gather(outputs, inputs, opts); });
   }
   c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs,
                                          std::vector<std::vector<at::Tensor>>& inputs,
                                          const c10d::ScatterOptions& opts) override {
-    Fallback(Coll::kScatter, Reason::kUnsupportedCollective, Bytes(outputs));
-    return gloo_->scatter(outputs, inputs, opts);
+    const Coll c = Coll::kScatter;
+    Usable(c);
+    if (outputs.size() == 1 && outputs[0].numel() == 0) {
+      CheckRootRank(c, opts.rootRank, size_);
+      CheckDense(c, outputs);
+      if (rank_ == opts.rootRank) {
+        if (inputs.size() != 1)
+          ArgError(c, "requires a single-element input list containing a list with " + std::to_string(size_) +
+                          " tensors");
+        if (inputs[0].size() != static_cast<size_t>(size_))
+          ArgError(c, "Incorrect input list size " + std::to_string(inputs[0].size()) +
+                          ". Input list size should be " + std::to_string(size_) +
+                          ", same as size of the process group.");
+        CheckTypeAndSizes(c, inputs[0], outputs[0]);
+      } else if (!inputs.empty()) {
+        ArgError(c, "requires empty input on non-root");
+      }
+      return Local(c, c10d::OpType::SCATTER, outputs);
+    }
+    return Gloo(c, Reason::kUnsupportedCollective, BytesOf(outputs),
+                [&] { return gloo_->scatter(outputs, inputs, opts); });
   }
   c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
                                                std::vector<int64_t>& output_splits,
                                                std::vector<int64_t>& input_splits,
                                                const c10d::AllToAllOptions& opts) override {
-    Fallback(Coll::kAlltoall, Reason::kUnsupportedCollective, input.nbytes());
-    return gloo_->alltoall_base(output, input, output_splits, input_splits, opts);
+    const Coll c = Coll::kAlltoall;
+    Usable(c);
+    // Only an equal split has 0 elements on every rank when it has on this
+    // one (with explicit splits the other ranks may still exchange data).
+    if (input.numel() == 0 && output.numel() == 0 && output_splits.empty() && input_splits.empty()) {
+      CheckDense(c, {output, input});
+      return Local(c, c10d::OpType::ALLTOALL_BASE, {output});
+    }
+    return Gloo(c, Reason::kUnsupportedCollective, BytesOf(input),
+                [&] { return gloo_->alltoall_base(output, input, output_splits, input_splits, opts); });
   }
   c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
                                           const c10d::AllToAllOptions& opts) override {
-    Fallback(Coll::kAlltoall, Reason::kUnsupportedCollective, Bytes(inputs));
-    return gloo_->alltoall(outputs, inputs, opts);
+    const Coll c = Coll::kAlltoall;
+    Usable(c);
+    return Gloo(c, Reason::kUnsupportedCollective, BytesOf(inputs),
+                [&] { return gloo_->alltoall(outputs, inputs, opts); });
   }
   c10::intrusive_ptr<c10d::Work> allreduce_coalesced(std::vector<at::Tensor>& tensors,
                                                      const c10d::AllreduceCoalescedOptions& opts) override {
-    Fallback(Coll::kAllreduceCoalesced, Reason::kUnsupportedCollective, Bytes(tensors));
-    return gloo_->allreduce_coalesced(tensors, opts);
+    const Coll c = Coll::kAllreduceCoalesced;
+    Usable(c);
+    if (!tensors.empty() && AllEmpty(tensors)) {
+      CheckLayouts(c, tensors);
+      for (const at::Tensor& t : tensors) {
+        if (!t.options().type_equal(tensors[0].options())) ArgError(c, "tensors must all have the same type");
+        if (t.device() != tensors[0].device()) ArgError(c, "tensors must all be on the same device");
+      }
+      CheckDense(c, tensors);
+      return Local(c, c10d::OpType::ALLREDUCE_COALESCED, tensors);
+    }
+    return Gloo(c, Reason::kUnsupportedCollective, BytesOf(tensors),
+                [&] { return gloo_->allreduce_coalesced(tensors, opts); });
   }
   c10::intrusive_ptr<c10d::Work> allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputs,
                                                      std::vector<at::Tensor>& inputs,
                                                      const c10d::AllgatherOptions& opts) override {
-    Fallback(Coll::kAllgatherCoalesced, Reason::kUnsupportedCollective, Bytes(inputs));
-    return gloo_->allgather_coalesced(outputs, inputs, opts);
+    const Coll c = Coll::kAllgatherCoalesced;
+    Usable(c);
+    if (!inputs.empty() && AllEmpty(inputs)) {
+      if (outputs.size() != static_cast<size_t>(size_))
+        ArgError(c, "output lists should be equal to world size");
+      for (const auto& list : outputs) {
+        if (list.size() != inputs.size())
+          ArgError(c, "invalid output size: (expected length " + std::to_string(inputs.size()) + ", got " +
+                          std::to_string(list.size()) + ")");
+        for (size_t i = 0; i < list.size(); i++) {
+          if (list[i].sizes() != inputs[i].sizes())
+            ArgError(c, "invalid size of output tensor at index " + std::to_string(i) + " (expected length " +
+                            SizesString(inputs[i].sizes()) + ", got " + SizesString(list[i].sizes()) + ")");
+          if (!inputs[i].options().type_equal(list[i].options()))
+            ArgError(c, "invalid tensor type at index " + std::to_string(i) + " (expected " +
+                            inputs[i].toString() + ", got " + list[i].toString() + ")");
+        }
+      }
+      CheckDense(c, inputs);
+      std::vector<at::Tensor> flat;
+      for (const auto& o : outputs) flat.insert(flat.end(), o.begin(), o.end());
+      return Local(c, c10d::OpType::ALLGATHER_COALESCED, flat);
+    }
+    return Gloo(c, Reason::kUnsupportedCollective, BytesOf(inputs),
+                [&] { return gloo_->allgather_coalesced(outputs, inputs, opts); });
   }
   c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst, int tag) override {
-    Fallback(Coll::kSend, Reason::kUnsupportedCollective, Bytes(tensors));
-    return gloo_->send(tensors, dst, tag);
+    Usable(Coll::kSend);
+    return Gloo(Coll::kSend, Reason::kUnsupportedCollective, BytesOf(tensors),
+                [&] { return gloo_->send(tensors, dst, tag); });
   }
   c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src, int tag) override {
-    Fallback(Coll::kRecv, Reason::kUnsupportedCollective, Bytes(tensors));
-    return gloo_->recv(tensors, src, tag);
+    Usable(Coll::kRecv);
+    return Gloo(Coll::kRecv, Reason::kUnsupportedCollective, BytesOf(tensors),
+                [&] { return gloo_->recv(tensors, src, tag); });
   }
   c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override {
-    Fallback(Coll::kRecv, Reason::kUnsupportedCollective, Bytes(tensors));
-    return gloo_->recvAnysource(tensors, tag);
+    Usable(Coll::kRecv);
+    return Gloo(Coll::kRecv, Reason::kUnsupportedCollective, BytesOf(tensors),
+                [&] { return gloo_->recvAnysource(tensors, tag); });
   }
+  // gloo's monitored barrier (send/recv with rank 0, naming the ranks that did
+  // not arrive) after every earlier Work of this group, like barrier().
+  // Python: incin.monitored_barrier (torch 1.13's dist.monitored_barrier
+  // accepts only the backend named "gloo").
   void monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_all_ranks) override {
+    Usable(Coll::kMonitoredBarrier);
+    WaitPending();
+    Count(Coll::kMonitoredBarrier, Reason::kUnsupportedCollective, 0);
     gloo_->monitoredBarrier(opts, wait_all_ranks);
   }
   void setSequenceNumberForGroup() override { gloo_->setSequenceNumberForGroup(); }
@@ -540,8 +782,9 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
   }
   std::string GroupState() const {
     std::lock_guard<std::mutex> l(mu_);
-    return group_reason_ == Reason::kNone ? "ok" : Name(group_reason_);
+    return StateName();
   }
+  int64_t TimeoutMs() const { return timeout_.count(); }
 
  private:
   void Join() {
@@ -569,6 +812,10 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
       c.iface = cfg_.iface.c_str();
       c.transport = cfg_.transport.empty() ? nullptr : cfg_.transport.c_str();
       c.join_timeout_ms = cfg_.join_timeout_ms;
+      // A collective waits for the slowest rank as long as gloo would: the
+      // process group's timeout (libinc then fails the tree for every rank).
+      c.op_timeout_ms = static_cast<uint32_t>(std::clamp<int64_t>(
+          timeout_.count(), 1, static_cast<int64_t>(std::numeric_limits<uint32_t>::max())));
       if (inc_comm_create(&c, &comm_) != INC_OK) {
         r = Reason::kNoGroup;
         local_detail = "joining job " + job_id_ + " as rank " + std::to_string(rank_) + " of " +
@@ -597,26 +844,46 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
     group_detail_ = local_detail;
     if (r == Reason::kNone) {
       Log(Level::kInfo, "rank " + std::to_string(rank_) + "/" + std::to_string(size_) +
-                            ": libinc group of job " + job_id_ + " formed on " + cfg_.iface);
+                            ": libinc group of job " + job_id_ + " formed on " + cfg_.iface + " (timeout " +
+                            std::to_string(timeout_.count()) + " ms)");
     } else if (r == Reason::kNoGroup || r == Reason::kSecondGroup) {
       Log(Level::kWarn, "rank " + std::to_string(rank_) + ": no libinc group (" + local_detail +
                             "); every collective runs on gloo (reason=" + Name(r) + ")");
     }
   }
 
-  Reason GroupReason() const { return group_reason_; }
+  std::string StateName() const {
+    if (failed_) return "failed";
+    return group_reason_ == Reason::kNone ? "ok" : Name(group_reason_);
+  }
 
-  // The checks every offloaded tensor list passes: one contiguous, strided,
-  // non-empty CPU tensor.
-  Reason TensorsReason(const std::vector<at::Tensor>& tensors, bool any_layout = false) const {
-    Reason r = GroupReason();
-    if (r != Reason::kNone) return r;
+  // Every call first: after a failed offload (or shutdown) the group takes
+  // no more calls on any path, so no rank goes on alone.
+  void Usable(Coll c) {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!failed_ && !shut_down_) return;
+    refused_calls_++;
+    std::string why = shut_down_ ? std::string("the process group was shut down")
+                                 : "this process group failed earlier and takes no more calls: " + failure_ +
+                                       " (destroy it and create a new one)";
+    C10_THROW_ERROR(Error, std::string("incin: ") + Name(c) + " refused: " + why);
+  }
+
+  static bool Cpu(const std::vector<at::Tensor>& tensors) {
+    for (const at::Tensor& t : tensors)
+      if (!t.device().is_cpu()) return false;
+    return true;
+  }
+
+  // What the offloaded path needs of the (valid, non-empty) tensors: one
+  // strided CPU tensor, and the group's switch path. Non-contiguous tensors
+  // go through contiguous copies.
+  Reason TensorsReason(const std::vector<at::Tensor>& tensors) const {
+    if (group_reason_ != Reason::kNone) return group_reason_;
     if (tensors.size() != 1) return Reason::kTensorList;
     const at::Tensor& t = tensors[0];
     if (!t.device().is_cpu()) return Reason::kNotCpu;
     if (t.layout() != c10::kStrided) return Reason::kSparse;
-    if (!any_layout && !t.is_contiguous()) return Reason::kNoncontiguous;
-    if (t.numel() == 0) return Reason::kEmpty;
     return Reason::kNone;
   }
 
@@ -639,34 +906,84 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
     return Reason::kNone;
   }
 
-  static uint64_t Bytes(const std::vector<at::Tensor>& tensors) {
-    uint64_t n = 0;
-    for (const at::Tensor& t : tensors) n += t.nbytes();
-    return n;
+  // Every rank's copy of `in` (contiguous) into dst (world x in.nbytes()
+  // bytes): straight when whole int32 words, else through blocks padded to
+  // them.
+  inc_status GatherInto(const at::Tensor& in, void* dst) {
+    size_t bytes = in.nbytes();
+    if (bytes % 4 == 0) return inc_allgather(comm_, in.data_ptr(), dst, bytes / 4, INC_INT32);
+    size_t block = RoundUp4(bytes);
+    std::vector<uint8_t> send(block, 0), recv(block * size_);
+    std::memcpy(send.data(), in.data_ptr(), bytes);
+    inc_status s = inc_allgather(comm_, send.data(), recv.data(), block / 4, INC_INT32);
+    if (s != INC_OK) return s;
+    for (int i = 0; i < size_; i++)
+      std::memcpy(static_cast<uint8_t*>(dst) + i * bytes, recv.data() + i * block, bytes);
+    return s;
   }
 
-  // This rank's block (its bytes, padded to whole int32 words) from every
-  // rank into *recv: world x padded block.
-  inc_status GatherBytes(const at::Tensor& in, std::vector<uint8_t>* recv) {
-    size_t bytes = in.nbytes();
-    size_t block = RoundUp4(bytes);
-    std::vector<uint8_t> send(block, 0);
-    std::memcpy(send.data(), in.data_ptr(), bytes);
-    recv->assign(block * size_, 0);
-    return inc_allgather(comm_, send.data(), recv->data(), block / 4, INC_INT32);
+  // all_gather_into_tensor on gloo 1.13: its allgather into world views of
+  // the output (a contiguous one, else a scratch tensor copied back).
+  c10::intrusive_ptr<c10d::Work> GlooAllgatherBase(at::Tensor& output, at::Tensor& input,
+                                                   const c10d::AllgatherOptions& opts) {
+    at::Tensor flat =
+        output.is_contiguous() ? output.view({-1}) : at::empty({output.numel()}, output.options());
+    std::vector<std::vector<at::Tensor>> outs(1);
+    for (int i = 0; i < size_; i++)
+      outs[0].push_back(flat.narrow(0, i * input.numel(), input.numel()).view(input.sizes()));
+    std::vector<at::Tensor> ins{input};
+    auto inner = gloo_->allgather(outs, ins, opts);
+    at::Tensor out = output;
+    bool scratch = !output.is_contiguous();
+    auto fut = inner->getFuture()->then(
+        [out, flat, scratch](c10::ivalue::Future& f) mutable {
+          f.value();  // rethrows gloo's error
+          if (scratch) out.copy_(flat.view(out.sizes()));
+          return c10::IValue(std::vector<at::Tensor>{out});
+        },
+        c10::ListType::create(c10::TensorType::get()));
+    return c10::make_intrusive<ThenWork>(rank_, c10d::OpType::_ALLGATHER_BASE, inner, fut);
+  }
+
+  // reduce_scatter on gloo 1.13 (which has none): an allreduce of `flat`
+  // (this rank's world x count inputs, a tensor of our own) with the
+  // caller's op, then this rank's block copied into output. gloo's
+  // arithmetic, so exactly what its allreduce gives for that block.
+  c10::intrusive_ptr<c10d::Work> GlooReduceScatter(c10d::OpType type, at::Tensor& output, at::Tensor flat,
+                                                   const c10d::ReduceScatterOptions& opts) {
+    c10d::AllreduceOptions ao;
+    ao.reduceOp = opts.reduceOp;
+    ao.timeout = opts.timeout;
+    std::vector<at::Tensor> v{flat};
+    auto inner = gloo_->allreduce(v, ao);
+    at::Tensor out = output;
+    int64_t n = output.numel();
+    int64_t at_ = static_cast<int64_t>(rank_) * n;
+    auto fut = inner->getFuture()->then(
+        [out, flat, n, at_](c10::ivalue::Future& f) mutable {
+          f.value();  // rethrows gloo's error
+          out.copy_(flat.narrow(0, at_, n).view(out.sizes()));
+          return c10::IValue(std::vector<at::Tensor>{out});
+        },
+        c10::ListType::create(c10::TensorType::get()));
+    return c10::make_intrusive<ThenWork>(rank_, type, inner, fut);
   }
 
   // Runs fn (a libinc call). Returns the completed Work when it ran on the
-  // switch, or failed there (the Work carries the error); nullptr with
-  // *reason = switch_unsupported when the tree refused it before sending
-  // anything (identically on every rank), for the caller to use gloo.
+  // switch, or failed there (the Work carries the error, and the group is
+  // failed from now on); nullptr with *reason = switch_unsupported when the
+  // tree refused it before sending anything (identically on every rank),
+  // for the caller to use gloo. libinc's INVALID_ARGUMENT (checked before
+  // anything is sent) is the caller's argument error: it raises and changes
+  // nothing.
   template <typename Fn>
   c10::intrusive_ptr<c10d::Work> Offload(Coll coll, c10d::OpType type, uint64_t bytes,
                                          const std::vector<at::Tensor>& outputs, Reason* reason, Fn&& fn) {
-    std::lock_guard<std::mutex> l(mu_);
-    if (!comm_ || group_reason_ != Reason::kNone) {
-      *reason = group_reason_ == Reason::kNone ? Reason::kGroupFailed : group_reason_;
-      return {};
+    std::unique_lock<std::mutex> l(mu_);
+    if (failed_ || shut_down_ || !comm_) {
+      l.unlock();
+      Usable(coll);
+      C10_THROW_ERROR(Error, std::string("incin: ") + Name(coll) + ": no libinc group");
     }
     auto t0 = std::chrono::steady_clock::now();
     inc_status s = fn();
@@ -683,17 +1000,23 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
       *reason = Reason::kSwitchUnsupported;
       return {};
     }
-    group_reason_ = Reason::kGroupFailed;
-    group_detail_ = std::string(inc_status_name(s)) + ": " + err;
+    if (s == INC_INVALID_ARGUMENT) {
+      arg_errors_[static_cast<size_t>(coll)]++;
+      l.unlock();
+      ArgError(coll, err);
+    }
+    failed_ = true;
+    // inc_last_error() starts with the status name ("DEADLINE_EXCEEDED: ...").
+    failure_ = std::string("offloaded ") + Name(coll) + " failed on rank " + std::to_string(rank_) +
+               " after " + std::to_string(static_cast<int64_t>(secs * 1000)) + " ms: " +
+               (err.rfind(inc_status_name(s), 0) == 0 ? err : std::string(inc_status_name(s)) + ": " + err);
     failed_calls_++;
-    std::string msg = std::string("offloaded ") + Name(coll) + " failed on rank " + std::to_string(rank_) +
-                      ": " + group_detail_ + " (the switch path is off for the rest of this process group)";
-    Log(Level::kError, msg);
+    Log(Level::kError, failure_ + " (every later call on this process group raises)");
     return c10::make_intrusive<DoneWork>(rank_, type, outputs,
-                                         std::make_exception_ptr(std::runtime_error("incin: " + msg)));
+                                         std::make_exception_ptr(std::runtime_error("incin: " + failure_)));
   }
 
-  void Fallback(Coll coll, Reason reason, uint64_t bytes) {
+  void Count(Coll coll, Reason reason, uint64_t bytes) {
     bool first;
     {
       std::lock_guard<std::mutex> l(mu_);
@@ -705,22 +1028,73 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
     if (!first && !cfg_.fallback_log_all) return;
     // Group-wide reasons were logged at creation; the first call says so once.
     std::string detail;
-    if ((reason == Reason::kNoGroup || reason == Reason::kBadConfig || reason == Reason::kGroupFailed ||
-         reason == Reason::kSecondGroup) &&
+    if ((reason == Reason::kNoGroup || reason == Reason::kBadConfig || reason == Reason::kSecondGroup) &&
         !group_detail_.empty())
       detail = " detail=" + JsonString(group_detail_);
     Log(Level::kWarn, std::string("fallback reason=") + Name(reason) + " collective=" + Name(coll) +
                           " rank=" + std::to_string(rank_) + " bytes=" + std::to_string(bytes) + detail);
   }
 
+  // A call on gloo: counted under its reason, its Work remembered for
+  // barrier(). gloo's own argument errors raise from fn, uncounted.
+  template <typename Fn>
+  c10::intrusive_ptr<c10d::Work> Gloo(Coll coll, Reason reason, uint64_t bytes, Fn&& fn) {
+    c10::intrusive_ptr<c10d::Work> w = fn();
+    Count(coll, reason, bytes);
+    if (w) {
+      std::lock_guard<std::mutex> l(pending_mu_);
+      // Keep only what may still run: the list stays short.
+      if (pending_.size() >= 64) {
+        std::vector<c10::weak_intrusive_ptr<c10d::Work>> keep;
+        for (auto& p : pending_) {
+          auto s = p.lock();
+          if (s && !s->isCompleted()) keep.emplace_back(s);
+        }
+        pending_.swap(keep);
+      }
+      pending_.emplace_back(w);
+    }
+    return w;
+  }
+
+  // Waits for every gloo Work handed out so far. Their errors belong to
+  // their own wait(): the barrier goes on so that every rank reaches it.
+  void WaitPending() {
+    std::vector<c10::weak_intrusive_ptr<c10d::Work>> works;
+    {
+      std::lock_guard<std::mutex> l(pending_mu_);
+      works.swap(pending_);
+    }
+    for (auto& p : works) {
+      auto s = p.lock();
+      if (!s) continue;
+      try {
+        s->wait();
+      } catch (const std::exception&) {
+      }
+    }
+  }
+
+  // A 0-element call: nothing to move, complete here.
+  c10::intrusive_ptr<c10d::Work> Local(Coll coll, c10d::OpType type, std::vector<at::Tensor> outputs) {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      local_[static_cast<size_t>(coll)]++;
+    }
+    return c10::make_intrusive<DoneWork>(rank_, type, std::move(outputs), nullptr);
+  }
+
   std::string ToJson() const {
     std::ostringstream o;
-    o << "{\"rank\": " << rank_ << ", \"world\": " << size_ << ", \"backend\": \"incin\", \"group\": "
-      << JsonString(group_reason_ == Reason::kNone ? "ok" : Name(group_reason_))
-      << ", \"group_detail\": " << JsonString(group_detail_) << ", \"job_id\": " << JsonString(job_id_)
-      << ", \"failed_offloads\": " << failed_calls_ << ", \"collectives\": {";
+    o << "{\"rank\": " << rank_ << ", \"world\": " << size_
+      << ", \"backend\": \"incin\", \"group\": " << JsonString(StateName())
+      << ", \"group_detail\": " << JsonString(failed_ ? failure_ : group_detail_)
+      << ", \"job_id\": " << JsonString(job_id_) << ", \"timeout_ms\": " << timeout_.count()
+      << ", \"failed_offloads\": " << failed_calls_ << ", \"refused_calls\": " << refused_calls_
+      << ", \"collectives\": {";
     std::array<uint64_t, static_cast<size_t>(Reason::kCount)> by_reason{};
     Tally off_total, fb_total;
+    uint64_t local_total = 0, arg_total = 0;
     bool first_c = true;
     for (size_t c = 0; c < tally_.size(); c++) {
       const Tally& off = tally_[c][0];
@@ -740,17 +1114,21 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
       off_total.seconds += off.seconds;
       fb_total.calls += fb.calls;
       fb_total.bytes += fb.bytes;
-      if (!off.calls && !fb.calls) continue;
+      local_total += local_[c];
+      arg_total += arg_errors_[c];
+      if (!off.calls && !fb.calls && !local_[c] && !arg_errors_[c]) continue;
       char secs[32];
       std::snprintf(secs, sizeof(secs), "%.6f", off.seconds);
       o << (first_c ? "" : ", ") << JsonString(kCollNames[c]) << ": {\"offloaded\": {\"calls\": " << off.calls
         << ", \"bytes\": " << off.bytes << ", \"seconds\": " << secs
         << "}, \"fallback\": {\"calls\": " << fb.calls << ", \"bytes\": " << fb.bytes
-        << "}, \"fallback_reasons\": {" << reasons << "}}";
+        << "}, \"fallback_reasons\": {" << reasons << "}, \"local\": " << local_[c]
+        << ", \"argument_errors\": " << arg_errors_[c] << "}";
       first_c = false;
     }
     o << "}, \"totals\": {\"offloaded\": " << off_total.calls << ", \"offloaded_bytes\": " << off_total.bytes
       << ", \"fallback\": " << fb_total.calls << ", \"fallback_bytes\": " << fb_total.bytes
+      << ", \"local\": " << local_total << ", \"argument_errors\": " << arg_total
       << "}, \"fallback_reasons\": {";
     bool first_r = true;
     for (size_t r = 1; r < by_reason.size(); r++) {
@@ -764,9 +1142,9 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
 
   std::string ToText() const {
     std::ostringstream o;
-    o << "incin-torch: summary rank " << rank_ << "/" << size_ << ": group "
-      << (group_reason_ == Reason::kNone ? "ok" : Name(group_reason_))
-      << (group_detail_.empty() ? "" : " (" + group_detail_ + ")") << ", job " << job_id_ << "\n";
+    const std::string& detail = failed_ ? failure_ : group_detail_;
+    o << "incin-torch: summary rank " << rank_ << "/" << size_ << ": group " << StateName()
+      << (detail.empty() ? "" : " (" + detail + ")") << ", job " << job_id_ << "\n";
     char line[256];
     std::snprintf(line, sizeof(line), "incin-torch:   %-22s %-32s %10s %14s %12s\n", "collective", "path",
                   "calls", "bytes", "seconds");
@@ -785,6 +1163,16 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
         std::snprintf(line, sizeof(line), "incin-torch:   %-22s %-32s %10llu %14llu %12s\n", kCollNames[c],
                       path.c_str(), static_cast<unsigned long long>(t.calls),
                       static_cast<unsigned long long>(t.bytes), secs.c_str());
+        o << line;
+      }
+      if (local_[c]) {
+        std::snprintf(line, sizeof(line), "incin-torch:   %-22s %-32s %10llu %14s %12s\n", kCollNames[c],
+                      "local (0 elements)", static_cast<unsigned long long>(local_[c]), "0", "-");
+        o << line;
+      }
+      if (arg_errors_[c]) {
+        std::snprintf(line, sizeof(line), "incin-torch:   %-22s %-32s %10llu %14s %12s\n", kCollNames[c],
+                      "argument error (raised)", static_cast<unsigned long long>(arg_errors_[c]), "-", "-");
         o << line;
       }
     }
@@ -813,15 +1201,23 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
   c10::intrusive_ptr<c10d::ProcessGroup> gloo_;
   std::string job_id_;
   Config cfg_;
+  std::chrono::milliseconds timeout_;
   mutable std::mutex mu_;
   inc_comm* comm_ = nullptr;
-  Reason group_reason_ = Reason::kNone;
+  Reason group_reason_ = Reason::kNone;  // agreed by every rank at creation
   std::string group_detail_;
+  bool failed_ = false;  // an offloaded call failed: every later call raises
+  std::string failure_;  // what failed, for those errors
   uint64_t failed_calls_ = 0;
+  uint64_t refused_calls_ = 0;
   bool shut_down_ = false;
   std::array<std::array<Tally, static_cast<size_t>(Reason::kCount)>, static_cast<size_t>(Coll::kCount)>
       tally_{};
+  std::array<uint64_t, static_cast<size_t>(Coll::kCount)> local_{};       // 0-element calls
+  std::array<uint64_t, static_cast<size_t>(Coll::kCount)> arg_errors_{};  // raised by libinc's checks
   std::set<std::pair<Coll, Reason>> logged_;
+  std::mutex pending_mu_;
+  std::vector<c10::weak_intrusive_ptr<c10d::Work>> pending_;  // gloo Works barrier() waits for
 };
 
 }  // namespace
@@ -834,15 +1230,20 @@ PYBIND11_MODULE(_incin_torch, m) {
   py::object base = py::module_::import("torch.distributed").attr("ProcessGroup");
   using PG = incin_torch::ProcessGroupIncin;
   py::class_<PG, c10::intrusive_ptr<PG>>(m, "ProcessGroupIncin", base)
-      .def(py::init(
-               [](int rank, int size, const c10::intrusive_ptr<c10d::ProcessGroup>& gloo,
-                  const std::string& job_id) { return c10::make_intrusive<PG>(rank, size, gloo, job_id); }),
-           py::arg("rank"), py::arg("size"), py::arg("gloo"), py::arg("job_id"),
+      .def(py::init([](int rank, int size, const c10::intrusive_ptr<c10d::ProcessGroup>& gloo,
+                       const std::string& job_id, std::chrono::milliseconds timeout) {
+             return c10::make_intrusive<PG>(rank, size, gloo, job_id, timeout);
+           }),
+           py::arg("rank"), py::arg("size"), py::arg("gloo"), py::arg("job_id"), py::arg("timeout"),
            py::call_guard<py::gil_scoped_release>())
       .def("_shutdown", &PG::Shutdown, py::call_guard<py::gil_scoped_release>(),
            "prints the summary and leaves libinc's group (also done when the group is destroyed)")
-      .def("summary_json", &PG::SummaryJson, "per-collective offloaded/fallback counts as JSON")
-      .def("summary_text", &PG::SummaryText)
-      .def("group_state", &PG::GroupState, "\"ok\" when the libinc group formed, else the reason");
+      // Without the GIL: they wait for an offloaded call that holds the lock.
+      .def("summary_json", &PG::SummaryJson, py::call_guard<py::gil_scoped_release>(),
+           "per-collective offloaded/fallback counts as JSON")
+      .def("summary_text", &PG::SummaryText, py::call_guard<py::gil_scoped_release>())
+      .def("group_state", &PG::GroupState, py::call_guard<py::gil_scoped_release>(),
+           "\"ok\" when the libinc group formed, \"failed\" after a failed offload, else the fallback reason")
+      .def("timeout_ms", &PG::TimeoutMs, "the process group's timeout (libinc's op_timeout_ms)");
   m.def("libinc_version", [] { return std::string(inc_version()); });
 }

@@ -214,6 +214,37 @@ TEST(StoreTest, JobSecretIsMadeOnceAndKeptAcrossReopening) {
   EXPECT_EQ((*fresh)->JobSecret(fails).status().code(), Code::kInternal);
 }
 
+// The state file holds the job secret and every tree's key: it and its log
+// are 0600 whatever the umask (SQLite's own would be 0644 less the umask),
+// and a file of an older incamd that others may read is refused, not used
+// (StateOthersMayReadIsRefusedNamingPathAndMode).
+TEST(StoreTest, FilesAreOwnerOnlyWhateverTheUmask) {
+  for (const mode_t mask : {mode_t{022}, mode_t{0}, mode_t{002}, mode_t{077}}) {
+    SCOPED_TRACE("umask " + std::to_string(mask));
+    TempDir dir;
+    const std::string path = dir.File("state.db");
+    const mode_t old = ::umask(mask);
+    auto store = Store::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    ASSERT_TRUE((*store)->PutTree(SampleTree(3, "job-a"), 4).ok());
+    ASSERT_TRUE((*store)->JobSecret([] { return Expected<std::string>(std::string(64, 'a')); }).ok());
+    ::umask(old);
+    for (const char* suffix : {"", "-wal", "-shm"}) {
+      struct stat st {};
+      if (::stat((path + suffix).c_str(), &st) != 0) continue;  // -shm: exclusive locking keeps it in memory
+      EXPECT_EQ(st.st_mode & 0777, 0600u) << path << suffix;
+    }
+    struct stat wal {};
+    EXPECT_EQ(::stat((path + "-wal").c_str(), &wal), 0) << "the log exists while the store is open";
+    store->reset();
+    ASSERT_EQ(::chmod(path.c_str(), 0644), 0);  // a file of an older incamd
+    auto reopened = Store::Open(path);
+    ASSERT_FALSE(reopened.ok()) << "a file others may read is refused, not silently used";
+    EXPECT_NE(reopened.status().message().find("has mode 0644"), std::string::npos)
+        << reopened.status().message();
+  }
+}
+
 TEST(StoreTest, InMemoryStoreStartsEmpty) {
   auto store = Store::Open("");
   ASSERT_TRUE(store.ok()) << store.status().ToString();
@@ -519,24 +550,6 @@ TEST(StoreTest, MalformedHostRanksAreRefused) {
 mode_t ModeOf(const std::string& path) {
   struct stat st {};
   return stat(path.c_str(), &st) == 0 ? (st.st_mode & 07777) : 07777;
-}
-
-// The file holds the job secret and every tree's key: it and its WAL are
-// 0600 even under umask 0.
-TEST(StoreTest, StateFileAndItsLogArePrivateWhateverTheUmask) {
-  TempDir dir;
-  const std::string path = dir.File("am.db");
-  const mode_t old = umask(0);
-  {
-    auto store = Store::Open(path);
-    ASSERT_TRUE(store.ok()) << store.status().ToString();
-    ASSERT_TRUE((*store)->PutTree(SampleTree(3, "job-a"), 4).ok());
-    auto secret = (*store)->JobSecret([] { return Expected<std::string>(std::string(64, 'a')); });
-    ASSERT_TRUE(secret.ok());
-    EXPECT_EQ(ModeOf(path), 0600u);
-    EXPECT_EQ(ModeOf(path + "-wal"), 0600u);
-  }
-  umask(old);
 }
 
 // A state file, companion or folder that others may read is refused, naming

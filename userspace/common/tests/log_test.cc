@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -155,6 +156,36 @@ TEST(JsonQuote, EscapesControlsAndReplacesBytesThatAreNotUtf8) {
       {"above U+10FFFF", "\xf4\x90\x80\x80", R"("\ufffd\ufffd\ufffd\ufffd")"},
   };
   for (const Case& c : cases) EXPECT_EQ(JsonQuote(c.in), c.want) << c.name;
+}
+
+TEST(JournalStream, OnlyTheStreamJournalStreamNamesGetsPriorityPrefixes) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  struct stat st {};
+  ASSERT_EQ(::fstat(fds[1], &st), 0);
+  const std::string mine = std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
+  const std::string other_inode = std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino + 1);
+  struct Case {
+    const char* name;
+    const char* env;
+    bool want;
+  };
+  const Case cases[] = {
+      {"unset (not under systemd)", nullptr, false},
+      {"this pipe", mine.c_str(), true},
+      {"another inode (stderr redirected by the unit's command)", other_inode.c_str(), false},
+      {"empty", "", false},
+      {"no inode", "12", false},
+      {"trailing garbage", (mine + "x").c_str(), false},
+  };
+  for (const Case& c : cases) EXPECT_EQ(IsJournalStream(c.env, fds[1]), c.want) << c.name;
+  EXPECT_FALSE(IsJournalStream(mine.c_str(), -1)) << "a closed fd";
+  ::close(fds[0]);
+  ::close(fds[1]);
+  EXPECT_STREQ(JournalPriorityPrefix(LogLevel::kError), "<3>");
+  EXPECT_STREQ(JournalPriorityPrefix(LogLevel::kWarn), "<4>");
+  EXPECT_STREQ(JournalPriorityPrefix(LogLevel::kInfo), "<6>");
+  EXPECT_STREQ(JournalPriorityPrefix(LogLevel::kDebug), "<7>");
 }
 
 TEST(LogNames, LevelsAndFormatsParseAndPrint) {

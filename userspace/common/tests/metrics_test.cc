@@ -48,6 +48,44 @@ TEST(Histogram, BucketsAreCumulativeWithInfSumAndCount) {
             "incin_tree_build_seconds_count{am=\"a\"} 4\n");
 }
 
+TEST(PrometheusText, AFamilyIsNeverSplitByAnother) {
+  PrometheusText t;
+  t.Family("incin_a", "gauge", "A.");
+  t.Sample("incin_a", {{"state", "alive"}}, 1);
+  t.Family("incin_b", "gauge", "B.");
+  t.Sample("incin_b", {}, 2);
+  t.Sample("incin_a", {{"state", "dead"}}, 3);  // after incin_b's lines were added
+  Histogram h({1});
+  t.Family("incin_h", "histogram", "H.");
+  t.Sample("incin_b", {{"x", "y"}}, 4);
+  h.Write("incin_h", {}, &t);
+  t.Family("incin_a", "counter", "ignored: the first Family wins");
+  EXPECT_EQ(t.text(),
+            "# HELP incin_a A.\n# TYPE incin_a gauge\n"
+            "incin_a{state=\"alive\"} 1\nincin_a{state=\"dead\"} 3\n"
+            "# HELP incin_b B.\n# TYPE incin_b gauge\n"
+            "incin_b 2\nincin_b{x=\"y\"} 4\n"
+            "# HELP incin_h H.\n# TYPE incin_h histogram\n"
+            "incin_h_bucket{le=\"1\"} 0\nincin_h_bucket{le=\"+Inf\"} 0\nincin_h_sum 0\nincin_h_count 0\n");
+}
+
+TEST(PrometheusText, BuildInfoNamesComponentAndVersion) {
+  PrometheusText t;
+  WriteBuildInfo("incamd", &t);
+  EXPECT_NE(t.text().find("incin_build_info{component=\"incamd\",version=\""), std::string::npos) << t.text();
+  EXPECT_NE(t.text().find("# TYPE incin_build_info gauge\n"), std::string::npos);
+}
+
+TEST(Histogram, BoundsPrintAsTheShortestDecimalThatReadsBack) {
+  Histogram h({1e-7, 0.0005, 0.1, 2.5});
+  PrometheusText t;
+  h.Write("incin_x_seconds", {}, &t);
+  const std::string text = t.text();
+  for (const char* le : {"le=\"0.0005\"", "le=\"0.1\"", "le=\"2.5\"", "le=\"1e-07\""})
+    EXPECT_NE(text.find(le), std::string::npos) << le << " in\n" << text;
+  EXPECT_EQ(text.find("0000000"), std::string::npos) << text;
+}
+
 TEST(MetricsServer, ServesTheRenderedTextOnEachScrape) {
   int scrapes = 0;
   auto server = MetricsServer::Start("127.0.0.1:0", [&scrapes] {
