@@ -28,6 +28,11 @@ constexpr int kActedOn[] = {SIGTERM, SIGINT, SIGHUP, SIGUSR2};
 // Taken by sigwait and logged, never delivered. The real-time signals
 // SIGRTMIN..SIGRTMAX (default: terminate) are added at run time.
 constexpr int kIgnored[] = {SIGUSR1, SIGALRM, SIGVTALRM, SIGPROF, SIGIO, SIGPWR, SIGSTKFLT};
+// Set to SIG_IGN: SIGPIPE (above), the job-control stops SIGTSTP, SIGTTIN
+// and SIGTTOU (a stopped daemon sends no heartbeats: its switch or its trees
+// would be declared lost), and SIGXFSZ (a write past RLIMIT_FSIZE then fails
+// with EFBIG, which the writer reports, instead of ending the process).
+constexpr int kSetIgnored[] = {SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU, SIGXFSZ};
 
 bool IsActedOn(int sig) {
   return std::find(std::begin(kActedOn), std::end(kActedOn), sig) != std::end(kActedOn);
@@ -101,12 +106,15 @@ bool CallCounter::WaitIdle(std::chrono::steady_clock::time_point deadline) const
 void BlockDaemonSignals() {
   sigset_t set = DaemonSignals();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  for (int sig : kSetIgnored) sigaction(sig, &ignore, nullptr);
 }
 
 std::vector<int> IgnoredDaemonSignals() {
   std::vector<int> out(std::begin(kIgnored), std::end(kIgnored));
-  out.push_back(SIGPIPE);
+  out.insert(out.end(), std::begin(kSetIgnored), std::end(kSetIgnored));
   for (int sig = SIGRTMIN; sig <= SIGRTMAX; ++sig) out.push_back(sig);
   return out;
 }
@@ -135,6 +143,10 @@ std::string SignalName(int sig) {
     case SIGIO: return "SIGIO";
     case SIGPWR: return "SIGPWR";
     case SIGSTKFLT: return "SIGSTKFLT";
+    case SIGTSTP: return "SIGTSTP";
+    case SIGTTIN: return "SIGTTIN";
+    case SIGTTOU: return "SIGTTOU";
+    case SIGXFSZ: return "SIGXFSZ";
   }
   if (sig >= SIGRTMIN && sig <= SIGRTMAX) return "SIGRTMIN+" + std::to_string(sig - SIGRTMIN);
   return "signal " + std::to_string(sig);

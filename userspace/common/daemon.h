@@ -27,15 +27,18 @@ namespace inc {
 // of the systemd units (RestartKillSignal=): stop, but leave what the next
 // instance takes over. Every other signal whose default action terminates
 // the process (IgnoredDaemonSignals) is blocked the same way and only
-// logged, and SIGPIPE is ignored: no signal but SIGKILL (and the core-dump
-// ones the kernel sends for a fault) ends a daemon unasked. Call first thing
-// in main.
+// logged, and SIGPIPE, SIGXFSZ and the job-control stops (SIGTSTP, SIGTTIN,
+// SIGTTOU) are set to SIG_IGN: no signal but SIGKILL, SIGSTOP and the
+// core-dump ones (SIGQUIT, asked for on purpose; SIGXCPU, the
+// administrator's CPU limit; the faults the kernel sends) ends or stops a
+// daemon. Call first thing in main, before any thread starts.
 void BlockDaemonSignals();
 // Waits for SIGTERM, SIGINT, SIGHUP or SIGUSR2; returns its number. Ignored
 // signals that arrive meanwhile are logged (info) and waited past.
 int WaitForDaemonSignal();
-// The signals a daemon ignores: SIGUSR1, SIGPIPE, SIGALRM, SIGVTALRM,
-// SIGPROF, SIGIO, SIGPWR, SIGSTKFLT, SIGRTMIN..SIGRTMAX (tests send each).
+// The signals a daemon ignores: SIGUSR1, SIGALRM, SIGVTALRM, SIGPROF, SIGIO,
+// SIGPWR, SIGSTKFLT, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU, SIGXFSZ,
+// SIGRTMIN..SIGRTMAX (tests send each).
 std::vector<int> IgnoredDaemonSignals();
 // "SIGTERM", "SIGUSR1", "SIGRTMIN+3", ..., else "signal N".
 std::string SignalName(int sig);

@@ -55,7 +55,8 @@ TEST(DaemonSignals, BlockedSignalsAreWaitedForInsteadOfKillingTheProcess) {
 TEST(DaemonSignals, UnusedTerminatingSignalsAreIgnored) {
   BlockDaemonSignals();
   const std::vector<int> ignored = IgnoredDaemonSignals();
-  for (int sig : {SIGUSR1, SIGPIPE, SIGALRM, SIGVTALRM, SIGPROF, SIGIO, SIGPWR, SIGSTKFLT, SIGRTMIN, SIGRTMAX})
+  for (int sig : {SIGUSR1, SIGPIPE, SIGALRM, SIGVTALRM, SIGPROF, SIGIO, SIGPWR, SIGSTKFLT, SIGTSTP, SIGTTIN,
+                  SIGTTOU, SIGXFSZ, SIGRTMIN, SIGRTMAX})
     EXPECT_NE(std::find(ignored.begin(), ignored.end(), sig), ignored.end()) << SignalName(sig);
   for (int sig : ignored) ASSERT_EQ(raise(sig), 0) << SignalName(sig);
   ASSERT_EQ(raise(SIGHUP), 0);
