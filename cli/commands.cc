@@ -635,21 +635,20 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       ->add_option("job", credential_job, "Job id, as the ranks give it (inc-perf --job, INCMPI_JOB_ID)")
       ->required();
   job_credential->add_flag("--export", credential_export, "Print a shell export line");
-  job_credential
-      ->add_option("--ttl", credential_ttl, "Seconds it stays good (default 86400, at most 604800)")
+  job_credential->add_option("--ttl", credential_ttl, "Seconds it stays good (default 86400, at most 604800)")
       ->transform(kUint32);
   job_credential
       ->add_option("--hosts", credential_hosts,
                    "Topology hosts whose member certificates may join with it (default: any host)")
       ->delimiter(',');
-  job_credential->footer(
-      WithGlobals("The AM issues it to operators only (an operator bound to tenants: for jobs TENANT/... only);\n"
-                  "it is good for that job id, until it expires, from the hosts given, until `job revoke`.\n"
-                  "Keep it out of command lines (every user reads them in /proc): pass it in the environment.\n"
-                  "Examples:\n"
-                  "  export INC_JOB_CREDENTIAL=$(incinctl job credential train-7 --hosts w0,w1 --ttl 7200)\n"
-                  "  eval \"$(incinctl job credential train-7 --export)\"\n"
-                  "  mpirun -x INC_JOB_CREDENTIAL ... (libincmpi then joins as job train-7)"));
+  job_credential->footer(WithGlobals(
+      "The AM issues it to operators only (an operator bound to tenants: for jobs TENANT/... only);\n"
+      "it is good for that job id, until it expires, from the hosts given, until `job revoke`.\n"
+      "Keep it out of command lines (every user reads them in /proc): pass it in the environment.\n"
+      "Examples:\n"
+      "  export INC_JOB_CREDENTIAL=$(incinctl job credential train-7 --hosts w0,w1 --ttl 7200)\n"
+      "  eval \"$(incinctl job credential train-7 --export)\"\n"
+      "  mpirun -x INC_JOB_CREDENTIAL ... (libincmpi then joins as job train-7)"));
   job_credential->callback([&] {
     action = [&](CommandContext& c) {
       return JobCredential(c, credential_job, credential_export, credential_ttl, credential_hosts);
@@ -658,8 +657,9 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   CLI::App* job_revoke =
       job->add_subcommand("revoke", "Refuse every credential of a job issued until now (JoinGroup)");
   job_revoke->add_option("job", revoke_job, "Job id")->required();
-  job_revoke->footer(WithGlobals("Running members are not affected (incinctl tree delete ends them). Example:\n"
-                                 "  incinctl job revoke train-7"));
+  job_revoke->footer(
+      WithGlobals("Running members are not affected (incinctl tree delete ends them). Example:\n"
+                  "  incinctl job revoke train-7"));
   job_revoke->callback([&] { action = [&](CommandContext& c) { return JobRevoke(c, revoke_job); }; });
 
   // ---- stats

@@ -308,8 +308,8 @@ Manager::TreePtr Manager::FindTreeLocked(uint32_t tree_id, const std::string& jo
   return nullptr;
 }
 
-Status Manager::CheckRankOwnerLocked(const TreeRec& t, uint32_t rank, const std::optional<std::string>& as_host,
-                                     const char* method) {
+Status Manager::CheckRankOwnerLocked(const TreeRec& t, uint32_t rank,
+                                     const std::optional<std::string>& as_host, const char* method) {
   if (!as_host || rank >= t.world) return Status::Ok();
   const GroupMembers::Member& m = t.members[rank];
   const std::string which = std::string(method) + " for rank " + std::to_string(rank) + " of tree " +

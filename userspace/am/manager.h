@@ -227,8 +227,8 @@ class Manager {
   TreePtr FindTreeLocked(uint32_t tree_id, const std::string& job) const;
   // PERMISSION_DENIED unless `as_host` (when set) is the host that joined
   // rank `rank` of tree t.
-  static Status CheckRankOwnerLocked(const TreeRec& t, uint32_t rank, const std::optional<std::string>& as_host,
-                                     const char* method);
+  static Status CheckRankOwnerLocked(const TreeRec& t, uint32_t rank,
+                                     const std::optional<std::string>& as_host, const char* method);
   TreeInfo InfoLocked(const TreeRec& t) const;
   SwitchSummary SummaryLocked(const std::string& name) const;
   // The ask with the AM's defaults filled in; INVALID_ARGUMENT for a pool
@@ -245,9 +245,9 @@ class Manager {
   // A field Retune may change: read it through here, never as opts_.field.
   uint32_t Tuned(uint32_t AmOptions::*field) const;
 
-  std::mutex revoke_mu_;                                // a leaf lock
-  std::map<std::string, RevokedJob> revoked_;           // guarded by revoke_mu_
-  mutable std::mutex tune_mu_;  // opts_'s kTunableFields (a leaf lock)
+  std::mutex revoke_mu_;                       // a leaf lock
+  std::map<std::string, RevokedJob> revoked_;  // guarded by revoke_mu_
+  mutable std::mutex tune_mu_;                 // opts_'s kTunableFields (a leaf lock)
   AmOptions opts_;
   const Topology topo_;
   SwitchClients clients_;

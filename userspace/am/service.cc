@@ -51,7 +51,8 @@ Expected<std::optional<std::string>> AmService::MemberCaller(const grpc::ServerC
 }
 
 grpc::Status AmService::MemberResult(const grpc::ServerContext& ctx, const char* method, const Status& st) {
-  if (st.code() == Code::kPermissionDenied && authz_->enforcing()) return ToGrpcStatus(authz_->Refuse(ctx, method, st));
+  if (st.code() == Code::kPermissionDenied && authz_->enforcing())
+    return ToGrpcStatus(authz_->Refuse(ctx, method, st));
   return ToGrpcStatus(st);
 }
 
@@ -61,7 +62,8 @@ grpc::Status AmService::JoinGroup(grpc::ServerContext* ctx, const v1::JoinGroupR
                                         [this](const std::string& h) { return HostIp(h); }));
   if (job_credentials_) {
     INC_AUTHORIZE(authz_->AllowJobCredential(*ctx, "JoinGroup", req->job_id(), req->job_credential(),
-                                             *job_credentials_, UnixNowMs(), m_->JobRevokedAt(req->job_id())));
+                                             *job_credentials_, UnixNowMs(),
+                                             m_->JobRevokedAt(req->job_id())));
   }
   auto join = JoinFromProto(*req);
   if (!join) return ToGrpcStatus(join.status());

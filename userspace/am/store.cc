@@ -179,12 +179,12 @@ Status CheckPrivate(const std::string& path) {
   const auto slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
   struct stat st {};
-  if (stat(dir.c_str(), &st) != 0)
-    return FailedPrecondition("folder " + dir + ": " + std::strerror(errno));
+  if (stat(dir.c_str(), &st) != 0) return FailedPrecondition("folder " + dir + ": " + std::strerror(errno));
   if (st.st_mode & 077)
     return FailedPrecondition("folder " + dir + " has mode " + Octal(st.st_mode) +
                               ": group or others may access the AM's state (it holds the job secret and the "
-                              "trees' keys); chmod 700 " + dir);
+                              "trees' keys); chmod 700 " +
+                              dir);
   const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return FailedPrecondition("cannot open: " + std::string(std::strerror(errno)));
   Status result;

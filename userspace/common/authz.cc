@@ -124,8 +124,9 @@ Expected<PeerIdentity> IdentityFromCertificate(const std::string& pem, const std
     }
   }
   if (roles.size() != 1) {
-    return Unauthenticated("certificate CN=" + cns[0] + " has " + std::to_string(roles.size()) +
-                           " subject OUs naming a role; exactly one role (OU=operator|switch|am|member) is needed");
+    return Unauthenticated(
+        "certificate CN=" + cns[0] + " has " + std::to_string(roles.size()) +
+        " subject OUs naming a role; exactly one role (OU=operator|switch|am|member) is needed");
   }
   auto role = RoleByName(roles[0]);
   if (!role) {

@@ -34,9 +34,9 @@ struct PeerIdentity {
   std::vector<std::string> ip_sans;  // IP subject alternative names
   std::string peer_ip;               // the address the call came from ("" for unix sockets)
   // Subject OUs "tenant:NAME": the tenants an operator acts for (none:
-  // every tenant, a cluster operator). docs/operations.md "Tenants".
+  // every tenant, a cluster operator). docs/operations.md "Job credentials".
   std::vector<std::string> tenants;
-  std::string ToString() const;      // "switch leaf0 from 172.31.0.11"
+  std::string ToString() const;  // "switch leaf0 from 172.31.0.11"
 };
 
 // From a PEM certificate (gRPC hands the verified peer certificate over as
@@ -101,7 +101,8 @@ class Authorizer {
   Status CheckJobCredential(const Expected<PeerIdentity>& peer, const char* method, const std::string& job_id,
                             const std::string& credential, const JobCredentials& credentials, uint64_t now_ms,
                             uint64_t revoked_at_ms);
-  Status CheckOperatorForJob(const Expected<PeerIdentity>& peer, const char* method, const std::string& job_id);
+  Status CheckOperatorForJob(const Expected<PeerIdentity>& peer, const char* method,
+                             const std::string& job_id);
   // Logs and counts a denial the caller's data decided (a rank another host
   // owns, found where the data is); returns it.
   Status Refuse(const grpc::ServerContext& ctx, const char* method, Status why);

@@ -104,7 +104,8 @@ Expected<JobCredentialClaims> ParseJobCredential(const std::string& credential) 
     size_t from = 0;
     for (;;) {
       const size_t comma = fields[2].find(',', from);
-      c.hosts.push_back(fields[2].substr(from, comma == std::string::npos ? std::string::npos : comma - from));
+      c.hosts.push_back(
+          fields[2].substr(from, comma == std::string::npos ? std::string::npos : comma - from));
       if (Status st = CheckCredentialHost(c.hosts.back()); !st.ok())
         return InvalidArgument(bad + " (" + st.message() + ")");
       if (comma == std::string::npos) break;
@@ -165,8 +166,8 @@ Expected<std::string> JobCredentials::Issue(const JobCredentialClaims& claims) c
   return kPrefix + Mac(part) + ":" + part;
 }
 
-Status JobCredentials::Verify(const std::string& job_id, const std::string& host, const std::string& credential,
-                              uint64_t now_ms, uint64_t revoked_at_ms) const {
+Status JobCredentials::Verify(const std::string& job_id, const std::string& host,
+                              const std::string& credential, uint64_t now_ms, uint64_t revoked_at_ms) const {
   if (credential.empty())
     return PermissionDenied("JoinGroup for job '" + job_id +
                             "' needs the job's credential (INC_JOB_CREDENTIAL; a launcher gets it with "
@@ -177,8 +178,9 @@ Status JobCredentials::Verify(const std::string& job_id, const std::string& host
   if (claims->job != job_id)
     return PermissionDenied("the job credential is for job '" + claims->job + "', not '" + job_id + "'");
   // The MAC first: nothing the credential says counts before it is known to
-  // be the AM's.
-  const std::string want = Mac(SignedPart(*claims));
+  // be the AM's. It covers the text as presented (Issue writes the one
+  // spelling of its claims), so no other spelling of them verifies.
+  const std::string want = Mac(credential.substr(kPrefixLen + kMacHexLen + 1));
   std::string got = credential.substr(kPrefixLen, kMacHexLen);
   for (char& c : got) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (CRYPTO_memcmp(want.data(), got.data(), kMacHexLen) != 0)

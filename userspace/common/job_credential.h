@@ -42,7 +42,7 @@ Expected<std::string> JobOfCredential(const std::string& credential);
 Status CheckCredentialHost(const std::string& host);
 
 // The tenant a job belongs to: its id up to the first '/' ("acme/train-7"
-// is tenant acme's); "" for an id without '/'. docs/operations.md "Tenants".
+// is tenant acme's); "" for an id without '/'. docs/operations.md "Job credentials".
 std::string TenantOfJob(const std::string& job);
 
 // Issues and checks credentials under one secret (at least 32 bytes).

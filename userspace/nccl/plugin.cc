@@ -262,9 +262,14 @@ incinNcclResult plugin_listen(int dev, void* opaque, void** listen_comm) {
   if (const char* j = env_or("INC_JOB_ID", nullptr)) {
     job = j;
   } else if (const char* cred = env_or("INC_JOB_CREDENTIAL", nullptr)) {
-    // incjob1:<hmac>:<job id>: the launcher's job is the credential's.
-    const char* c = strrchr(cred, ':');
-    if (c) job = c + 1;
+    // incjob2:<hmac>:<issued>:<expires>:<hosts>:<job id>: the launcher's
+    // job is the credential's (the job id, last, may itself hold ':').
+    const char* c = cred;
+    for (int fields = 0; c && fields < 5; ++fields) {
+      c = strchr(c, ':');
+      if (c) ++c;
+    }
+    if (c) job = c;
   }
   if (job.empty()) {
     char host[64] = "";

@@ -8,8 +8,10 @@
 // 127.0.0.1.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <future>
 #include <memory>
@@ -22,6 +24,7 @@
 #include "am/topology.h"
 #include "common/authz.h"
 #include "common/job_credential.h"
+#include "common/log.h"
 #include "common/tls.h"
 
 namespace inc::am {
@@ -113,7 +116,8 @@ class AmAuthzTest : public ::testing::Test {
   JobCredentials job_credentials_ = *JobCredentials::FromHex(std::string(64, 'c'), "test secret");
 
   // One the AM would issue now, for an hour.
-  std::string Credential(const std::string& job, std::vector<std::string> hosts = {}, int64_t from_now_ms = 0) {
+  std::string Credential(const std::string& job, std::vector<std::string> hosts = {},
+                         int64_t from_now_ms = 0) {
     const uint64_t now = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                                    std::chrono::system_clock::now().time_since_epoch())
                                                    .count());
@@ -272,7 +276,8 @@ TEST_F(AmAuthzTest, TenantOperatorsGetCredentialsForTheirTenantsJobsOnly) {
   }
   v1::RevokeJobCredentialsRequest revoke;
   revoke.set_job_id("beta/train-7");
-  EXPECT_EQ(Call("acme-op", &S::RevokeJobCredentials, revoke).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(Call("acme-op", &S::RevokeJobCredentials, revoke).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
   revoke.set_job_id("acme/train-7");
   EXPECT_TRUE(Call("acme-op", &S::RevokeJobCredentials, revoke).ok());
 }
@@ -300,9 +305,10 @@ TEST_F(AmAuthzTest, MembersSpeakOnlyForRanksTheirHostJoined) {
   beat.set_rank(0);
   grpc::Status st = Call("w1", &S::MemberHeartbeat, beat);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED);
-  EXPECT_EQ(st.error_message(), "MemberHeartbeat for rank 0 of tree " + std::to_string(tree_id) +
-                                    " (job job-a): the rank was joined from host 'w0', the certificate is host "
-                                    "'w1's");
+  EXPECT_EQ(st.error_message(),
+            "MemberHeartbeat for rank 0 of tree " + std::to_string(tree_id) +
+                " (job job-a): the rank was joined from host 'w0', the certificate is host "
+                "'w1's");
   v1::ReportErrorRequest report;
   report.set_tree_id(tree_id);
   report.set_rank(0);
@@ -317,6 +323,110 @@ TEST_F(AmAuthzTest, MembersSpeakOnlyForRanksTheirHostJoined) {
   EXPECT_EQ(waiting.wait_for(std::chrono::milliseconds(100)), std::future_status::timeout) << "still waiting";
 
   EXPECT_TRUE(Call("w0", &S::MemberHeartbeat, beat).ok());
+  EXPECT_TRUE(Call("w0", &S::LeaveGroup, leave).ok());
+  EXPECT_EQ(waiting.get().error_code(), grpc::StatusCode::ABORTED);
+}
+
+// Everything written to stderr while it lives goes to a temporary file.
+class CapturedStderr {
+ public:
+  CapturedStderr() {
+    std::fflush(stderr);
+    saved_ = dup(2);
+    file_ = std::tmpfile();
+    dup2(fileno(file_), 2);
+  }
+  ~CapturedStderr() {
+    Restore();
+    std::fclose(file_);
+  }
+  std::string Text() {
+    Restore();
+    std::string out;
+    std::rewind(file_);
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, file_)) > 0) out.append(buf, n);
+    return out;
+  }
+
+ private:
+  void Restore() {
+    if (saved_ < 0) return;
+    std::fflush(stderr);
+    dup2(saved_, 2);
+    close(saved_);
+    saved_ = -1;
+  }
+  int saved_ = -1;
+  std::FILE* file_ = nullptr;
+};
+
+// A member's error text goes into the AM's text log escaped: a newline, a
+// carriage return or a terminal escape in it cannot end the line and forge
+// the next one ("W incamd: denied ..." that no denial wrote).
+TEST_F(AmAuthzTest, AnErrorReportWithANewlineIsOneLogLine) {
+  using S = v1::AggregationManager::Stub;
+  const LogFormat format = GetLogFormat();
+  SetLogFormat(LogFormat::kText);
+  auto waiting = std::async(std::launch::async, [&] {
+    v1::JoinGroupRequest join = testing::MakeJoin("job-log", 0, 2, "w0", 20000);
+    join.set_job_credential(Credential("job-log"));
+    return Call("w0", &S::JoinGroup, join);
+  });
+  uint32_t tree_id = 0;
+  for (int i = 0; i < 500 && !tree_id; i++) {
+    auto t = manager_->GetTree({0, "job-log"});
+    if (t.ok()) tree_id = t->tree_id;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_NE(tree_id, 0u);
+  const std::string forged = "2026-11-28T00:00:00.000Z W incamd: denied DestroyTree to operator forged";
+  struct Case {
+    const char* name;
+    std::string error;
+    std::string logged;  // the message as the log line carries it
+  };
+  const Case cases[] = {
+      {"newline", "boom\n" + forged, "boom\\n" + forged},
+      {"carriage return", "boom\r" + forged, "boom\\r" + forged},
+      {"terminal escape", "boom\x1b[2K\x1b[1G" + forged, "boom\\x1b[2K\\x1b[1G" + forged},
+      {"delete and other controls",
+       std::string("a\x7f"
+                   "b\x01"
+                   "c\x08"),
+       "a\\x7fb\\x01c\\x08"},
+  };
+  for (const Case& c : cases) {
+    v1::ReportErrorRequest report;
+    report.set_tree_id(tree_id);
+    report.set_rank(0);
+    report.set_error(c.error);
+    std::string text;
+    {
+      CapturedStderr captured;
+      grpc::Status st = Call("w0", &S::ReportError, report);
+      ASSERT_TRUE(st.ok()) << c.name << ": " << st.error_message();
+      text = captured.Text();
+    }
+    size_t with_report = 0;
+    for (size_t from = 0; from < text.size();) {
+      size_t end = text.find('\n', from);
+      if (end == std::string::npos) end = text.size();
+      const std::string line = text.substr(from, end - from);
+      EXPECT_NE(line.rfind("2026-11-28T00:00:00.000Z", 0), 0u) << c.name << ": a forged line: " << line;
+      if (line.find("member_error: rank 0 of job job-log") != std::string::npos) {
+        ++with_report;
+        EXPECT_NE(line.find(c.logged), std::string::npos) << c.name << ": " << line;
+      }
+      from = end + 1;
+    }
+    EXPECT_EQ(with_report, 1u) << c.name << ": " << text;
+  }
+  SetLogFormat(format);
+  v1::LeaveGroupRequest leave;
+  leave.set_job_id("job-log");
+  leave.set_rank(0);
   EXPECT_TRUE(Call("w0", &S::LeaveGroup, leave).ok());
   EXPECT_EQ(waiting.get().error_code(), grpc::StatusCode::ABORTED);
 }

@@ -599,12 +599,10 @@ TEST(StoreTest, FileOfSchemaVersionTwoIsUpgradedWithOwnersFromTheHosts) {
     ASSERT_TRUE(store.ok());
     ASSERT_TRUE((*store)->PutTree(tree, 6).ok());
   }
-  Sql(path,
-      "ALTER TABLE tree_members DROP COLUMN owner; DROP TABLE revoked_jobs; PRAGMA user_version=2");
+  Sql(path, "ALTER TABLE tree_members DROP COLUMN owner; DROP TABLE revoked_jobs; PRAGMA user_version=2");
   ASSERT_EQ(UserVersion(path), 2);
   auto store = Store::Open(path);
   ASSERT_TRUE(store.ok()) << store.status().ToString();
-  EXPECT_EQ(UserVersion(path), Store::kSchemaVersion);
   auto state = (*store)->Load();
   ASSERT_TRUE(state.ok()) << state.status().ToString();
   ASSERT_EQ(state->trees.size(), 1u);
@@ -614,6 +612,8 @@ TEST(StoreTest, FileOfSchemaVersionTwoIsUpgradedWithOwnersFromTheHosts) {
   auto revoked = (*store)->LoadRevocations(1000);
   ASSERT_TRUE(revoked.ok()) << revoked.status().ToString();
   EXPECT_TRUE(revoked->empty());
+  store->reset();  // the file is locked while open
+  EXPECT_EQ(UserVersion(path), Store::kSchemaVersion);
 }
 
 TEST(StoreTest, RevocationsComeBackUntilEveryCredentialTheyStopHasExpired) {
@@ -754,7 +754,7 @@ TEST_F(ManagerRestartTest, ActiveTreeIsKeptAcrossARestart) {
   EXPECT_EQ(tree->job, "job-1");
 
   // Members heartbeat against the restarted AM.
-  auto beat = m->MemberHeartbeat({{tree_id, "job-1"}, 2});
+  auto beat = m->MemberHeartbeat({{tree_id, "job-1"}, 2, std::nullopt});
   ASSERT_TRUE(beat.ok()) << beat.status().ToString();
   EXPECT_EQ(beat->state, TreeState::kActive);
 
@@ -809,9 +809,10 @@ TEST_F(ManagerRestartTest, RankOwnersAndRevocationsAreKeptAcrossARestart) {
   beat = m->MemberHeartbeat({{tree_id, ""}, 2, std::string("h00_0")});
   ASSERT_FALSE(beat.ok());
   EXPECT_EQ(beat.status().code(), Code::kPermissionDenied);
-  EXPECT_EQ(beat.status().message(), "MemberHeartbeat for rank 2 of tree " + std::to_string(tree_id) +
-                                         " (job job-1): the rank was joined from host 'h01_0', the certificate "
-                                         "is host 'h00_0's");
+  EXPECT_EQ(beat.status().message(),
+            "MemberHeartbeat for rank 2 of tree " + std::to_string(tree_id) +
+                " (job job-1): the rank was joined from host 'h01_0', the certificate "
+                "is host 'h00_0's");
   ErrorReport report;
   report.tree = {tree_id, ""};
   report.rank = 3;

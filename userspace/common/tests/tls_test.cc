@@ -198,8 +198,9 @@ std::string CertWithSubject(const std::string& subject) {
   char dir[] = "/tmp/tls_subject_XXXXXX";
   if (!mkdtemp(dir)) return "";
   const std::string d = dir;
-  const std::string cmd = "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout " +
-                          d + "/k -out " + d + "/c -days 1 -subj '" + subject + "' 2>/dev/null";
+  const std::string cmd =
+      "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout " + d + "/k -out " +
+      d + "/c -days 1 -subj '" + subject + "' 2>/dev/null";
   std::string pem;
   if (std::system(cmd.c_str()) == 0) pem = ReadFile(d + "/c");
   std::filesystem::remove_all(d);
@@ -207,8 +208,8 @@ std::string CertWithSubject(const std::string& subject) {
 }
 
 TEST(PeerIdentityTest, TenantsComeFromExtraOusOfOperatorCertificatesOnly) {
-  auto id = IdentityFromCertificate(CertWithSubject("/O=incin/OU=operator/OU=tenant:acme/OU=tenant:beta/CN=alice"),
-                                    "ipv4:10.0.0.9:1");
+  auto id = IdentityFromCertificate(
+      CertWithSubject("/O=incin/OU=operator/OU=tenant:acme/OU=tenant:beta/CN=alice"), "ipv4:10.0.0.9:1");
   ASSERT_TRUE(id.ok()) << id.status().ToString();
   EXPECT_EQ(id->role, Role::kOperator);
   EXPECT_EQ(id->tenants, (std::vector<std::string>{"acme", "beta"}));
@@ -248,12 +249,14 @@ TEST(AuthorizerTest, OperatorsOfTenantsActOnTheirTenantsJobsOnly) {
   EXPECT_TRUE(az.CheckOperatorForJob(TenantOperator({}), "IssueJobCredential", "anything").ok());
   EXPECT_TRUE(az.CheckOperatorForJob(TenantOperator({}), "IssueJobCredential", "acme/x").ok());
   EXPECT_TRUE(az.CheckOperatorForJob(TenantOperator({"acme"}), "IssueJobCredential", "acme/train-7").ok());
-  EXPECT_TRUE(az.CheckOperatorForJob(TenantOperator({"beta", "acme"}), "RevokeJobCredentials", "acme/t").ok());
+  EXPECT_TRUE(
+      az.CheckOperatorForJob(TenantOperator({"beta", "acme"}), "RevokeJobCredentials", "acme/t").ok());
   Status st = az.CheckOperatorForJob(TenantOperator({"acme"}), "IssueJobCredential", "beta/train-7");
   EXPECT_EQ(st.code(), Code::kPermissionDenied);
-  EXPECT_EQ(st.message(),
-            "IssueJobCredential for job 'beta/train-7': operator alice acts for jobs 'acme/...' only; this job "
-            "is tenant 'beta''s");
+  EXPECT_EQ(
+      st.message(),
+      "IssueJobCredential for job 'beta/train-7': operator alice acts for jobs 'acme/...' only; this job "
+      "is tenant 'beta''s");
   st = az.CheckOperatorForJob(TenantOperator({"acme"}), "IssueJobCredential", "train-7");
   EXPECT_NE(st.message().find("this job is of no tenant"), std::string::npos) << st.message();
   st = az.CheckOperatorForJob(TenantOperator({"acme"}), "IssueJobCredential", "acmes/x");
@@ -269,21 +272,23 @@ TEST(AuthorizerTest, JobCredentialsAreCheckedForTheCallersHost) {
   auto cred = creds->Issue({"acme/j", 1000, 9000, {"w0"}});
   ASSERT_TRUE(cred.ok());
   Authorizer az(true);
-  EXPECT_TRUE(az.CheckJobCredential(Peer(Role::kMember, "w0", "10.0.0.2"), "JoinGroup", "acme/j", *cred, *creds,
-                                    2000, 0)
+  EXPECT_TRUE(az.CheckJobCredential(Peer(Role::kMember, "w0", "10.0.0.2"), "JoinGroup", "acme/j", *cred,
+                                    *creds, 2000, 0)
                   .ok());
-  Status st = az.CheckJobCredential(Peer(Role::kMember, "w1", "10.0.1.2"), "JoinGroup", "acme/j", *cred, *creds,
-                                    2000, 0);
+  Status st = az.CheckJobCredential(Peer(Role::kMember, "w1", "10.0.1.2"), "JoinGroup", "acme/j", *cred,
+                                    *creds, 2000, 0);
   EXPECT_EQ(st.code(), Code::kPermissionDenied);
   EXPECT_NE(st.message().find("is for hosts w0, not for host 'w1'"), std::string::npos) << st.message();
-  st = az.CheckJobCredential(Peer(Role::kMember, "w0", "10.0.0.2"), "JoinGroup", "acme/j", *cred, *creds, 9000, 0);
+  st = az.CheckJobCredential(Peer(Role::kMember, "w0", "10.0.0.2"), "JoinGroup", "acme/j", *cred, *creds,
+                             9000, 0);
   EXPECT_NE(st.message().find("expired"), std::string::npos) << st.message();
-  st = az.CheckJobCredential(Peer(Role::kMember, "w0", "10.0.0.2"), "JoinGroup", "acme/j", *cred, *creds, 2000,
-                             1500);
+  st = az.CheckJobCredential(Peer(Role::kMember, "w0", "10.0.0.2"), "JoinGroup", "acme/j", *cred, *creds,
+                             2000, 1500);
   EXPECT_NE(st.message().find("was revoked"), std::string::npos) << st.message();
   EXPECT_EQ(az.denials(), 3u);
   Authorizer open(false);
-  EXPECT_TRUE(open.CheckJobCredential(Peer(Role::kMember, "w1", ""), "JoinGroup", "x", "", *creds, 0, 0).ok());
+  EXPECT_TRUE(
+      open.CheckJobCredential(Peer(Role::kMember, "w1", ""), "JoinGroup", "x", "", *creds, 0, 0).ok());
 }
 
 // A switch agent that lets only the AM configure trees and the AM or an
