@@ -10,7 +10,7 @@
 # rank); each is refused with the expected code, logged and counted, and the
 # job's results stay exact. An error report with a newline stays one line of
 # the AM's log. An unprivileged process (uid 65534) polling every command
-# line in /proc during the job, another `inclab run` and an inc-mpirun launch
+# line in /proc during an `inclab run` and an inc-mpirun launch
 # finds no job credential, and every execve of that `inclab run` (strace) has
 # none in its arguments; uid 65534 cannot read the AM's state file.
 # shellcheck disable=SC2046  # $(creds NAME) is meant to split into --cert F --key F --ca F
@@ -54,8 +54,10 @@ nobody() { (cd / && exec setpriv --reuid 65534 --regid 65534 --clear-groups -- "
 # SIGTERM; prints the programs it saw, any command line holding a job
 # credential ("incjob"), and any environment of a rank it could read.
 POLLER='
-import os, signal, sys, time
+import os, re, signal, sys, time
 seen, leaks, environs = set(), [], set()
+me = str(os.getpid())
+CRED = re.compile(rb"incjob[0-9]:[0-9a-fA-F]{64}")
 def done(*_):
     print("seen: " + " ".join(sorted(seen)))
     for l in leaks: print("LEAK " + l)
@@ -73,7 +75,8 @@ while True:
         args = [a.decode(errors="replace") for a in c.split(b"\0")]
         name = os.path.basename(args[0])
         seen.add(name)
-        if b"incjob" in c and len(leaks) < 20: leaks.append(p + ": " + " ".join(args))
+        # A credential (incjob1/incjob2 and 64 hex digits), not this script.
+        if p != me and CRED.search(c) and len(leaks) < 20: leaks.append(p + ": " + " ".join(args))
         if name in ("inc-perf", "mpi_coverage", "mpirun", "orted"):
             try:
                 with open("/proc/%s/environ" % p, "rb") as f: f.read()
@@ -81,9 +84,6 @@ while True:
             except OSError: pass
     time.sleep(0.02)
 '
-nobody python3 -c "$POLLER" >"$LAB_DIR/poller.txt" 2>&1 &
-POLLER_PID=$!
-at_cleanup "kill $POLLER_PID 2>/dev/null || true"
 
 leaf0_agent=$("$INCLAB" ctl "$L" -o json switch list | python3 -c '
 import json, sys
@@ -224,6 +224,15 @@ wait $JOB || true
 [ ${#FAILED[@]} = 0 ] || fail "the job's results were not exact while rogue calls came in"
 
 note "no job credential on any command line: inclab run under strace (every execve), inc-mpirun"
+# From here on (the rogue probes above carry credentials on purpose).
+# The system's python (a python3 earlier on root's PATH may be root's own).
+# (Started here, not by nobody(): $! must be python's own pid.)
+(cd / && exec setpriv --reuid 65534 --regid 65534 --clear-groups -- /usr/bin/python3 -c "$POLLER") \
+  >"$LAB_DIR/poller.txt" 2>&1 &
+POLLER_PID=$!
+at_cleanup "kill $POLLER_PID 2>/dev/null || true"
+sleep 0.5
+kill -0 "$POLLER_PID" 2>/dev/null || fail "the uid 65534 poller did not start: $(head -c 300 "$LAB_DIR/poller.txt")"
 strace -f -qq --seccomp-bpf -e trace=execve -e signal=none -s 65536 -o "$LAB_DIR/execve.txt" \
   "$INCLAB" run "$L" --quiet --tag argv -- inc-perf allreduce -d int32 -o sum -b 64K -e 64K -n 20 -w 1 --json \
   --am '{am}' --job '{prefix}-argv' --rank '{rank}' --world '{world}' --iface '{iface}' ||

@@ -148,7 +148,10 @@ std::string SignalName(int sig) {
     case SIGTTOU: return "SIGTTOU";
     case SIGXFSZ: return "SIGXFSZ";
   }
-  if (sig >= SIGRTMIN && sig <= SIGRTMAX) return "SIGRTMIN+" + std::to_string(sig - SIGRTMIN);
+  // As kill -l and bash's kill -s spell them.
+  if (sig == SIGRTMIN) return "SIGRTMIN";
+  if (sig == SIGRTMAX) return "SIGRTMAX";
+  if (sig > SIGRTMIN && sig < SIGRTMAX) return "SIGRTMIN+" + std::to_string(sig - SIGRTMIN);
   return "signal " + std::to_string(sig);
 }
 

@@ -40,7 +40,8 @@ int WaitForDaemonSignal();
 // SIGPWR, SIGSTKFLT, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU, SIGXFSZ,
 // SIGRTMIN..SIGRTMAX (tests send each).
 std::vector<int> IgnoredDaemonSignals();
-// "SIGTERM", "SIGUSR1", "SIGRTMIN+3", ..., else "signal N".
+// "SIGTERM", "SIGUSR1", "SIGRTMIN", "SIGRTMIN+3", "SIGRTMAX", ..., else
+// "signal N".
 std::string SignalName(int sig);
 
 // Counts the calls a gRPC server is running (install Factory() with

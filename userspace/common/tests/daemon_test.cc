@@ -46,6 +46,8 @@ TEST(DaemonSignals, BlockedSignalsAreWaitedForInsteadOfKillingTheProcess) {
   }
   EXPECT_EQ(SignalName(SIGUSR1), "SIGUSR1");
   EXPECT_EQ(SignalName(SIGRTMIN + 2), "SIGRTMIN+2");
+  EXPECT_EQ(SignalName(SIGRTMIN), "SIGRTMIN");
+  EXPECT_EQ(SignalName(SIGRTMAX), "SIGRTMAX");
   EXPECT_EQ(SignalName(SIGSEGV), "signal " + std::to_string(SIGSEGV));
 }
 
