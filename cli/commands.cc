@@ -359,9 +359,12 @@ int TreeDelete(CommandContext& ctx, uint32_t tree_id, const std::string& reason)
   return kExitOk;
 }
 
-int JobCredential(CommandContext& ctx, const std::string& job_id, bool export_line) {
+int JobCredential(CommandContext& ctx, const std::string& job_id, bool export_line, uint32_t ttl_seconds,
+                  const std::vector<std::string>& hosts) {
   v1::IssueJobCredentialRequest request;
   request.set_job_id(job_id);
+  request.set_ttl_seconds(ttl_seconds);
+  for (const auto& h : hosts) request.add_hosts(h);
   v1::IssueJobCredentialResponse response;
   if (int rc = Call(ctx, &AmStub::IssueJobCredential, request, &response)) return rc;
   if (Json(ctx))
@@ -370,6 +373,18 @@ int JobCredential(CommandContext& ctx, const std::string& job_id, bool export_li
     ctx.out << "export INCIN_JOB_CREDENTIAL='" << response.credential() << "'\n";
   else
     ctx.out << response.credential() << '\n';
+  return kExitOk;
+}
+
+int JobRevoke(CommandContext& ctx, const std::string& job_id) {
+  v1::RevokeJobCredentialsRequest request;
+  request.set_job_id(job_id);
+  v1::RevokeJobCredentialsResponse response;
+  if (int rc = Call(ctx, &AmStub::RevokeJobCredentials, request, &response)) return rc;
+  if (Json(ctx))
+    ctx.out << ToJson(response, true);
+  else
+    ctx.out << "job " << job_id << ": every credential issued until now is refused at JoinGroup\n";
   return kExitOk;
 }
 
@@ -619,8 +634,10 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       [&] { action = [&](CommandContext& c) { return TreeDelete(c, delete_id, delete_reason); }; });
 
   // ---- job
-  std::string credential_job;
+  std::string credential_job, revoke_job;
   bool credential_export = false;
+  uint32_t credential_ttl = 0;
+  std::vector<std::string> credential_hosts;
   CLI::App* job = app.add_subcommand("job", "Jobs: what their launcher needs");
   job->require_subcommand(1);
   job->footer(WithGlobals("Example:\n  incinctl job credential train-7"));
@@ -630,14 +647,32 @@ int Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       ->add_option("job", credential_job, "Job id, as the ranks give it (inc-perf --job, INCIN_JOB_ID)")
       ->required();
   job_credential->add_flag("--export", credential_export, "Print a shell export line");
-  job_credential->footer(
-      WithGlobals("The AM issues it to operators only; it is good for that job id only. Examples:\n"
-                  "  export INCIN_JOB_CREDENTIAL=$(incinctl job credential train-7)\n"
-                  "  eval \"$(incinctl job credential train-7 --export)\"\n"
-                  "  mpirun -x INCIN_JOB_CREDENTIAL ... (libincmpi then joins as job train-7)"));
+  job_credential->add_option("--ttl", credential_ttl, "Seconds it stays good (default 86400, at most 604800)")
+      ->transform(kUint32);
+  job_credential
+      ->add_option("--hosts", credential_hosts,
+                   "Topology hosts whose member certificates may join with it (default: any host)")
+      ->delimiter(',');
+  job_credential->footer(WithGlobals(
+      "The AM issues it to operators only (an operator bound to tenants: for jobs TENANT/... only);\n"
+      "it is good for that job id, until it expires, from the hosts given, until `job revoke`.\n"
+      "Keep it out of command lines (every user reads them in /proc): pass it in the environment.\n"
+      "Examples:\n"
+      "  export INCIN_JOB_CREDENTIAL=$(incinctl job credential train-7 --hosts w0,w1 --ttl 7200)\n"
+      "  eval \"$(incinctl job credential train-7 --export)\"\n"
+      "  mpirun -x INCIN_JOB_CREDENTIAL ... (libincmpi then joins as job train-7)"));
   job_credential->callback([&] {
-    action = [&](CommandContext& c) { return JobCredential(c, credential_job, credential_export); };
+    action = [&](CommandContext& c) {
+      return JobCredential(c, credential_job, credential_export, credential_ttl, credential_hosts);
+    };
   });
+  CLI::App* job_revoke =
+      job->add_subcommand("revoke", "Refuse every credential of a job issued until now (JoinGroup)");
+  job_revoke->add_option("job", revoke_job, "Job id")->required();
+  job_revoke->footer(
+      WithGlobals("Running members are not affected (incinctl tree delete ends them). Example:\n"
+                  "  incinctl job revoke train-7"));
+  job_revoke->callback([&] { action = [&](CommandContext& c) { return JobRevoke(c, revoke_job); }; });
 
   // ---- stats
   uint32_t stats_tree = 0;

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // Job credentials as JoinGroup carries them (common/job_credential.cc
-// JobOfCredential, JobCredentials::Verify): input "JOB\nCREDENTIAL".
+// ParseJobCredential, JobCredentials::Verify): input "JOB\nCREDENTIAL".
 // Invariants: a credential issued for the input's job id names that job and
-// verifies; the input's own credential verifies only if it is exactly the
-// one issued for its job id; a credential that names a job names what
-// follows the 73-character header.
+// verifies (from a listed host, before it expires, unrevoked) and nowhere
+// else; the input's own credential verifies only if its MAC is the one its
+// claims get under the secret, and then its claims hold (job, host, time);
+// every refusal is PERMISSION_DENIED.
+#include <algorithm>
 #include <string>
 
 #include "common/job_credential.h"
@@ -30,23 +32,34 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string job = input.substr(0, newline);
   const std::string credential = newline == std::string::npos ? "" : input.substr(newline + 1);
 
-  const std::string issued = Credentials().Issue(job);
-  auto named = inc::JobOfCredential(issued);
-  FUZZ_CHECK(named.ok() == !job.empty());
-  if (named.ok()) {
-    FUZZ_CHECK(*named == job);
-    FUZZ_CHECK(Credentials().Verify(job, issued).ok());
+  inc::JobCredentialClaims claims;
+  claims.job = job;
+  claims.issued_ms = 1000;
+  claims.expires_ms = 5000;
+  claims.hosts = {"h0", "h1"};
+  auto issued = Credentials().Issue(claims);
+  FUZZ_CHECK(issued.ok() == !job.empty());
+  if (issued.ok()) {
+    auto named = inc::ParseJobCredential(*issued);
+    FUZZ_CHECK(named.ok() && named->job == job && named->hosts == claims.hosts);
+    FUZZ_CHECK(Credentials().Verify(job, "h1", *issued, 2000, 0).ok());
+    FUZZ_CHECK(!Credentials().Verify(job, "h2", *issued, 2000, 0).ok());
+    FUZZ_CHECK(!Credentials().Verify(job, "h1", *issued, 5000, 0).ok());
+    FUZZ_CHECK(!Credentials().Verify(job, "h1", *issued, 2000, 1000).ok());
+    FUZZ_CHECK(Credentials().Verify(job, "h1", *issued, 2000, 999).ok());
   }
 
-  inc::Status verdict = Credentials().Verify(job, credential);
+  inc::Status verdict = Credentials().Verify(job, "h0", credential, 2000, 0);
+  auto of = inc::ParseJobCredential(credential);
   if (verdict.ok()) {
-    // Only the issued one, up to the case of its hex digits.
-    FUZZ_CHECK(credential.size() == issued.size());
-    FUZZ_CHECK(credential.substr(73) == job);
+    FUZZ_CHECK(of.ok() && of->job == job && of->expires_ms > 2000);
+    FUZZ_CHECK(of->hosts.empty() || of->hosts[0] == "h0" ||
+               std::find(of->hosts.begin(), of->hosts.end(), "h0") != of->hosts.end());
+    // Re-issuing its claims gives it back, up to the case of its hex digits.
+    auto again = Credentials().Issue(*of);
+    FUZZ_CHECK(again.ok() && again->size() == credential.size());
   } else {
     FUZZ_CHECK(verdict.code() == inc::Code::kPermissionDenied);
   }
-  auto of = inc::JobOfCredential(credential);
-  if (of.ok()) FUZZ_CHECK(*of == credential.substr(73));
   return 0;
 }

@@ -316,12 +316,21 @@ void MpiEnvironments() {
 }
 
 // JoinGroup's job id and credential, "JOB\nCREDENTIAL", under the harness's
-// secret (64 'f' hex digits): the right one, another job's, none, a job id
-// with ':' and '/', a malformed one.
+// secret (64 'f' hex digits): the right one (any host, for host h0 and
+// another), another job's, none, a job id with ':' and '/', a malformed
+// one, one of the old format.
 void JobCredentialInputs() {
   const auto c = *inc::JobCredentials::FromHex(std::string(64, 'f'), "fuzz");
-  const std::string inputs[] = {"train-7\n" + c.Issue("train-7"), "train-7\n" + c.Issue("other"), "j\n",
-                                "a:b/c\n" + c.Issue("a:b/c"), "x\nincjob1:zz:x"};
+  auto issue = [&](const std::string& job, std::vector<std::string> hosts) {
+    return *c.Issue({job, 1000, 4000000000000, std::move(hosts)});
+  };
+  const std::string inputs[] = {"train-7\n" + issue("train-7", {}),
+                                "train-7\n" + issue("other", {}),
+                                "j\n",
+                                "a:b/c\n" + issue("a:b/c", {"h0"}),
+                                "x\nincjob2:zz:x",
+                                "acme/t\n" + issue("acme/t", {"h0", "h9"}),
+                                "x\nincjob1:" + std::string(64, '0') + ":x"};
   int n = 1;
   for (const std::string& input : inputs) Write("job_credential", n++, input);
 }

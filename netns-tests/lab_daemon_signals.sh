@@ -6,7 +6,11 @@
 # timeout the running heartbeat interval cannot meet and an invalid file change
 # nothing; both keep running (XDP stays attached, the switch stays
 # registered and reports it) and the job finishes with every element exact.
-# Then SIGTERM: incswitchd detaches XDP and removes its pins, incamd exits 0.
+# Every signal the daemons do not use (SIGUSR1, SIGPIPE, SIGALRM, the
+# job-control stops, the real-time ones, ...) is sent to both mid-job: each
+# is logged as ignored or ignored outright, neither daemon exits or stops,
+# XDP stays attached. Then SIGTERM: incswitchd detaches XDP and removes its
+# pins, incamd exits 0.
 . "$(dirname "$0")/lib.sh" "$1" sig
 require_bins incamd incswitchd incinctl inc-perf
 lab_up s single
@@ -96,6 +100,28 @@ kill -HUP "$AM_PID"
 wait_log "$AM_LOG" 'E incamd: SIGHUP: nothing applied, the running settings stay: member_heartbeat_timeout_ms 300 is shorter than two heartbeats'
 mv "$LAB_DIR/am.json.before" "$LAB_DIR/am.json"
 alive "the refused timeout"
+
+# 1c. Signals neither daemon uses: each is ignored (logged when taken by
+# sigwait, SIG_IGN for SIGPIPE, SIGXFSZ and the job-control stops); neither
+# daemon exits nor stops, the switch stays registered with XDP attached.
+LOGGED_SIGNALS=(SIGUSR1 SIGALRM SIGVTALRM SIGPROF SIGIO SIGPWR SIGSTKFLT SIGRTMIN SIGRTMIN+3 SIGRTMAX)
+SET_IGNORED=(SIGPIPE SIGTSTP SIGTTIN SIGTTOU SIGXFSZ)
+for sig in "${LOGGED_SIGNALS[@]}" "${SET_IGNORED[@]}"; do
+  kill -s "$sig" "$AM_PID" "$SW_PID" || fail "kill -s $sig failed"
+done
+for sig in "${LOGGED_SIGNALS[@]}"; do
+  wait_log "$AM_LOG" "I incamd: ignored $sig (the daemon takes no action on it)"
+  wait_log "$SW_LOG" "I incswitchd: ignored $sig (the daemon takes no action on it)"
+done
+sleep 0.5
+for pid in "$AM_PID" "$SW_PID"; do
+  state=$(ps -o stat= -p "$pid" | cut -c1)
+  [ "$state" != T ] || fail "process $pid is stopped after ${SET_IGNORED[*]}"
+done
+kill -0 $JOB 2>/dev/null || fail "the job ended before the unused signals were handled: make it longer"
+alive "${LOGGED_SIGNALS[*]} ${SET_IGNORED[*]}"
+grep -q xdp <<<"$(ip -n "$L-leaf0" link show w0)" || fail "XDP is gone from leaf0's port w0 after the unused signals"
+note "unused signals: ${LOGGED_SIGNALS[*]} logged, ${SET_IGNORED[*]} ignored; both daemons running, XDP attached"
 
 # 2. An invalid file changes nothing.
 cp "$LAB_DIR/am.json" "$LAB_DIR/am.json.valid"

@@ -35,11 +35,15 @@ late() {
   shift 2
   mpi_run "$tag" "$LATE" "^mpi_late_rank: ranks 4 record $record agreed yes expected yes .* results right" "$@"
 }
-# coll TAG: the component's options, with a job credential of its own.
+# coll TAG: the component's options, with the job credential of its own
+# that coll_credential TAG exported (-x passes it on from the environment:
+# a credential on mpirun's command line would be every local user's).
+coll_credential() {
+  INCIN_JOB_CREDENTIAL=$("$INCLAB" ctl "$L" job credential "mpi-$L-$1-$$") || fail "no job credential from the AM"
+  export INCIN_JOB_CREDENTIAL
+}
 coll_opts() {
-  local cred
-  cred=$("$INCLAB" ctl "$L" job credential "mpi-$L-$1-$$") || fail "no job credential from the AM"
-  echo "--mca mca_component_path $CPATH_MCA -x INCIN_JOB_CREDENTIAL=$cred -x INCIN_MPI_SUMMARY_JSON=$OUT/$1-%r.json"
+  echo "--mca mca_component_path $CPATH_MCA -x INCIN_JOB_CREDENTIAL -x INCIN_MPI_SUMMARY_JSON=$OUT/$1-%r.json"
 }
 # failed_three TAG: every rank counted the three calls 1-3 as failed.
 failed_three() {
@@ -56,11 +60,13 @@ PY
 
 late plain SSSSSSS -- 4000
 late incmpi SSSSSSS --preload "$LIBINCMPI" -x INCIN_MPI_MIN_BYTES=8 -- 4000
+coll_credential coll
 # shellcheck disable=SC2046  # coll_opts prints options without spaces inside them
 late coll SSSSSSS $(coll_opts coll) -x INCIN_MPI_MIN_BYTES=8 -- 4000
 late incmpi_timeout SFFFSSS --preload "$LIBINCMPI" -x INCIN_MPI_MIN_BYTES=8 -x INCIN_OP_TIMEOUT_MS=2000 \
   -x "INCIN_MPI_SUMMARY_JSON=$OUT/incmpi_timeout-%r.json" -- 6000 --expect-failure
 failed_three incmpi_timeout
+coll_credential coll_timeout
 # shellcheck disable=SC2046
 late coll_timeout SFFFSSS $(coll_opts coll_timeout) -x INCIN_MPI_MIN_BYTES=8 -x INCIN_OP_TIMEOUT_MS=2000 \
   -- 6000 --expect-failure

@@ -57,8 +57,10 @@ numerics plain
 numerics incmpi --preload "$LIBINCMPI" -x "INCIN_MPI_SUMMARY_JSON=$OUT/incmpi-%r.json"
 offloaded incmpi
 JOB="mpi-$L-num-$$"
-CREDENTIAL=$("$INCLAB" ctl "$L" job credential "$JOB") || fail "no job credential for $JOB from the AM"
-numerics coll --mca mca_component_path "$CPATH_MCA" -x "INCIN_JOB_CREDENTIAL=$CREDENTIAL" \
+# In the environment, passed on by name: never on mpirun's command line.
+INCIN_JOB_CREDENTIAL=$("$INCLAB" ctl "$L" job credential "$JOB") || fail "no job credential for $JOB from the AM"
+export INCIN_JOB_CREDENTIAL
+numerics coll --mca mca_component_path "$CPATH_MCA" -x INCIN_JOB_CREDENTIAL \
   -x "INCIN_MPI_SUMMARY_JSON=$OUT/coll-%r.json"
 offloaded coll
 [ ${#BAD[@]} = 0 ] || fail "${#BAD[@]} runs gave results that are not IEEE's: ${BAD[*]}"

@@ -64,9 +64,11 @@ run plain --
 # --preload): the job's credential for every rank; the component joins as
 # the job it names, as libincmpi does.
 JOB="mpi-$L-coll-$$"
-CREDENTIAL=$("$INCLAB" ctl "$L" job credential "$JOB") || fail "no job credential for $JOB from the AM"
+# In the environment, passed on by name: never on mpirun's command line.
+INCIN_JOB_CREDENTIAL=$("$INCLAB" ctl "$L" job credential "$JOB") || fail "no job credential for $JOB from the AM"
+export INCIN_JOB_CREDENTIAL
 # INCIN_MPI_MIN_BYTES=8: single int/float elements (4 bytes) stay on MPI.
-run coll --mca mca_component_path "$CPATH_MCA" -x "INCIN_JOB_CREDENTIAL=$CREDENTIAL" -x INCIN_MPI_MIN_BYTES=8 -x INCIN_MPI_LOG_LEVEL=info \
+run coll --mca mca_component_path "$CPATH_MCA" -x INCIN_JOB_CREDENTIAL -x INCIN_MPI_MIN_BYTES=8 -x INCIN_MPI_LOG_LEVEL=info \
   -x "INCIN_MPI_SUMMARY_JSON=$OUT/coll-%r.json" -x INCIN_MPI_SUMMARY=1 --
 [ "$(digest "$OUT/plain.log")" = "$(digest "$OUT/coll.log")" ] ||
   fail "results differ with and without coll/incin (digests $(digest "$OUT/plain.log") / $(digest "$OUT/coll.log"))"
@@ -128,8 +130,8 @@ loop() {
 loopdigest() { sed -n 's/^mpi_comm_loop: .* digest \([0-9a-f]*\)$/\1/p' "$1"; }
 loop loopplain --
 JOB2="mpi-$L-loop-$$"
-CREDENTIAL2=$("$INCLAB" ctl "$L" job credential "$JOB2") || fail "no job credential for $JOB2 from the AM"
-loop loopcoll --mca mca_component_path "$CPATH_MCA" -x "INCIN_JOB_CREDENTIAL=$CREDENTIAL2" -x INCIN_MPI_LOG_LEVEL=info \
+INCIN_JOB_CREDENTIAL=$("$INCLAB" ctl "$L" job credential "$JOB2") || fail "no job credential for $JOB2 from the AM"
+loop loopcoll --mca mca_component_path "$CPATH_MCA" -x INCIN_JOB_CREDENTIAL -x INCIN_MPI_LOG_LEVEL=info \
   -x "INCIN_MPI_SUMMARY_JSON=$OUT/loopcoll-%r.json" --
 [ "$(loopdigest "$OUT/loopplain.log")" = "$(loopdigest "$OUT/loopcoll.log")" ] ||
   fail "mpi_comm_loop: results differ with and without coll/incin (digests $(loopdigest "$OUT/loopplain.log") / $(loopdigest "$OUT/loopcoll.log"))"

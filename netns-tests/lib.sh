@@ -341,8 +341,11 @@ perf_rph() {
   local workers=(${RPH_WORKERS:-w0 w1 w2 w3}) logs="/tmp/inclab-$lab/logs" w l rank=0 rc=0 cred
   local world=$((${#workers[@]} * n)) pids=() args a
   RPH_JOB="$lab-$tag"
-  # An AM with mTLS wants the job's credential (the launcher's part).
-  cred=$("$INCLAB" ctl "$lab" job credential "$RPH_JOB" 2>/dev/null) || cred=""
+  # An AM with mTLS wants the job's credential (the launcher's part), bound
+  # to the run's hosts; it reaches each rank in its environment (a prefix
+  # assignment), never on a command line, which every user can read.
+  cred=$("$INCLAB" ctl "$lab" job credential "$RPH_JOB" --hosts "$(IFS=,; echo "${workers[*]}")" 2>/dev/null) ||
+    cred=""
   for w in "${workers[@]}"; do
     for l in $(seq 0 $((n - 1))); do
       args=()

@@ -3,7 +3,8 @@
 // checks the status code, for lab.security's rogue clients: calls that a
 // well-behaved incinctl, libinc or incswitchd would never make (a switch's
 // registration under another name, ConfigureTree straight to an agent, a
-// JoinGroup claiming another host).
+// JoinGroup claiming another host, a heartbeat, error report or leave for
+// another host's rank).
 //
 //   inc-rpc-probe --target ADDR (--cert F --key F --ca F | --insecure) --expect CODE CALL [options]
 //
@@ -77,11 +78,25 @@ int main(int argc, char** argv) {
   join->add_option("--ip", ip, "claimed data-path IP");
   std::string credential;
   join->add_option("--credential", credential, "the job credential to present");
+  uint32_t wait_ms = 1000;
+  join->add_option("--wait-ms", wait_ms, "how long the AM waits for the whole group (timeout_ms)");
   auto* issue = app.add_subcommand("issue-job-credential", "AggregationManager.IssueJobCredential");
   issue->add_option("--job", job)->required();
   auto* leave = app.add_subcommand("leave-group", "AggregationManager.LeaveGroup");
   leave->add_option("--job", job)->required();
   leave->add_option("--rank", rank)->required();
+  auto* beat = app.add_subcommand("member-heartbeat", "AggregationManager.MemberHeartbeat");
+  beat->add_option("--tree", tree, "tree id (0: by --job)");
+  beat->add_option("--job", job);
+  beat->add_option("--rank", rank)->required();
+  std::string message;
+  bool gave_up = false;
+  auto* report = app.add_subcommand("report-error", "AggregationManager.ReportError");
+  report->add_option("--tree", tree, "tree id (0: by --job)");
+  report->add_option("--job", job);
+  report->add_option("--rank", rank)->required();
+  report->add_option("--message", message, "the error text (\\n in it becomes a newline)");
+  report->add_flag("--gave-up", gave_up, "the member gave up: the AM fails the tree");
   app.add_subcommand("list-switches", "AggregationManager.ListSwitches");
   CLI11_PARSE(app, argc, argv);
 
@@ -127,7 +142,7 @@ int main(int argc, char** argv) {
     req.set_job_id(job);
     req.set_rank(rank);
     req.set_world_size(world);
-    req.set_timeout_ms(1000);
+    req.set_timeout_ms(wait_ms);
     req.mutable_member()->set_host(host);
     req.mutable_member()->set_ip(ip);
     req.mutable_member()->set_qpn(4242);
@@ -145,6 +160,24 @@ int main(int argc, char** argv) {
     req.set_rank(rank);
     inc::v1::LeaveGroupResponse resp;
     status = am->LeaveGroup(&ctx, req, &resp);
+  } else if (beat->parsed()) {
+    inc::v1::MemberHeartbeatRequest req;
+    req.set_tree_id(tree);
+    req.set_job_id(job);
+    req.set_rank(rank);
+    inc::v1::MemberHeartbeatResponse resp;
+    status = am->MemberHeartbeat(&ctx, req, &resp);
+  } else if (report->parsed()) {
+    inc::v1::ReportErrorRequest req;
+    req.set_tree_id(tree);
+    req.set_job_id(job);
+    req.set_rank(rank);
+    // A shell cannot easily pass a newline in an argument: "\n" stands for one.
+    for (size_t at; (at = message.find("\\n")) != std::string::npos;) message.replace(at, 2, "\n");
+    req.set_error(message);
+    req.set_gave_up(gave_up);
+    inc::v1::ReportErrorResponse resp;
+    status = am->ReportError(&ctx, req, &resp);
   } else {
     inc::v1::ListSwitchesResponse resp;
     status = am->ListSwitches(&ctx, inc::v1::ListSwitchesRequest(), &resp);

@@ -259,25 +259,41 @@ TEST_F(CliAgainstAm, UnknownIdsExitFourWithTheAmsMessage) {
 }
 
 // A launcher's call: the credential alone on a line (for $(...)), as an
-// export line, or as JSON; each one the AM's for that job.
+// export line, or as JSON; each one the AM's for that job, for the hosts and
+// time asked for; `job revoke` makes the AM refuse them.
 TEST_F(CliAgainstAm, JobCredentialPrintsOneTheAmIssuedForTheJob) {
-  Result plain = Cli({"job", "credential", "train-7"});
+  const uint64_t now = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                 std::chrono::system_clock::now().time_since_epoch())
+                                                 .count());
+  Result plain = Cli({"job", "credential", "train-7", "--hosts", "h1,h2", "--ttl", "60"});
   ASSERT_EQ(plain.code, kExitOk) << plain.err;
   ASSERT_FALSE(plain.out.empty());
   EXPECT_EQ(plain.out.back(), '\n');
   const std::string credential = plain.out.substr(0, plain.out.size() - 1);
-  EXPECT_TRUE(job_credentials_.Verify("train-7", credential).ok()) << credential;
+  EXPECT_TRUE(job_credentials_.Verify("train-7", "h2", credential, now + 1000, 0).ok()) << credential;
+  EXPECT_FALSE(job_credentials_.Verify("train-7", "h3", credential, now + 1000, 0).ok()) << credential;
+  EXPECT_FALSE(job_credentials_.Verify("train-7", "h2", credential, now + 70'000, 0).ok()) << credential;
 
   Result exported = Cli({"job", "credential", "train-7", "--export"});
-  EXPECT_EQ(exported.out, "export INCIN_JOB_CREDENTIAL='" + credential + "'\n");
+  ASSERT_EQ(exported.code, kExitOk) << exported.err;
+  EXPECT_EQ(exported.out.rfind("export INCIN_JOB_CREDENTIAL='incjob2:", 0), 0u) << exported.out;
+  EXPECT_EQ(exported.out.substr(exported.out.size() - 12), ":*:train-7'\n") << exported.out;
 
   Result json = Cli({"job", "credential", "train-7", "-o", "json"});
   ASSERT_EQ(json.code, kExitOk) << json.err;
-  EXPECT_TRUE(Contains(json.out, "\"credential\": \"" + credential + "\"")) << json.out;
+  EXPECT_TRUE(Contains(json.out, "\"credential\": \"incjob2:")) << json.out;
   EXPECT_TRUE(Contains(json.out, "\"job_id\": \"train-7\"")) << json.out;
+  EXPECT_TRUE(Contains(json.out, "\"expires_unix_ms\"")) << json.out;
 
   Result missing = Cli({"job", "credential"});
   EXPECT_EQ(missing.code, kExitUsage) << missing.err;
+  Result unknown_host = Cli({"job", "credential", "train-7", "--hosts", "nosuch"});
+  EXPECT_EQ(unknown_host.code, kExitAmError) << unknown_host.err;
+  EXPECT_TRUE(Contains(unknown_host.err, "'nosuch' is not a host of the topology")) << unknown_host.err;
+
+  Result revoke = Cli({"job", "revoke", "train-7"});
+  ASSERT_EQ(revoke.code, kExitOk) << revoke.err;
+  EXPECT_EQ(revoke.out, "job train-7: every credential issued until now is refused at JoinGroup\n");
 }
 
 TEST_F(CliAgainstAm, RejectedCreateExitsWithTheCodeOfTheAmsAnswer) {

@@ -51,6 +51,10 @@ struct JoinRequest {
   // ranks per host").
   std::vector<uint32_t> host_ranks;
   uint32_t total_ranks = 0;
+  // Who joins: the host named by the caller's verified member certificate
+  // ("" where nothing is authorized). Kept with the rank (and in the state
+  // store): only that host may speak for the rank afterwards.
+  std::string owner;
 };
 
 // What a member needs to run collectives on its tree.
@@ -80,9 +84,13 @@ struct TreeRef {
   std::string job;
 };
 
+// `as_host` on the calls a member makes for a rank: the host its verified
+// certificate names, which must be the one that joined the rank
+// (PERMISSION_DENIED otherwise); nullopt where nothing is authorized.
 struct MemberBeat {
   TreeRef tree;
   uint32_t rank = 0;
+  std::optional<std::string> as_host;
 };
 
 struct MemberBeatReply {
@@ -99,6 +107,7 @@ struct ErrorReport {
   uint64_t msg_id = 0;
   uint32_t timeouts = 0;
   bool gave_up = false;  // the member's collective timed out: fail the tree
+  std::optional<std::string> as_host;
 };
 
 struct SwitchRegistration {

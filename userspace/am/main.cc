@@ -4,6 +4,7 @@
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -121,8 +122,20 @@ int main(int argc, char** argv) {
 
   const std::string state_file = inc::am::StatePath(*config);
   if (!config->has_state_path()) {
-    // The default folder, as a package would create it.
-    (void)mkdir("/var/lib/incin", 0750);
+    // The default folder, as a package would create it: root's (or
+    // incamd's) alone, as the state store requires.
+    (void)mkdir("/var/lib/incin", 0700);
+    // Earlier incamds made it 0750 themselves: the default folder, when it
+    // is this user's, is made private again (a configured folder is not
+    // touched; the store refuses it instead).
+    struct stat st {};
+    if (stat("/var/lib/incin", &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
+        (st.st_mode & 077) != 0) {
+      if (chmod("/var/lib/incin", 0700) == 0) {
+        LOG_WARN << "state: /var/lib/incin had mode " << std::oct << (st.st_mode & 0777) << std::dec
+                 << " (made by an earlier incamd): now 700";
+      }
+    }
   }
   auto store = inc::am::Store::Open(state_file);
   if (!store) {

@@ -86,9 +86,9 @@ Status Manager::PersistTreeLocked(TreeRec& t) {
     const GroupMembers::Member& m = t.members[r];
     // A member that left keeps its old ranks in memory; they are not its any more.
     if (m.joined)
-      st.members.push_back({true, m.spec, m.host_ranks, m.total_ranks});
+      st.members.push_back({true, m.spec, m.host_ranks, m.total_ranks, m.owner});
     else
-      st.members.push_back({false, m.spec, {}, 0});
+      st.members.push_back({false, m.spec, {}, 0, ""});
   }
   st.plan = *t.plan;
   st.alloc = *t.alloc;
@@ -160,6 +160,7 @@ Status Manager::RestoreTreeLocked(const StoredTree& st, const Clock::time_point&
     if (st.members[r].joined) {
       t->members.Join(r, st.members[r].spec, next_join_seq_++);
       t->members.SetHostRanks(r, st.members[r].host_ranks, st.members[r].total_ranks);
+      t->members.SetOwner(r, st.members[r].owner);
     } else {
       t->members.SetHost(r, st.members[r].spec.host);
     }
@@ -190,8 +191,32 @@ Status Manager::RestoreTreeLocked(const StoredTree& st, const Clock::time_point&
   return Status::Ok();
 }
 
+Status Manager::RevokeJobCredentials(const std::string& job, uint64_t now_ms, uint64_t keep_until_ms) {
+  std::lock_guard<std::mutex> lk(revoke_mu_);
+  const RevokedJob rec{job, now_ms, keep_until_ms};
+  if (store_) INC_RETURN_IF_ERROR(store_->PutRevocation(rec).WithContext("state store " + store_->path()));
+  revoked_[job] = rec;
+  // Revocations whose credentials have all expired stop nothing any more.
+  for (auto it = revoked_.begin(); it != revoked_.end();)
+    it = it->second.keep_until_ms <= now_ms ? revoked_.erase(it) : std::next(it);
+  events_.Append("job_revoked", "job " + job + ": credentials issued until now are refused", 0, "", job);
+  return Status::Ok();
+}
+
+uint64_t Manager::JobRevokedAt(const std::string& job) {
+  std::lock_guard<std::mutex> lk(revoke_mu_);
+  auto it = revoked_.find(job);
+  return it == revoked_.end() ? 0 : it->second.revoked_ms;
+}
+
 Status Manager::Restore() {
   if (!store_) return Status::Ok();
+  {
+    auto revoked = store_->LoadRevocations(UnixMs());
+    if (!revoked) return revoked.status().WithContext("state store " + store_->path());
+    std::lock_guard<std::mutex> lk(revoke_mu_);
+    for (RevokedJob& r : *revoked) revoked_[r.job] = std::move(r);
+  }
   auto state = store_->Load();
   if (!state) return state.status().WithContext("state store " + store_->path());
   std::lock_guard<std::mutex> lk(mu_);
@@ -281,6 +306,21 @@ Manager::TreePtr Manager::FindTreeLocked(uint32_t tree_id, const std::string& jo
   for (auto d = dismantled_.rbegin(); d != dismantled_.rend(); ++d)
     if ((*d)->job == job) return *d;
   return nullptr;
+}
+
+Status Manager::CheckRankOwnerLocked(const TreeRec& t, uint32_t rank,
+                                     const std::optional<std::string>& as_host, const char* method) {
+  if (!as_host || rank >= t.world) return Status::Ok();
+  const GroupMembers::Member& m = t.members[rank];
+  const std::string which = std::string(method) + " for rank " + std::to_string(rank) + " of tree " +
+                            std::to_string(t.id) + " (job " + t.job + ")";
+  if (!m.joined || m.owner.empty())
+    return PermissionDenied(which + " from host '" + *as_host +
+                            "': no host joined as that rank, so no host speaks for it");
+  if (m.owner != *as_host)
+    return PermissionDenied(which + ": the rank was joined from host '" + m.owner +
+                            "', the certificate is host '" + *as_host + "'s");
+  return Status::Ok();
 }
 
 bool Manager::WantedOnLocked(const TreeRec& t, const std::string& switch_name) const {
@@ -752,6 +792,7 @@ Expected<Assignment> Manager::JoinGroup(const JoinRequest& req, const Cancelled&
     seq = next_join_seq_++;
     t->members.Join(rank, *spec, seq);
     t->members.SetHostRanks(rank, req.host_ranks, req.total_ranks);
+    t->members.SetOwner(rank, req.owner);
     LOG_DEBUG << rank_name << " joined from host " << spec->host << " (" << t->members.joined() << "/"
               << t->world << ")";
     complete = t->members.complete();
@@ -868,7 +909,7 @@ void Manager::BuildAndProgram(const TreePtr& t) {
   RunOps(std::move(ops));
 }
 
-Status Manager::LeaveGroup(const std::string& job, uint32_t rank) {
+Status Manager::LeaveGroup(const std::string& job, uint32_t rank, const std::optional<std::string>& as_host) {
   if (job.empty()) return InvalidArgument("job_id is empty");
   Ops ops;
   {
@@ -886,9 +927,13 @@ Status Manager::LeaveGroup(const std::string& job, uint32_t rank) {
     if (!t->members[rank].joined) {
       // Leaving a finished tree that another rank's new group replaced.
       for (auto d = dismantled_.rbegin(); d != dismantled_.rend(); ++d)
-        if ((*d)->job == job && rank < (*d)->world && (*d)->members[rank].joined) return Status::Ok();
+        if ((*d)->job == job && rank < (*d)->world && (*d)->members[rank].joined)
+          return CheckRankOwnerLocked(**d, rank, as_host, "LeaveGroup");
+      if (as_host) return CheckRankOwnerLocked(*t, rank, as_host, "LeaveGroup");
       return NotFound(who + " has not joined");
     }
+    // A waiting rank too: another host's LeaveGroup would abort its JoinGroup.
+    INC_RETURN_IF_ERROR(CheckRankOwnerLocked(*t, rank, as_host, "LeaveGroup"));
     if (t->state == TreeState::kPending && !t->programming) {
       DropMemberLocked(t, rank);
       events_.Append("member_left", who + " left before the tree was built", t->id, "", t->job);
@@ -920,6 +965,7 @@ Expected<MemberBeatReply> Manager::MemberHeartbeat(const MemberBeat& beat) {
   if (beat.rank >= t->world)
     return InvalidArgument("rank " + std::to_string(beat.rank) + " is not below world_size " +
                            std::to_string(t->world));
+  INC_RETURN_IF_ERROR(CheckRankOwnerLocked(*t, beat.rank, beat.as_host, "MemberHeartbeat"));
   MemberBeatReply reply;
   reply.state = t->state;
   reply.reason = t->reason;
@@ -940,6 +986,10 @@ Status Manager::ReportError(const ErrorReport& report) {
     std::lock_guard<std::mutex> lk(mu_);
     TreePtr t = FindTreeLocked(report.tree.tree_id, report.tree.job);
     if (!t) return NotFound("no tree " + std::to_string(report.tree.tree_id) + " of job " + report.tree.job);
+    if (report.as_host && report.rank >= t->world)
+      return InvalidArgument("rank " + std::to_string(report.rank) + " is not below world_size " +
+                             std::to_string(t->world));
+    INC_RETURN_IF_ERROR(CheckRankOwnerLocked(*t, report.rank, report.as_host, "ReportError"));
     ++t->error_reports;
     const std::string what = "rank " + std::to_string(report.rank) + " of job " + t->job + " on tree " +
                              std::to_string(t->id) + ": " + report.error + " (msg " +

@@ -81,7 +81,9 @@ class Manager {
   // Members. JoinGroup waits until the group's tree is active (or fails,
   // times out, or `cancelled` says the caller went away).
   Expected<Assignment> JoinGroup(const JoinRequest& req, const Cancelled& cancelled);
-  Status LeaveGroup(const std::string& job, uint32_t rank);
+  // `as_host`: as in MemberBeat (api.h).
+  Status LeaveGroup(const std::string& job, uint32_t rank,
+                    const std::optional<std::string>& as_host = std::nullopt);
   Expected<MemberBeatReply> MemberHeartbeat(const MemberBeat& beat);
   Status ReportError(const ErrorReport& report);
 
@@ -111,6 +113,14 @@ class Manager {
   // Sends events to `sink` until cancelled, Stop(), or a false return from sink.
   Status WatchEvents(const EventLog::WatchOptions& options, const Cancelled& cancelled,
                      const std::function<bool(const Event&)>& sink);
+
+  // Job credentials an operator revoked (`incinctl job revoke`): those of
+  // `job` issued up to now_ms are refused from then on; the revocation is
+  // written to the store before this returns and kept until keep_until_ms
+  // (when every credential it stops has expired).
+  Status RevokeJobCredentials(const std::string& job, uint64_t now_ms, uint64_t keep_until_ms);
+  // The job's last revocation (unix ms), 0 if none.
+  uint64_t JobRevokedAt(const std::string& job);
 
   // One pass of the heartbeat monitor (the monitor thread calls it too).
   void CheckHeartbeats();
@@ -215,6 +225,10 @@ class Manager {
   bool PortCongestedLocked(const std::string& switch_name, const std::string& port) const;
   bool WantedOnLocked(const TreeRec& t, const std::string& switch_name) const;
   TreePtr FindTreeLocked(uint32_t tree_id, const std::string& job) const;
+  // PERMISSION_DENIED unless `as_host` (when set) is the host that joined
+  // rank `rank` of tree t.
+  static Status CheckRankOwnerLocked(const TreeRec& t, uint32_t rank,
+                                     const std::optional<std::string>& as_host, const char* method);
   TreeInfo InfoLocked(const TreeRec& t) const;
   SwitchSummary SummaryLocked(const std::string& name) const;
   // The ask with the AM's defaults filled in; INVALID_ARGUMENT for a pool
@@ -231,7 +245,9 @@ class Manager {
   // A field Retune may change: read it through here, never as opts_.field.
   uint32_t Tuned(uint32_t AmOptions::*field) const;
 
-  mutable std::mutex tune_mu_;  // opts_'s kTunableFields (a leaf lock)
+  std::mutex revoke_mu_;                       // a leaf lock
+  std::map<std::string, RevokedJob> revoked_;  // guarded by revoke_mu_
+  mutable std::mutex tune_mu_;                 // opts_'s kTunableFields (a leaf lock)
   AmOptions opts_;
   const Topology topo_;
   SwitchClients clients_;

@@ -152,6 +152,7 @@ bool GroupMembers::Drop(uint32_t rank) {
   if (!m.joined) return false;
   m.joined = false;
   m.join_seq = 0;
+  m.owner.clear();
   --joined_;
   rank_of_host_.erase(m.spec.host);
   return true;

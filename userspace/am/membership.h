@@ -43,6 +43,9 @@ class GroupMembers {
     Clock::time_point last_heartbeat;
     std::vector<uint32_t> host_ranks;  // the job's ranks behind the member (several per host)
     uint32_t total_ranks = 0;
+    // The host whose member certificate joined the rank ("" in plaintext):
+    // only it speaks for the rank (LeaveGroup, MemberHeartbeat, ReportError).
+    std::string owner;
   };
 
   GroupMembers() = default;
@@ -63,6 +66,7 @@ class GroupMembers {
   // Reserved trees know their hosts before anyone joins.
   void SetHost(uint32_t rank, const std::string& host) { members_[rank].spec.host = host; }
   void Heartbeat(uint32_t rank, Clock::time_point when) { members_[rank].last_heartbeat = when; }
+  void SetOwner(uint32_t rank, std::string owner) { members_[rank].owner = std::move(owner); }
   void SetHostRanks(uint32_t rank, std::vector<uint32_t> ranks, uint32_t total_ranks) {
     members_[rank].host_ranks = std::move(ranks);
     members_[rank].total_ranks = total_ranks;

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "am/service.h"
 
+#include <algorithm>
+#include <chrono>
+
 #include "am/convert.h"
 #include "am/parallel.h"
 #include "common/rpc_status.h"
@@ -13,6 +16,12 @@ constexpr std::initializer_list<Role> kOperators = {Role::kOperator};
 
 // Job ids of credentials: what fits a log line and an MPI launcher's variable.
 constexpr size_t kMaxJobIdLength = 200;
+
+uint64_t UnixNowMs() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+}
 
 #define INC_AUTHORIZE(expr)                                                                   \
   do {                                                                                        \
@@ -33,15 +42,18 @@ std::optional<std::string> AmService::HostIp(const std::string& host) {
   return it->second;
 }
 
-Status AmService::AllowMemberOfRank(const grpc::ServerContext& ctx, const char* method,
-                                    const std::string& job_id, uint32_t rank) {
-  std::string joined_host;
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    auto it = rank_hosts_.find({job_id, rank});
-    if (it != rank_hosts_.end()) joined_host = it->second;
-  }
-  return authz_->AllowMemberAs(ctx, method, joined_host);
+Expected<std::optional<std::string>> AmService::MemberCaller(const grpc::ServerContext& ctx,
+                                                             const char* method) {
+  if (!authz_->enforcing()) return std::optional<std::string>();
+  auto peer = authz_->Identify(ctx);
+  INC_RETURN_IF_ERROR(authz_->CheckRoles(peer, method, {Role::kMember}));
+  return std::optional<std::string>(peer->name);
+}
+
+grpc::Status AmService::MemberResult(const grpc::ServerContext& ctx, const char* method, const Status& st) {
+  if (st.code() == Code::kPermissionDenied && authz_->enforcing())
+    return ToGrpcStatus(authz_->Refuse(ctx, method, st));
+  return ToGrpcStatus(st);
 }
 
 grpc::Status AmService::JoinGroup(grpc::ServerContext* ctx, const v1::JoinGroupRequest* req,
@@ -50,51 +62,51 @@ grpc::Status AmService::JoinGroup(grpc::ServerContext* ctx, const v1::JoinGroupR
                                         [this](const std::string& h) { return HostIp(h); }));
   if (job_credentials_) {
     INC_AUTHORIZE(authz_->AllowJobCredential(*ctx, "JoinGroup", req->job_id(), req->job_credential(),
-                                             *job_credentials_));
+                                             *job_credentials_, UnixNowMs(),
+                                             m_->JobRevokedAt(req->job_id())));
   }
   auto join = JoinFromProto(*req);
   if (!join) return ToGrpcStatus(join.status());
+  if (authz_->enforcing()) {
+    auto peer = authz_->Identify(*ctx);
+    if (!peer) return ToGrpcStatus(peer.status());
+    join->owner = peer->name;
+  }
   auto a = m_->JoinGroup(*join, [ctx] { return ctx->IsCancelled(); });
   if (!a) return ToGrpcStatus(a.status());
-  if (authz_->enforcing()) {
-    if (auto peer = authz_->Identify(*ctx); peer.ok()) {
-      std::lock_guard<std::mutex> lk(mu_);
-      rank_hosts_[{req->job_id(), req->rank()}] = peer->name;
-    }
-  }
   *resp->mutable_assignment() = AssignmentToProto(*a);
   return grpc::Status::OK;
 }
 
 grpc::Status AmService::LeaveGroup(grpc::ServerContext* ctx, const v1::LeaveGroupRequest* req,
                                    v1::LeaveGroupResponse*) {
-  INC_AUTHORIZE(AllowMemberOfRank(*ctx, "LeaveGroup", req->job_id(), req->rank()));
-  Status st = m_->LeaveGroup(req->job_id(), req->rank());
-  if (st.ok()) {
-    std::lock_guard<std::mutex> lk(mu_);
-    rank_hosts_.erase({req->job_id(), req->rank()});
-  }
-  return ToGrpcStatus(st);
+  auto as = MemberCaller(*ctx, "LeaveGroup");
+  if (!as) return ToGrpcStatus(as.status());
+  return MemberResult(*ctx, "LeaveGroup", m_->LeaveGroup(req->job_id(), req->rank(), *as));
 }
 
 grpc::Status AmService::MemberHeartbeat(grpc::ServerContext* ctx, const v1::MemberHeartbeatRequest* req,
                                         v1::MemberHeartbeatResponse* resp) {
-  INC_AUTHORIZE(AllowMemberOfRank(*ctx, "MemberHeartbeat", req->job_id(), req->rank()));
-  auto reply = m_->MemberHeartbeat({{req->tree_id(), req->job_id()}, req->rank()});
-  if (!reply) return ToGrpcStatus(reply.status());
+  auto as = MemberCaller(*ctx, "MemberHeartbeat");
+  if (!as) return ToGrpcStatus(as.status());
+  auto reply = m_->MemberHeartbeat({{req->tree_id(), req->job_id()}, req->rank(), *as});
+  if (!reply) return MemberResult(*ctx, "MemberHeartbeat", reply.status());
   *resp = BeatReplyToProto(*reply);
   return grpc::Status::OK;
 }
 
 grpc::Status AmService::ReportError(grpc::ServerContext* ctx, const v1::ReportErrorRequest* req,
                                     v1::ReportErrorResponse*) {
-  INC_AUTHORIZE(AllowMemberOfRank(*ctx, "ReportError", req->job_id(), req->rank()));
-  return ToGrpcStatus(m_->ReportError({{req->tree_id(), req->job_id()},
+  auto as = MemberCaller(*ctx, "ReportError");
+  if (!as) return ToGrpcStatus(as.status());
+  return MemberResult(*ctx, "ReportError",
+                      m_->ReportError({{req->tree_id(), req->job_id()},
                                        req->rank(),
                                        req->error(),
                                        req->msg_id(),
                                        req->timeouts(),
-                                       req->gave_up()}));
+                                       req->gave_up(),
+                                       *as}));
 }
 
 grpc::Status AmService::RegisterSwitch(grpc::ServerContext* ctx, const v1::RegisterSwitchRequest* req,
@@ -210,7 +222,7 @@ grpc::Status AmService::WatchEvents(grpc::ServerContext* ctx, const v1::WatchEve
 
 grpc::Status AmService::IssueJobCredential(grpc::ServerContext* ctx, const v1::IssueJobCredentialRequest* req,
                                            v1::IssueJobCredentialResponse* resp) {
-  INC_AUTHORIZE(authz_->AllowRoles(*ctx, "IssueJobCredential", kOperators));
+  INC_AUTHORIZE(authz_->AllowOperatorForJob(*ctx, "IssueJobCredential", req->job_id()));
   if (!job_credentials_)
     return ToGrpcStatus(
         FailedPrecondition("this AM issues no job credentials (plaintext: JoinGroup needs none)"));
@@ -218,8 +230,42 @@ grpc::Status AmService::IssueJobCredential(grpc::ServerContext* ctx, const v1::I
   if (req->job_id().size() > kMaxJobIdLength)
     return ToGrpcStatus(InvalidArgument("job_id has " + std::to_string(req->job_id().size()) +
                                         " characters; at most " + std::to_string(kMaxJobIdLength)));
+  if (req->ttl_seconds() > kMaxCredentialTtlSeconds)
+    return ToGrpcStatus(InvalidArgument("ttl_seconds " + std::to_string(req->ttl_seconds()) + " is above " +
+                                        std::to_string(kMaxCredentialTtlSeconds) + " (7 days)"));
+  JobCredentialClaims claims;
+  claims.job = req->job_id();
+  for (const std::string& h : req->hosts()) {
+    if (Status st = CheckCredentialHost(h); !st.ok()) return ToGrpcStatus(st);
+    if (!HostIp(h)) return ToGrpcStatus(InvalidArgument("hosts: '" + h + "' is not a host of the topology"));
+    claims.hosts.push_back(h);
+  }
+  claims.issued_ms = UnixNowMs();
+  // Issued in the millisecond of a revocation would count as revoked.
+  if (m_->JobRevokedAt(claims.job) >= claims.issued_ms) claims.issued_ms = m_->JobRevokedAt(claims.job) + 1;
+  const uint32_t ttl = req->ttl_seconds() ? req->ttl_seconds() : kDefaultCredentialTtlSeconds;
+  claims.expires_ms = claims.issued_ms + 1000ull * ttl;
+  auto credential = job_credentials_->Issue(claims);
+  if (!credential) return ToGrpcStatus(credential.status());
   resp->set_job_id(req->job_id());
-  resp->set_credential(job_credentials_->Issue(req->job_id()));
+  resp->set_credential(*credential);
+  resp->set_expires_unix_ms(claims.expires_ms);
+  for (const auto& h : claims.hosts) resp->add_hosts(h);
+  return grpc::Status::OK;
+}
+
+grpc::Status AmService::RevokeJobCredentials(grpc::ServerContext* ctx,
+                                             const v1::RevokeJobCredentialsRequest* req,
+                                             v1::RevokeJobCredentialsResponse* resp) {
+  INC_AUTHORIZE(authz_->AllowOperatorForJob(*ctx, "RevokeJobCredentials", req->job_id()));
+  if (req->job_id().empty()) return ToGrpcStatus(InvalidArgument("job_id is empty"));
+  if (req->job_id().size() > kMaxJobIdLength)
+    return ToGrpcStatus(InvalidArgument("job_id has " + std::to_string(req->job_id().size()) +
+                                        " characters; at most " + std::to_string(kMaxJobIdLength)));
+  const uint64_t now = std::max(UnixNowMs(), m_->JobRevokedAt(req->job_id()) + 1);
+  Status st = m_->RevokeJobCredentials(req->job_id(), now, now + 1000ull * kMaxCredentialTtlSeconds);
+  if (!st.ok()) return ToGrpcStatus(st);
+  resp->set_revoked_unix_ms(now);
   return grpc::Status::OK;
 }
 

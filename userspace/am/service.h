@@ -60,22 +60,32 @@ class AmService final : public v1::AggregationManager::Service {
                            grpc::ServerWriter<v1::Event>* writer) override;
   grpc::Status IssueJobCredential(grpc::ServerContext* ctx, const v1::IssueJobCredentialRequest* req,
                                   v1::IssueJobCredentialResponse* resp) override;
+  grpc::Status RevokeJobCredentials(grpc::ServerContext* ctx, const v1::RevokeJobCredentialsRequest* req,
+                                    v1::RevokeJobCredentialsResponse* resp) override;
+
+  // Job credentials' lifetimes: the default and the longest an operator may
+  // ask for (a revocation is kept that long).
+  static constexpr uint32_t kDefaultCredentialTtlSeconds = 24 * 3600;
+  static constexpr uint32_t kMaxCredentialTtlSeconds = 7 * 24 * 3600;
 
  private:
   // A topology host's data-path IP by name, for JoinGroup's check.
   std::optional<std::string> HostIp(const std::string& host);
-  // Members may leave, heartbeat and report only for a rank their host
-  // joined as.
-  Status AllowMemberOfRank(const grpc::ServerContext& ctx, const char* method, const std::string& job_id,
-                           uint32_t rank);
+  // A member's call for a rank: the caller has the member role, and the
+  // host its certificate names (returned; nullopt when nothing is
+  // authorized) is then checked by the manager against the host that
+  // joined the rank, found by tree id or job, waiting or restored alike.
+  Expected<std::optional<std::string>> MemberCaller(const grpc::ServerContext& ctx, const char* method);
+  // A manager's PERMISSION_DENIED for a rank another host joined is a
+  // denial like the others: logged and counted.
+  grpc::Status MemberResult(const grpc::ServerContext& ctx, const char* method, const Status& st);
 
   Manager* m_;
   Authorizer allow_all_{false};
   Authorizer* authz_;
   const JobCredentials* job_credentials_;
   std::mutex mu_;
-  std::optional<std::map<std::string, std::string>> host_ips_;          // from the topology, once
-  std::map<std::pair<std::string, uint32_t>, std::string> rank_hosts_;  // (job, rank) -> host that joined
+  std::optional<std::map<std::string, std::string>> host_ips_;  // from the topology, once
 };
 
 }  // namespace inc::am

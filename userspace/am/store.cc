@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "am/store.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <cstring>
 #include <iterator>
 #include <limits>
@@ -32,7 +35,7 @@ CREATE TABLE tree_members(
   host TEXT NOT NULL, ip TEXT NOT NULL, mac TEXT NOT NULL, qpn INTEGER NOT NULL, rkey INTEGER NOT NULL,
   va_base INTEGER NOT NULL, slot_stride INTEGER NOT NULL, transport INTEGER NOT NULL,
   member_index INTEGER NOT NULL, switch_index INTEGER NOT NULL, rank_at_switch INTEGER NOT NULL,
-  host_ranks TEXT NOT NULL DEFAULT '', total_ranks INTEGER NOT NULL DEFAULT 0,
+  host_ranks TEXT NOT NULL DEFAULT '', total_ranks INTEGER NOT NULL DEFAULT 0, owner TEXT NOT NULL DEFAULT '',
   PRIMARY KEY(tree_id, rank));
 CREATE TABLE tree_switches(
   tree_id INTEGER NOT NULL, position INTEGER NOT NULL, name TEXT NOT NULL, role INTEGER NOT NULL,
@@ -44,6 +47,7 @@ CREATE TABLE tree_children(
   is_switch INTEGER NOT NULL, rank INTEGER NOT NULL, peer TEXT NOT NULL, port TEXT NOT NULL,
   peer_port TEXT NOT NULL, member_lo INTEGER NOT NULL, member_hi INTEGER NOT NULL, switch_qpn INTEGER NOT NULL,
   PRIMARY KEY(tree_id, position, child_index));
+CREATE TABLE revoked_jobs(job TEXT PRIMARY KEY, revoked_ms INTEGER NOT NULL, keep_until_ms INTEGER NOT NULL);
 )sql";
 
 // The statements that turn a file of schema version `to - 1` into one of
@@ -58,6 +62,15 @@ constexpr Upgrade kUpgrades[] = {
     // The ranks behind each member (several ranks per host).
     {2, "ALTER TABLE tree_members ADD COLUMN host_ranks TEXT NOT NULL DEFAULT ''"},
     {2, "ALTER TABLE tree_members ADD COLUMN total_ranks INTEGER NOT NULL DEFAULT 0"},
+    // Who joined each rank (the member certificate's host), so that only it
+    // speaks for the rank after a restart too. Members stored before were
+    // joined by their own host: the join check made the two the same.
+    {3, "ALTER TABLE tree_members ADD COLUMN owner TEXT NOT NULL DEFAULT ''"},
+    {3, "UPDATE tree_members SET owner = host WHERE joined != 0"},
+    // Jobs whose credentials an operator revoked.
+    {3,
+     "CREATE TABLE revoked_jobs(job TEXT PRIMARY KEY, revoked_ms INTEGER NOT NULL, keep_until_ms INTEGER NOT "
+     "NULL)"},
 };
 static_assert(std::size(kUpgrades) > 0 && kUpgrades[std::size(kUpgrades) - 1].to == Store::kSchemaVersion,
               "the last upgrade leads to the schema this build writes");
@@ -153,11 +166,58 @@ Code CodeForSqlite(int rc) {
   }
 }
 
+std::string Octal(mode_t mode) {
+  char text[8];
+  std::snprintf(text, sizeof text, "%04o", static_cast<unsigned>(mode & 07777));
+  return text;
+}
+
+// The state file holds the job secret and every tree's key: its folder,
+// itself and its companions are its owner's alone. Creates the file 0600
+// (whatever the umask) when it is not there yet.
+Status CheckPrivate(const std::string& path) {
+  const auto slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  struct stat st {};
+  if (stat(dir.c_str(), &st) != 0) return FailedPrecondition("folder " + dir + ": " + std::strerror(errno));
+  if (st.st_mode & 077)
+    return FailedPrecondition("folder " + dir + " has mode " + Octal(st.st_mode) +
+                              ": group or others may access the AM's state (it holds the job secret and the "
+                              "trees' keys); chmod 700 " +
+                              dir);
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return FailedPrecondition("cannot open: " + std::string(std::strerror(errno)));
+  Status result;
+  if (fstat(fd, &st) != 0) {
+    result = FailedPrecondition(std::string("fstat: ") + std::strerror(errno));
+  } else if (!S_ISREG(st.st_mode)) {
+    result = FailedPrecondition("not a regular file");
+  } else if (st.st_size == 0 && (st.st_mode & 077)) {
+    // Made just now under a loose umask, or left empty: nothing was in it yet.
+    if (fchmod(fd, 0600) != 0) result = FailedPrecondition(std::string("chmod 600: ") + std::strerror(errno));
+  } else if (st.st_mode & 077) {
+    result = FailedPrecondition("file " + path + " has mode " + Octal(st.st_mode) +
+                                ": group or others may read the AM's state (the job secret, the trees' "
+                                "keys); chmod 600 " +
+                                path);
+  }
+  close(fd);
+  INC_RETURN_IF_ERROR(result);
+  for (const char* suffix : {"-wal", "-shm", "-journal"}) {
+    const std::string companion = path + suffix;
+    if (lstat(companion.c_str(), &st) == 0 && (st.st_mode & 077))
+      return FailedPrecondition("file " + companion + " has mode " + Octal(st.st_mode) +
+                                ": group or others may read the AM's state; chmod 600 " + companion);
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Expected<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   const std::string file = path.empty() ? ":memory:" : path;
   const std::string where = path.empty() ? "in-memory state store" : "state store " + path;
+  if (!path.empty()) INC_RETURN_IF_ERROR(CheckPrivate(path).WithContext(where));
   sqlite3* db = nullptr;
   int rc = sqlite3_open_v2(file.c_str(), &db,
                            SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
@@ -167,19 +227,9 @@ Expected<std::unique_ptr<Store>> Store::Open(const std::string& path) {
     return s;
   }
   std::unique_ptr<Store> store(new Store(db, path));
-  // The state names every job's trees and members: owner only. SQLite
-  // creates a database with mode 0644 and fchmods it past the umask, then
-  // gives its -wal and -shm files the database's mode, so the mode is set
-  // here, before the pragmas below create the log.
-  if (!path.empty()) {
-    for (const char* suffix : {"", "-wal", "-shm"}) {
-      const std::string f = path + suffix;
-      struct stat st {};
-      if (::stat(f.c_str(), &st) == 0 && (st.st_mode & 077) != 0 &&
-          ::chmod(f.c_str(), st.st_mode & 0700) != 0)
-        return Status(Code::kFailedPrecondition, where + ": chmod 600 " + f + ": " + std::strerror(errno));
-    }
-  }
+  // SQLite gives the -wal and -shm files it creates the database's mode,
+  // which CheckPrivate made 0600 (SQLite's own default is 0644 less the
+  // umask): the log the pragmas below create is the owner's alone too.
   // One incamd per file: a second one would hand out the same resources.
   // WAL: a commit appends to the log instead of rewriting pages, and a torn
   // write is detected by the log's checksums. synchronous=FULL: the log is
@@ -287,6 +337,31 @@ Expected<std::string> Store::JobSecret(const std::function<Expected<std::string>
   return secret;
 }
 
+Expected<std::vector<RevokedJob>> Store::LoadRevocations(uint64_t now_ms) {
+  std::vector<RevokedJob> out;
+  Status st = Transaction([&] {
+    Stmt del(db_, "DELETE FROM revoked_jobs WHERE keep_until_ms <= ?");
+    if (!del.Bind(now_ms).Run()) return Error("deleting expired revocations");
+    Stmt read(db_, "SELECT job, revoked_ms, keep_until_ms FROM revoked_jobs ORDER BY job");
+    int rc;
+    while ((rc = read.Step()) == SQLITE_ROW)
+      out.push_back({read.Text(0), static_cast<uint64_t>(read.Int(1)), static_cast<uint64_t>(read.Int(2))});
+    if (rc != SQLITE_DONE) return Error("reading revoked_jobs");
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return out;
+}
+
+Status Store::PutRevocation(const RevokedJob& revoked) {
+  return Transaction([&] {
+    Stmt st(db_, "INSERT OR REPLACE INTO revoked_jobs(job, revoked_ms, keep_until_ms) VALUES(?, ?, ?)");
+    if (!st.Bind(revoked.job).Bind(revoked.revoked_ms).Bind(revoked.keep_until_ms).Run())
+      return Error("writing revoked_jobs");
+    return Status::Ok();
+  });
+}
+
 Status Store::PutSwitch(const StoredSwitch& sw) {
   return Transaction([&] {
     Stmt st(db_, "INSERT OR REPLACE INTO switches(name, agent_address, slot_capacity) VALUES(?, ?, ?)");
@@ -329,7 +404,7 @@ Status Store::WriteTreeRows(const StoredTree& t) {
     const StoredMember& m = t.members[r];
     const MemberSlot slot = r < t.plan.member_slot.size() ? t.plan.member_slot[r] : MemberSlot{};
     const uint32_t index = r < t.plan.member_index_of_rank.size() ? t.plan.member_index_of_rank[r] : 0;
-    Stmt st(db_, "INSERT INTO tree_members VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    Stmt st(db_, "INSERT INTO tree_members VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     st.Bind(t.id).Bind(r).Bind(m.joined).Bind(r < t.reserved_hosts.size() ? t.reserved_hosts[r] : "");
     st.Bind(m.spec.host).Bind(m.spec.ip.ToString()).Bind(m.spec.mac.ToString());
     st.Bind(m.spec.qpn)
@@ -338,7 +413,7 @@ Status Store::WriteTreeRows(const StoredTree& t) {
         .Bind(m.spec.slot_stride)
         .Bind(m.spec.transport);
     st.Bind(index).Bind(slot.switch_index).Bind(slot.rank_at_switch);
-    st.Bind(JoinRanks(m.host_ranks)).Bind(m.total_ranks);
+    st.Bind(JoinRanks(m.host_ranks)).Bind(m.total_ranks).Bind(m.owner);
     if (!st.Run()) return Error(what + " member " + std::to_string(r));
   }
   for (uint32_t pos = 0; pos < t.plan.switches.size(); ++pos) {
@@ -489,6 +564,7 @@ Expected<StoredState> Store::Load() {
                                     ", not below total_ranks " + std::to_string(total));
       m.host_ranks = std::move(*ranks);
       m.total_ranks = static_cast<uint32_t>(total);
+      m.owner = st.Text(17);
     }
     if (rc != SQLITE_DONE) return Error("reading tree members");
   }

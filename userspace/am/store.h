@@ -35,6 +35,18 @@ struct StoredMember {
   // job's total; empty and 0 when the job has one rank per member.
   std::vector<uint32_t> host_ranks;
   uint32_t total_ranks = 0;
+  // The host whose member certificate joined the rank ("" in plaintext):
+  // only it may heartbeat, report and leave for the rank.
+  std::string owner;
+};
+
+// A job whose credentials an operator revoked: those issued up to
+// revoked_ms are refused; the record is kept until every credential issued
+// before then has expired (keep_until_ms).
+struct RevokedJob {
+  std::string job;
+  uint64_t revoked_ms = 0;
+  uint64_t keep_until_ms = 0;
 };
 
 // A tree with its resources: reserved by an operator or active.
@@ -71,10 +83,14 @@ class Store {
  public:
   // The schema this build writes. A file of an older version is upgraded in
   // place when opened, one of a newer version is refused.
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
 
   // Opens (creating if needed) the database at path; an empty path keeps
-  // the state in memory only (lost when incamd exits).
+  // the state in memory only (lost when incamd exits). The file (and so its
+  // -wal and -shm, which SQLite creates with the file's mode) is created
+  // 0600 whatever the umask; a file, companion or folder that group or
+  // others may access is refused (FAILED_PRECONDITION naming it and its
+  // mode): it holds the job secret and every tree's key.
   static Expected<std::unique_ptr<Store>> Open(const std::string& path);
   ~Store();
   Store(const Store&) = delete;
@@ -94,6 +110,11 @@ class Store {
   // one, else make_new()'s, stored first, so that credentials issued before
   // a restart stay good after it.
   Expected<std::string> JobSecret(const std::function<Expected<std::string>()>& make_new);
+
+  // Revocations: the stored ones still in force at now_ms (older ones are
+  // deleted), and one more (replacing the job's earlier one).
+  Expected<std::vector<RevokedJob>> LoadRevocations(uint64_t now_ms);
+  Status PutRevocation(const RevokedJob& revoked);
 
   // Tests: runs inside every transaction just before COMMIT (a test kills
   // the process there to check that a crash leaves the previous state).

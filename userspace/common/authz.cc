@@ -109,19 +109,37 @@ Expected<PeerIdentity> IdentityFromCertificate(const std::string& pem, const std
     return Unauthenticated("the peer's certificate has " + std::to_string(cns.size()) +
                            " subject CNs; one naming the peer is needed");
   }
-  if (ous.size() != 1) {
-    return Unauthenticated("certificate CN=" + cns[0] + " has " + std::to_string(ous.size()) +
-                           " subject OUs; exactly one role (OU=operator|switch|am|member) is needed");
+  // One OU is the role; others may name the tenants an operator acts for
+  // ("tenant:acme"); anything else is a mistake worth refusing.
+  std::vector<std::string> roles, tenants;
+  for (const auto& ou : ous) {
+    if (ou.rfind(kTenantOuPrefix, 0) == 0) {
+      std::string t = ou.substr(std::string(kTenantOuPrefix).size());
+      if (t.empty() || t.find('/') != std::string::npos)
+        return Unauthenticated("certificate CN=" + cns[0] + " has OU=" + ou +
+                               ": a tenant name is not empty and holds no '/'");
+      tenants.push_back(std::move(t));
+    } else {
+      roles.push_back(ou);
+    }
   }
-  auto role = RoleByName(ous[0]);
+  if (roles.size() != 1) {
+    return Unauthenticated(
+        "certificate CN=" + cns[0] + " has " + std::to_string(roles.size()) +
+        " subject OUs naming a role; exactly one role (OU=operator|switch|am|member) is needed");
+  }
+  auto role = RoleByName(roles[0]);
   if (!role) {
-    return Unauthenticated("certificate CN=" + cns[0] + " has OU=" + ous[0] +
-                           ", not a role (operator, switch, am, member)");
+    return Unauthenticated("certificate CN=" + cns[0] + " has OU=" + roles[0] +
+                           ", not a role (operator, switch, am, member) nor a tenant (OU=tenant:NAME)");
   }
+  if (!tenants.empty() && *role != Role::kOperator)
+    return Unauthenticated("certificate CN=" + cns[0] + " names tenants, which only operators have");
   PeerIdentity id;
   id.role = *role;
   id.name = cns[0];
   id.ip_sans = IpSans(cert.get());
+  id.tenants = std::move(tenants);
   id.peer_ip = PeerIp(peer_uri);
   return id;
 }
@@ -226,14 +244,51 @@ Status Authorizer::AllowSwitch(const grpc::ServerContext& ctx, const char* metho
   return CheckSwitch(Identify(ctx), method, claimed_name);
 }
 
+Status Authorizer::CheckJobCredential(const Expected<PeerIdentity>& peer, const char* method,
+                                      const std::string& job_id, const std::string& credential,
+                                      const JobCredentials& credentials, uint64_t now_ms,
+                                      uint64_t revoked_at_ms) {
+  if (!enforce_) return Status::Ok();
+  if (!peer) return Deny(method, "an unidentified caller", peer.status());
+  Status st = credentials.Verify(job_id, peer->name, credential, now_ms, revoked_at_ms);
+  if (st.ok()) return st;
+  return Deny(method, peer->ToString(), std::move(st));
+}
+
 Status Authorizer::AllowJobCredential(const grpc::ServerContext& ctx, const char* method,
                                       const std::string& job_id, const std::string& credential,
-                                      const JobCredentials& credentials) {
+                                      const JobCredentials& credentials, uint64_t now_ms,
+                                      uint64_t revoked_at_ms) {
   if (!enforce_) return Status::Ok();
-  Status st = credentials.Verify(job_id, credential);
-  if (st.ok()) return st;
+  return CheckJobCredential(Identify(ctx), method, job_id, credential, credentials, now_ms, revoked_at_ms);
+}
+
+Status Authorizer::CheckOperatorForJob(const Expected<PeerIdentity>& peer, const char* method,
+                                       const std::string& job_id) {
+  if (!enforce_) return Status::Ok();
+  INC_RETURN_IF_ERROR(CheckRoles(peer, method, {Role::kOperator}));
+  if (peer->tenants.empty()) return Status::Ok();  // a cluster operator
+  const std::string tenant = TenantOfJob(job_id);
+  if (std::find(peer->tenants.begin(), peer->tenants.end(), tenant) != peer->tenants.end() && !tenant.empty())
+    return Status::Ok();
+  std::string mine;
+  for (const auto& t : peer->tenants) mine += (mine.empty() ? "'" : ", '") + t + "/...'";
+  return Deny(method, peer->ToString(),
+              PermissionDenied(std::string(method) + " for job '" + job_id + "': operator " + peer->name +
+                               " acts for jobs " + mine + " only; this job is " +
+                               (tenant.empty() ? std::string("of no tenant (a cluster operator's)")
+                                               : "tenant '" + tenant + "''s")));
+}
+
+Status Authorizer::AllowOperatorForJob(const grpc::ServerContext& ctx, const char* method,
+                                       const std::string& job_id) {
+  if (!enforce_) return Status::Ok();
+  return CheckOperatorForJob(Identify(ctx), method, job_id);
+}
+
+Status Authorizer::Refuse(const grpc::ServerContext& ctx, const char* method, Status why) {
   auto peer = Identify(ctx);
-  return Deny(method, peer ? peer->ToString() : "an unidentified caller", std::move(st));
+  return Deny(method, peer ? peer->ToString() : "an unidentified caller", std::move(why));
 }
 
 Status Authorizer::AllowMemberJoin(

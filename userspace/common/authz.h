@@ -21,6 +21,9 @@
 namespace inc {
 
 enum class Role { kOperator, kSwitch, kAm, kMember };
+// An operator certificate's extra subject OU "tenant:NAME" binds it to
+// tenant NAME (several: several tenants).
+inline constexpr const char* kTenantOuPrefix = "tenant:";
 const char* RoleName(Role role);
 std::optional<Role> RoleByName(const std::string& name);
 
@@ -30,7 +33,10 @@ struct PeerIdentity {
   std::string name;                  // subject CN
   std::vector<std::string> ip_sans;  // IP subject alternative names
   std::string peer_ip;               // the address the call came from ("" for unix sockets)
-  std::string ToString() const;      // "switch leaf0 from 172.31.0.11"
+  // Subject OUs "tenant:NAME": the tenants an operator acts for (none:
+  // every tenant, a cluster operator). docs/operations.md "Job credentials".
+  std::vector<std::string> tenants;
+  std::string ToString() const;  // "switch leaf0 from 172.31.0.11"
 };
 
 // From a PEM certificate (gRPC hands the verified peer certificate over as
@@ -71,9 +77,16 @@ class Authorizer {
   // nobody joined as it here, so only the role is checked).
   Status AllowMemberAs(const grpc::ServerContext& ctx, const char* method, const std::string& joined_host);
   // A member joining job `job_id` with the credential the job's launcher
-  // got from the AM: it must be one `credentials` issued for that job.
+  // got from the AM: it must be one `credentials` issued for that job and
+  // the caller's host, unexpired at `now_ms` and issued after the job's last
+  // revocation (`revoked_at_ms`, 0: none).
   Status AllowJobCredential(const grpc::ServerContext& ctx, const char* method, const std::string& job_id,
-                            const std::string& credential, const JobCredentials& credentials);
+                            const std::string& credential, const JobCredentials& credentials, uint64_t now_ms,
+                            uint64_t revoked_at_ms);
+  // An operator acting on job `job_id` (its credentials): the job's tenant
+  // (TenantOfJob) must be one of the caller's, unless the caller is bound
+  // to no tenant.
+  Status AllowOperatorForJob(const grpc::ServerContext& ctx, const char* method, const std::string& job_id);
   // The caller's verified identity; UNAUTHENTICATED without a certificate.
   Expected<PeerIdentity> Identify(const grpc::ServerContext& ctx) const;
 
@@ -85,6 +98,14 @@ class Authorizer {
                          const std::function<std::optional<std::string>(const std::string&)>& host_ip);
   Status CheckMemberAs(const Expected<PeerIdentity>& peer, const char* method,
                        const std::string& joined_host);
+  Status CheckJobCredential(const Expected<PeerIdentity>& peer, const char* method, const std::string& job_id,
+                            const std::string& credential, const JobCredentials& credentials, uint64_t now_ms,
+                            uint64_t revoked_at_ms);
+  Status CheckOperatorForJob(const Expected<PeerIdentity>& peer, const char* method,
+                             const std::string& job_id);
+  // Logs and counts a denial the caller's data decided (a rank another host
+  // owns, found where the data is); returns it.
+  Status Refuse(const grpc::ServerContext& ctx, const char* method, Status why);
 
  private:
   // Logs and counts a denial; returns it.

@@ -7,7 +7,9 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <iterator>
 #include <thread>
+#include <vector>
 
 #include "common/grpc_log.h"
 #include "common/log.h"
@@ -17,13 +19,31 @@ namespace {
 
 namespace pb = google::protobuf;
 
+// What the daemons act on.
+constexpr int kActedOn[] = {SIGTERM, SIGINT, SIGHUP, SIGUSR2};
+// Every other signal whose default action (signal(7)) terminates the
+// process, bar SIGKILL and SIGPIPE (ignored: a peer that hung up is an EPIPE
+// on one socket, not the daemon's end). A stray `kill -USR1` would otherwise
+// take incswitchd down with its XDP programs left attached and no agent.
+// Taken by sigwait and logged, never delivered. The real-time signals
+// SIGRTMIN..SIGRTMAX (default: terminate) are added at run time.
+constexpr int kIgnored[] = {SIGUSR1, SIGALRM, SIGVTALRM, SIGPROF, SIGIO, SIGPWR, SIGSTKFLT};
+// Set to SIG_IGN: SIGPIPE (above), the job-control stops SIGTSTP, SIGTTIN
+// and SIGTTOU (a stopped daemon sends no heartbeats: its switch or its trees
+// would be declared lost), and SIGXFSZ (a write past RLIMIT_FSIZE then fails
+// with EFBIG, which the writer reports, instead of ending the process).
+constexpr int kSetIgnored[] = {SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU, SIGXFSZ};
+
+bool IsActedOn(int sig) {
+  return std::find(std::begin(kActedOn), std::end(kActedOn), sig) != std::end(kActedOn);
+}
+
 sigset_t DaemonSignals() {
   sigset_t set;
   sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGHUP);
-  sigaddset(&set, SIGUSR2);
+  for (int sig : kActedOn) sigaddset(&set, sig);
+  for (int sig : kIgnored) sigaddset(&set, sig);
+  for (int sig = SIGRTMIN; sig <= SIGRTMAX; ++sig) sigaddset(&set, sig);
   return set;
 }
 
@@ -86,14 +106,27 @@ bool CallCounter::WaitIdle(std::chrono::steady_clock::time_point deadline) const
 void BlockDaemonSignals() {
   sigset_t set = DaemonSignals();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  for (int sig : kSetIgnored) sigaction(sig, &ignore, nullptr);
+}
+
+std::vector<int> IgnoredDaemonSignals() {
+  std::vector<int> out(std::begin(kIgnored), std::end(kIgnored));
+  out.insert(out.end(), std::begin(kSetIgnored), std::end(kSetIgnored));
+  for (int sig = SIGRTMIN; sig <= SIGRTMAX; ++sig) out.push_back(sig);
+  return out;
 }
 
 int WaitForDaemonSignal() {
   sigset_t set = DaemonSignals();
-  int sig = 0;
-  while (sigwait(&set, &sig) != 0) {
+  for (;;) {
+    int sig = 0;
+    if (sigwait(&set, &sig) != 0) continue;
+    if (IsActedOn(sig)) return sig;
+    LOG_INFO << "ignored " << SignalName(sig) << " (the daemon takes no action on it)";
   }
-  return sig;
 }
 
 std::string SignalName(int sig) {
@@ -102,7 +135,23 @@ std::string SignalName(int sig) {
     case SIGINT: return "SIGINT";
     case SIGHUP: return "SIGHUP";
     case SIGUSR2: return "SIGUSR2";
+    case SIGUSR1: return "SIGUSR1";
+    case SIGPIPE: return "SIGPIPE";
+    case SIGALRM: return "SIGALRM";
+    case SIGVTALRM: return "SIGVTALRM";
+    case SIGPROF: return "SIGPROF";
+    case SIGIO: return "SIGIO";
+    case SIGPWR: return "SIGPWR";
+    case SIGSTKFLT: return "SIGSTKFLT";
+    case SIGTSTP: return "SIGTSTP";
+    case SIGTTIN: return "SIGTTIN";
+    case SIGTTOU: return "SIGTTOU";
+    case SIGXFSZ: return "SIGXFSZ";
   }
+  // As kill -l and bash's kill -s spell them.
+  if (sig == SIGRTMIN) return "SIGRTMIN";
+  if (sig == SIGRTMAX) return "SIGRTMAX";
+  if (sig > SIGRTMIN && sig < SIGRTMAX) return "SIGRTMIN+" + std::to_string(sig - SIGRTMIN);
   return "signal " + std::to_string(sig);
 }
 

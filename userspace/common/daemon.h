@@ -25,11 +25,23 @@ namespace inc {
 // process only through WaitForDaemonSignal, never as the default action
 // (SIGHUP's and SIGUSR2's is to terminate). SIGUSR2 is the restart signal
 // of the systemd units (RestartKillSignal=): stop, but leave what the next
-// instance takes over. Call first thing in main.
+// instance takes over. Every other signal whose default action terminates
+// the process (IgnoredDaemonSignals) is blocked the same way and only
+// logged, and SIGPIPE, SIGXFSZ and the job-control stops (SIGTSTP, SIGTTIN,
+// SIGTTOU) are set to SIG_IGN: no signal but SIGKILL, SIGSTOP and the
+// core-dump ones (SIGQUIT, asked for on purpose; SIGXCPU, the
+// administrator's CPU limit; the faults the kernel sends) ends or stops a
+// daemon. Call first thing in main, before any thread starts.
 void BlockDaemonSignals();
-// Waits for SIGTERM, SIGINT, SIGHUP or SIGUSR2; returns its number.
+// Waits for SIGTERM, SIGINT, SIGHUP or SIGUSR2; returns its number. Ignored
+// signals that arrive meanwhile are logged (info) and waited past.
 int WaitForDaemonSignal();
-// "SIGTERM", "SIGINT", "SIGHUP", "SIGUSR2", else "signal N".
+// The signals a daemon ignores: SIGUSR1, SIGALRM, SIGVTALRM, SIGPROF, SIGIO,
+// SIGPWR, SIGSTKFLT, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU, SIGXFSZ,
+// SIGRTMIN..SIGRTMAX (tests send each).
+std::vector<int> IgnoredDaemonSignals();
+// "SIGTERM", "SIGUSR1", "SIGRTMIN", "SIGRTMIN+3", "SIGRTMAX", ..., else
+// "signal N".
 std::string SignalName(int sig);
 
 // Counts the calls a gRPC server is running (install Factory() with

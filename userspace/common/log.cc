@@ -193,6 +193,53 @@ std::string JsonQuote(const std::string& text) {
   return out;
 }
 
+std::string EscapeLogText(const std::string& text) {
+  size_t i = 0;
+  // The common case, nothing to escape, copies once.
+  while (i < text.size()) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7F || c >= 0x80) break;
+    ++i;
+  }
+  if (i == text.size()) return text;
+  std::string out(text, 0, i);
+  out.reserve(text.size() + 16);
+  char buf[8];
+  while (i < text.size()) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7F) {
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else if (c >= 0x80) {
+      const size_t n = Utf8Length(text, i);
+      // C1 controls (U+0080..U+009F, 0xC2 0x80..0x9F) act like ESC
+      // sequences on some terminals; stray bytes may too.
+      if (n == 0 || (n == 2 && c == 0xC2 && static_cast<unsigned char>(text[i + 1]) < 0xA0)) {
+        const size_t k = n == 0 ? 1 : n;
+        for (size_t j = 0; j < k; ++j) {
+          std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned char>(text[i + j]));
+          out += buf;
+        }
+        i += k;
+      } else {
+        out.append(text, i, n);
+        i += n;
+      }
+      continue;
+    } else {
+      out += static_cast<char>(c);
+    }
+    ++i;
+  }
+  return out;
+}
+
 std::string FormatLogLine(LogFormat format, std::chrono::system_clock::time_point time, LogLevel level,
                           const std::string& component, const std::string& text) {
   if (format == LogFormat::kJson) {
@@ -200,7 +247,10 @@ std::string FormatLogLine(LogFormat format, std::chrono::system_clock::time_poin
            "\",\"component\":" + JsonQuote(component) + ",\"message\":" + JsonQuote(text) + "}";
   }
   static const char kLetters[] = {'D', 'I', 'W', 'E'};
-  return Timestamp(time) + " " + kLetters[static_cast<int>(level)] + " " + component + ": " + text;
+  // Escaped: a peer's text (an error report, a job id, a host name) cannot
+  // end the line and forge the next one, nor drive the reader's terminal.
+  return Timestamp(time) + " " + kLetters[static_cast<int>(level)] + " " + EscapeLogText(component) + ": " +
+         EscapeLogText(text);
 }
 
 void LogLine(LogLevel level, const std::string& text) {

@@ -47,9 +47,16 @@ bool IsJournalStream(const char* journal_stream, int fd);
 // "<N>": the syslog priority prefix of a level (sd-daemon.h's SD_ERR etc.).
 const char* JournalPriorityPrefix(LogLevel level);
 
-// One line as LogLine writes it, without the newline (for tests).
+// One line as LogLine writes it, without the newline (for tests). In text
+// the component and message go through EscapeLogText.
 std::string FormatLogLine(LogFormat format, std::chrono::system_clock::time_point time, LogLevel level,
                           const std::string& component, const std::string& text);
+// Text-log escaping: '\n', '\r', '\t' become "\n", "\r", "\t"; every other
+// byte below 0x20, 0x7F, the C1 controls U+0080..U+009F and bytes that are
+// not UTF-8 become "\xNN"; the rest (backslashes included) is kept. So a
+// message is one line whatever a peer put into it, and holds no terminal
+// escape sequence.
+std::string EscapeLogText(const std::string& text);
 // A JSON string literal (quotes included): control characters escaped,
 // bytes that are not UTF-8 replaced by U+FFFD, so every line parses.
 std::string JsonQuote(const std::string& text);

@@ -288,9 +288,14 @@ incinNcclResult plugin_listen(int dev, void* opaque, void** listen_comm) {
   if (!setting("INCIN_JOB_ID", &job) || !setting("INCIN_JOB_CREDENTIAL", &cred))
     return incinNcclInvalidArgument;
   if (job.empty() && !cred.empty()) {
-    // incjob1:<hmac>:<job id>: the launcher's job is the credential's.
-    size_t c = cred.rfind(':');
-    if (c != std::string::npos) job = cred.substr(c + 1);
+    // incjob2:<hmac>:<issued>:<expires>:<hosts>:<job id>: the launcher's
+    // job is the credential's (the job id, last, may itself hold ':').
+    size_t c = 0;
+    for (int fields = 0; c != std::string::npos && fields < 5; ++fields) {
+      c = cred.find(':', c);
+      if (c != std::string::npos) ++c;
+    }
+    if (c != std::string::npos) job = cred.substr(c);
   }
   if (job.empty()) {
     char host[64] = "";

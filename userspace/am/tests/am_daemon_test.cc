@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -14,6 +15,7 @@
 
 #include "am/manager.h"
 #include "am/service.h"
+#include "am/store.h"
 #include "am/tests/recording_agent.h"
 #include "am/topology.h"
 #include "common/version.h"
@@ -23,6 +25,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1115,6 +1118,59 @@ TEST(IncamdBinaryTest, ServesAndExitsCleanlyOnSigterm) {
   EXPECT_EQ(WEXITSTATUS(status), 0);
   std::printf("incamd exited %.0f ms after SIGTERM\n",
               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+}
+
+// A state file or folder that group or others may access holds the job
+// secret and every tree's key where they can read it: incamd refuses to
+// start (exit 2, like every configuration error), naming the path, its mode
+// and the fix; a private one of the same content starts.
+TEST(IncamdBinaryTest, StateFileOrFolderOthersMayReadIsRefusedWithExitTwo) {
+  struct Case {
+    const char* name;
+    mode_t folder_mode;
+    mode_t file_mode;  // 0: no file yet
+    bool starts;
+    std::string words;  // with FOLDER and FILE replaced
+  };
+  const Case cases[] = {
+      {"private folder, no file yet", 0700, 0, true, "state: FILE"},
+      {"private folder and file", 0700, 0600, true, "state: FILE"},
+      {"file others may read", 0700, 0644, false, "file FILE has mode 0644: group or others may read"},
+      {"file the group may read", 0700, 0640, false, "chmod 600 FILE"},
+      {"folder others may list", 0755, 0600, false,
+       "folder FOLDER has mode 0755: group or others may access"},
+      {"folder the group may enter", 0710, 0, false, "chmod 700 FOLDER"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    char tmpl[] = "/tmp/incamd_state_XXXXXX";
+    const std::string folder = mkdtemp(tmpl);
+    const std::string file = folder + "/incamd.db";
+    if (c.file_mode) {
+      // An empty file is taken as new (made 0600); a real state file is not.
+      auto store = Store::Open(file);
+      ASSERT_TRUE(store.ok()) << store.status().ToString();
+      store->reset();
+      ASSERT_EQ(chmod(file.c_str(), c.file_mode), 0);
+    }
+    ASSERT_EQ(chmod(folder.c_str(), c.folder_mode), 0);
+    std::string words = c.words;
+    for (const auto& [from, to] : {std::pair<std::string, std::string>{"FOLDER", folder}, {"FILE", file}})
+      for (size_t at; (at = words.find(from)) != std::string::npos;) words.replace(at, from.size(), to);
+    Incamd am(
+        {"--topology", INC_AM_EXAMPLES "/topology.json", "--listen", "127.0.0.1:0", "--state-path", file});
+    if (c.starts) {
+      EXPECT_TRUE(am.WaitFor(words)) << am.Output();
+      EXPECT_EQ(am.Stop(SIGTERM), 0) << am.Output();
+      struct stat st {};
+      ASSERT_EQ(stat(file.c_str(), &st), 0);
+      EXPECT_EQ(st.st_mode & 0777, 0600u);
+    } else {
+      EXPECT_EQ(am.Wait(), 2) << am.Output();
+      EXPECT_NE(am.Output().find(words), std::string::npos) << am.Output();
+    }
+    std::filesystem::remove_all(folder);
+  }
 }
 
 TEST(IncamdBinaryTest, RejectsABadTopologyFileWithExitCode2) {

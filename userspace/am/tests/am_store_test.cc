@@ -66,6 +66,7 @@ StoredTree SampleTree(uint32_t id, const std::string& job) {
     m.spec.va_base = 0x7f0000000000ull + r;
     m.spec.slot_stride = 4096;
     m.spec.transport = 1;
+    m.owner = hosts[r];
     t.members.push_back(m);
   }
   t.plan.member_index_of_rank = {0, 1, 2};
@@ -108,6 +109,7 @@ void ExpectSameTree(const StoredTree& a, const StoredTree& b) {
     EXPECT_EQ(a.members[r].spec.transport, b.members[r].spec.transport);
     EXPECT_EQ(a.members[r].host_ranks, b.members[r].host_ranks);
     EXPECT_EQ(a.members[r].total_ranks, b.members[r].total_ranks);
+    EXPECT_EQ(a.members[r].owner, b.members[r].owner);
     EXPECT_EQ(a.plan.member_slot[r].switch_index, b.plan.member_slot[r].switch_index);
     EXPECT_EQ(a.plan.member_slot[r].rank_at_switch, b.plan.member_slot[r].rank_at_switch);
   }
@@ -212,25 +214,35 @@ TEST(StoreTest, JobSecretIsMadeOnceAndKeptAcrossReopening) {
   EXPECT_EQ((*fresh)->JobSecret(fails).status().code(), Code::kInternal);
 }
 
+// The state file holds the job secret and every tree's key: it and its log
+// are 0600 whatever the umask (SQLite's own would be 0644 less the umask),
+// and a file of an older incamd that others may read is refused, not used
+// (StateOthersMayReadIsRefusedNamingPathAndMode).
 TEST(StoreTest, FilesAreOwnerOnlyWhateverTheUmask) {
-  TempDir dir;
-  const std::string path = dir.File("state.db");
-  const mode_t old = ::umask(022);  // SQLite's own 0644 would pass it
-  auto store = Store::Open(path);
-  ::umask(old);
-  ASSERT_TRUE(store.ok()) << store.status().ToString();
-  for (const char* suffix : {"", "-wal", "-shm"}) {
-    struct stat st {};
-    if (::stat((path + suffix).c_str(), &st) != 0) continue;  // -shm: exclusive locking keeps it in memory
-    EXPECT_EQ(st.st_mode & 0777, 0600u) << path << suffix;
+  for (const mode_t mask : {mode_t{022}, mode_t{0}, mode_t{002}, mode_t{077}}) {
+    SCOPED_TRACE("umask " + std::to_string(mask));
+    TempDir dir;
+    const std::string path = dir.File("state.db");
+    const mode_t old = ::umask(mask);
+    auto store = Store::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    ASSERT_TRUE((*store)->PutTree(SampleTree(3, "job-a"), 4).ok());
+    ASSERT_TRUE((*store)->JobSecret([] { return Expected<std::string>(std::string(64, 'a')); }).ok());
+    ::umask(old);
+    for (const char* suffix : {"", "-wal", "-shm"}) {
+      struct stat st {};
+      if (::stat((path + suffix).c_str(), &st) != 0) continue;  // -shm: exclusive locking keeps it in memory
+      EXPECT_EQ(st.st_mode & 0777, 0600u) << path << suffix;
+    }
+    struct stat wal {};
+    EXPECT_EQ(::stat((path + "-wal").c_str(), &wal), 0) << "the log exists while the store is open";
+    store->reset();
+    ASSERT_EQ(::chmod(path.c_str(), 0644), 0);  // a file of an older incamd
+    auto reopened = Store::Open(path);
+    ASSERT_FALSE(reopened.ok()) << "a file others may read is refused, not silently used";
+    EXPECT_NE(reopened.status().message().find("has mode 0644"), std::string::npos)
+        << reopened.status().message();
   }
-  store->reset();
-  ASSERT_EQ(::chmod(path.c_str(), 0644), 0);  // a file of an older incamd
-  auto reopened = Store::Open(path);
-  ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
-  struct stat st {};
-  ASSERT_EQ(::stat(path.c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 0777, 0600u);
 }
 
 TEST(StoreTest, InMemoryStoreStartsEmpty) {
@@ -302,6 +314,7 @@ TEST(StoreTest, OtherSchemaVersionsAndForeignFilesAreRefused) {
   ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE x(a); PRAGMA user_version=99", nullptr, nullptr, nullptr),
             SQLITE_OK);
   sqlite3_close(db);
+  chmod(path.c_str(), 0600);
   auto store = Store::Open(path);
   ASSERT_FALSE(store.ok());
   EXPECT_EQ(store.status().code(), Code::kFailedPrecondition);
@@ -315,6 +328,7 @@ TEST(StoreTest, OtherSchemaVersionsAndForeignFilesAreRefused) {
   ASSERT_EQ(sqlite3_open(other.c_str(), &db), SQLITE_OK);
   ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE x(a)", nullptr, nullptr, nullptr), SQLITE_OK);
   sqlite3_close(db);
+  chmod(other.c_str(), 0600);
   store = Store::Open(other);
   ASSERT_FALSE(store.ok());
   EXPECT_NE(store.status().message().find("not an incamd state file"), std::string::npos)
@@ -325,6 +339,7 @@ TEST(StoreTest, OtherSchemaVersionsAndForeignFilesAreRefused) {
   ASSERT_NE(f, nullptr);
   fputs("this is not a database, just a long enough line of text to look like a header", f);
   fclose(f);
+  chmod(text.c_str(), 0600);
   store = Store::Open(text);
   ASSERT_FALSE(store.ok());
   EXPECT_EQ(store.status().code(), Code::kFailedPrecondition) << store.status().ToString();
@@ -348,6 +363,8 @@ void Sql(const std::string& path, const std::string& sql) {
       << (err ? err : "") << ": " << sql;
   sqlite3_free(err);
   sqlite3_close(db);
+  // A file made by hand as the store makes its own: the owner's alone.
+  chmod(path.c_str(), 0600);
 }
 
 int64_t UserVersion(const std::string& path) {
@@ -530,6 +547,98 @@ TEST(StoreTest, MalformedHostRanksAreRefused) {
   }
 }
 
+mode_t ModeOf(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0 ? (st.st_mode & 07777) : 07777;
+}
+
+// A state file, companion or folder that others may read is refused, naming
+// the path, its mode and the fix; nothing is opened.
+TEST(StoreTest, StateOthersMayReadIsRefusedNamingPathAndMode) {
+  TempDir dir;
+  const std::string path = dir.File("am.db");
+  {
+    auto store = Store::Open(path);
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)->PutTree(SampleTree(3, "job-a"), 4).ok());
+  }
+  struct Case {
+    std::string chmod_path;
+    mode_t mode;
+    std::string words;
+  };
+  const std::string folder = path.substr(0, path.rfind('/'));
+  const Case cases[] = {
+      {path, 0644, "file " + path + " has mode 0644: group or others may read the AM's state"},
+      {path, 0640, "chmod 600 " + path},
+      {folder, 0755, "folder " + folder + " has mode 0755: group or others may access the AM's state"},
+      {folder, 0710, "chmod 700 " + folder},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.chmod_path);
+    const mode_t before = ModeOf(c.chmod_path);
+    ASSERT_EQ(chmod(c.chmod_path.c_str(), c.mode), 0);
+    auto store = Store::Open(path);
+    ASSERT_FALSE(store.ok());
+    EXPECT_EQ(store.status().code(), Code::kFailedPrecondition);
+    EXPECT_NE(store.status().message().find(c.words), std::string::npos) << store.status().message();
+    ASSERT_EQ(chmod(c.chmod_path.c_str(), before), 0);
+  }
+  ASSERT_TRUE(Store::Open(path).ok());
+}
+
+// A file of schema version 2 (before rank owners and revocations) opens, its
+// members are owned by the hosts they joined from, and it is upgraded.
+TEST(StoreTest, FileOfSchemaVersionTwoIsUpgradedWithOwnersFromTheHosts) {
+  TempDir dir;
+  const std::string path = dir.File("am.db");
+  StoredTree tree = SampleTree(5, "job-v2");
+  tree.members[2].joined = false;
+  {
+    auto store = Store::Open(path);
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)->PutTree(tree, 6).ok());
+  }
+  Sql(path, "ALTER TABLE tree_members DROP COLUMN owner; DROP TABLE revoked_jobs; PRAGMA user_version=2");
+  ASSERT_EQ(UserVersion(path), 2);
+  auto store = Store::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  auto state = (*store)->Load();
+  ASSERT_TRUE(state.ok()) << state.status().ToString();
+  ASSERT_EQ(state->trees.size(), 1u);
+  EXPECT_EQ(state->trees[0].members[0].owner, "h00_0");
+  EXPECT_EQ(state->trees[0].members[1].owner, "h00_1");
+  EXPECT_EQ(state->trees[0].members[2].owner, "");  // never joined: nobody owns it
+  auto revoked = (*store)->LoadRevocations(1000);
+  ASSERT_TRUE(revoked.ok()) << revoked.status().ToString();
+  EXPECT_TRUE(revoked->empty());
+  store->reset();  // the file is locked while open
+  EXPECT_EQ(UserVersion(path), Store::kSchemaVersion);
+}
+
+TEST(StoreTest, RevocationsComeBackUntilEveryCredentialTheyStopHasExpired) {
+  TempDir dir;
+  const std::string path = dir.File("am.db");
+  {
+    auto store = Store::Open(path);
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)->PutRevocation({"acme/a", 100, 5000}).ok());
+    ASSERT_TRUE((*store)->PutRevocation({"acme/b", 200, 9000}).ok());
+    ASSERT_TRUE((*store)->PutRevocation({"acme/a", 300, 7000}).ok());  // a later one replaces it
+  }
+  auto store = Store::Open(path);
+  ASSERT_TRUE(store.ok());
+  auto r = (*store)->LoadRevocations(1000);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->size(), 2u);
+  EXPECT_EQ((*r)[0].job, "acme/a");
+  EXPECT_EQ((*r)[0].revoked_ms, 300u);
+  r = (*store)->LoadRevocations(8000);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->size(), 1u);
+  EXPECT_EQ((*r)[0].job, "acme/b");
+}
+
 TEST(StoreTest, SecondOpenerOfAFileIsRefused) {
   TempDir dir;
   auto first = Store::Open(dir.File("am.db"));
@@ -576,7 +685,9 @@ class ManagerRestartTest : public ::testing::Test {
 
   // Joins ranks on h00_0, h00_1, h01_0, h01_1: a two-level tree. With
   // ranks_per_host, member r joins with ranks r * L .. r * L + L - 1 behind it.
-  std::vector<Assignment> RunJob(Manager* m, const std::string& job, uint32_t ranks_per_host = 0) {
+  // With owners, each rank joins as the member certificate of its host would.
+  std::vector<Assignment> RunJob(Manager* m, const std::string& job, uint32_t ranks_per_host = 0,
+                                 bool owners = false) {
     const std::vector<std::string> hosts = {"h00_0", "h00_1", "h01_0", "h01_1"};
     const uint32_t world = static_cast<uint32_t>(hosts.size());
     std::vector<std::future<Expected<Assignment>>> joins;
@@ -585,7 +696,9 @@ class ManagerRestartTest : public ::testing::Test {
         auto req = testing::MakeJoin(job, r, world, hosts[r]);
         for (uint32_t i = 0; i < ranks_per_host; ++i) req.add_host_ranks(r * ranks_per_host + i);
         if (ranks_per_host) req.set_total_ranks(world * ranks_per_host);
-        return m->JoinGroup(*JoinFromProto(req), nullptr);
+        auto join = JoinFromProto(req);
+        if (owners) join->owner = hosts[r];
+        return m->JoinGroup(*join, nullptr);
       }));
     std::vector<Assignment> out;
     for (auto& j : joins) {
@@ -641,7 +754,7 @@ TEST_F(ManagerRestartTest, ActiveTreeIsKeptAcrossARestart) {
   EXPECT_EQ(tree->job, "job-1");
 
   // Members heartbeat against the restarted AM.
-  auto beat = m->MemberHeartbeat({{tree_id, "job-1"}, 2});
+  auto beat = m->MemberHeartbeat({{tree_id, "job-1"}, 2, std::nullopt});
   ASSERT_TRUE(beat.ok()) << beat.status().ToString();
   EXPECT_EQ(beat->state, TreeState::kActive);
 
@@ -667,6 +780,78 @@ TEST_F(ManagerRestartTest, ActiveTreeIsKeptAcrossARestart) {
   int active = 0;
   for (const TreeInfo& t : m->ListTrees()) active += t.state == TreeState::kActive;
   EXPECT_EQ(active, 2);
+}
+
+// Only the host that joined a rank speaks for it, after a restart too (the
+// owners are in the store), and revoked jobs stay revoked.
+TEST_F(ManagerRestartTest, RankOwnersAndRevocationsAreKeptAcrossARestart) {
+  AmOptions opts;
+  opts.member_heartbeat_timeout_ms = 60000;
+  uint32_t tree_id = 0;
+  const uint64_t far = 4'000'000'000'000;
+  {
+    auto m = StartManager(opts);
+    Register(m.get(), {});
+    auto assignments = RunJob(m.get(), "job-1", 0, /*owners=*/true);
+    ASSERT_EQ(assignments.size(), 4u);
+    tree_id = assignments[0].tree_id;
+    ASSERT_TRUE(m->RevokeJobCredentials("acme/x", 1234, far).ok());
+    ASSERT_TRUE(m->RevokeJobCredentials("acme/old", 1000, 2000).ok());  // nothing left to stop
+  }
+  auto m = StartManager(opts);
+  EXPECT_EQ(m->JobRevokedAt("acme/x"), 1234u);
+  EXPECT_EQ(m->JobRevokedAt("acme/old"), 0u);
+  EXPECT_EQ(m->JobRevokedAt("job-1"), 0u);
+
+  // By tree id alone, as libinc sends heartbeats.
+  auto beat = m->MemberHeartbeat({{tree_id, ""}, 2, std::string("h01_0")});
+  ASSERT_TRUE(beat.ok()) << beat.status().ToString();
+  beat = m->MemberHeartbeat({{tree_id, ""}, 2, std::string("h00_0")});
+  ASSERT_FALSE(beat.ok());
+  EXPECT_EQ(beat.status().code(), Code::kPermissionDenied);
+  EXPECT_EQ(beat.status().message(),
+            "MemberHeartbeat for rank 2 of tree " + std::to_string(tree_id) +
+                " (job job-1): the rank was joined from host 'h01_0', the certificate "
+                "is host 'h00_0's");
+  ErrorReport report;
+  report.tree = {tree_id, ""};
+  report.rank = 3;
+  report.error = "forged";
+  report.gave_up = true;
+  report.as_host = "h00_0";
+  EXPECT_EQ(m->ReportError(report).code(), Code::kPermissionDenied);
+  EXPECT_EQ(m->LeaveGroup("job-1", 1, std::string("h01_1")).code(), Code::kPermissionDenied);
+  auto tree = m->GetTree({tree_id, ""});
+  ASSERT_TRUE(tree.ok());
+  EXPECT_EQ(tree->state, TreeState::kActive) << "no forged call changed the tree";
+  EXPECT_EQ(tree->error_reports, 0u);
+  EXPECT_TRUE(m->LeaveGroup("job-1", 1, std::string("h00_1")).ok());
+}
+
+// A rank still waiting in JoinGroup is its host's: another host's LeaveGroup
+// (which would abort the wait) and heartbeats are refused; its own are not.
+TEST_F(ManagerRestartTest, WaitingRanksAreTheirHostsToo) {
+  AmOptions opts;
+  opts.join_timeout_ms = 60000;
+  auto m = StartManager(opts);
+  Register(m.get(), {});
+  auto waiting = std::async(std::launch::async, [&] {
+    auto join = JoinFromProto(testing::MakeJoin("job-w", 0, 2, "h00_0"));
+    join->owner = "h00_0";
+    return m->JoinGroup(*join, nullptr);
+  });
+  ASSERT_TRUE(Eventually([&] { return m->GetTree({0, "job-w"}).ok(); }));
+  const uint32_t tree_id = m->GetTree({0, "job-w"})->tree_id;
+  EXPECT_EQ(m->LeaveGroup("job-w", 0, std::string("h01_0")).code(), Code::kPermissionDenied);
+  EXPECT_EQ(m->MemberHeartbeat({{tree_id, ""}, 0, std::string("h01_0")}).status().code(),
+            Code::kPermissionDenied);
+  EXPECT_EQ(m->MemberHeartbeat({{tree_id, ""}, 1, std::string("h01_0")}).status().code(),
+            Code::kPermissionDenied)
+      << "nobody joined rank 1: nobody speaks for it";
+  EXPECT_EQ(waiting.wait_for(std::chrono::milliseconds(200)), std::future_status::timeout) << "still waiting";
+  EXPECT_TRUE(m->MemberHeartbeat({{tree_id, ""}, 0, std::string("h00_0")}).ok());
+  EXPECT_TRUE(m->LeaveGroup("job-w", 0, std::string("h00_0")).ok());
+  EXPECT_EQ(waiting.get().status().code(), Code::kAborted);
 }
 
 // incinctl tree show lists the ranks behind each member after a restart too.

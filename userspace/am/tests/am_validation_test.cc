@@ -543,7 +543,7 @@ TEST_F(RequestValidationTest, GetSwitchShowsEachPortsXdpStateAsTheAgentReportsIt
 }
 
 TEST_F(RequestValidationTest, UnknownIdsAreNotFound) {
-  EXPECT_EQ(m_->MemberHeartbeat({{5, "nojob"}, 0}).status().code(), Code::kNotFound);
+  EXPECT_EQ(m_->MemberHeartbeat({{5, "nojob"}, 0, std::nullopt}).status().code(), Code::kNotFound);
   EXPECT_EQ(m_->GetTree({}).status().code(), Code::kInvalidArgument);
   EXPECT_EQ(m_->GetTree({44, ""}).status().code(), Code::kNotFound);
   EXPECT_EQ(m_->DestroyTree(0, "").code(), Code::kInvalidArgument);

@@ -52,7 +52,7 @@ TEST(CApi, CreateRejectsBadConfigsWithCodeAndReason) {
       {.name = "credential of another job",
        .edit =
            [](inc_comm_config* c) {
-             static const std::string other = "incjob1:" + std::string(64, '0') + ":other-job";
+             static const std::string other = "incjob2:" + std::string(64, '0') + ":1:2:*:other-job";
              c->job_credential = other.c_str();
            },
        .want = INC_INVALID_ARGUMENT,

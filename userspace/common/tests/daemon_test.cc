@@ -13,6 +13,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <set>
 #include <string>
 #include <thread>
@@ -43,7 +44,25 @@ TEST(DaemonSignals, BlockedSignalsAreWaitedForInsteadOfKillingTheProcess) {
     EXPECT_EQ(WaitForDaemonSignal(), c.sig) << c.name;  // still alive to see it
     EXPECT_EQ(SignalName(c.sig), c.name);
   }
-  EXPECT_EQ(SignalName(SIGUSR1), "signal " + std::to_string(SIGUSR1));
+  EXPECT_EQ(SignalName(SIGUSR1), "SIGUSR1");
+  EXPECT_EQ(SignalName(SIGRTMIN + 2), "SIGRTMIN+2");
+  EXPECT_EQ(SignalName(SIGRTMIN), "SIGRTMIN");
+  EXPECT_EQ(SignalName(SIGRTMAX), "SIGRTMAX");
+  EXPECT_EQ(SignalName(SIGSEGV), "signal " + std::to_string(SIGSEGV));
+}
+
+// Every signal whose default action terminates the process and that the
+// daemons do not use is taken and passed over: the process lives on and the
+// next signal it uses still arrives.
+TEST(DaemonSignals, UnusedTerminatingSignalsAreIgnored) {
+  BlockDaemonSignals();
+  const std::vector<int> ignored = IgnoredDaemonSignals();
+  for (int sig : {SIGUSR1, SIGPIPE, SIGALRM, SIGVTALRM, SIGPROF, SIGIO, SIGPWR, SIGSTKFLT, SIGTSTP, SIGTTIN,
+                  SIGTTOU, SIGXFSZ, SIGRTMIN, SIGRTMAX})
+    EXPECT_NE(std::find(ignored.begin(), ignored.end(), sig), ignored.end()) << SignalName(sig);
+  for (int sig : ignored) ASSERT_EQ(raise(sig), 0) << SignalName(sig);
+  ASSERT_EQ(raise(SIGHUP), 0);
+  EXPECT_EQ(WaitForDaemonSignal(), SIGHUP);  // alive, past every ignored one
 }
 
 // A stand-in for systemd's notification socket: a unix datagram socket whose

@@ -119,6 +119,46 @@ TEST(LogFormatLine, TextAndJsonCarryTimeLevelComponentAndMessage) {
   }
 }
 
+// Text lines: whatever a peer put into a message (a ReportError text, a job
+// id, a host name), the line stays one line without terminal escapes.
+TEST(LogFormatLine, TextEscapesControlsSoAMessageIsOneLine) {
+  struct Case {
+    const char* name;
+    std::string text;
+    std::string want;  // the message part of the line
+  };
+  const Case cases[] = {
+      {"plain", "tree 3 active", "tree 3 active"},
+      {"newline forging a line", "boom\n2026-11-22T03:00:00.123Z W incamd: forged",
+       "boom\\n2026-11-22T03:00:00.123Z W incamd: forged"},
+      {"carriage return", "a\rb", "a\\rb"},
+      {"tab", "a\tb", "a\\tb"},
+      {"escape sequence", "\x1b[31mred\x1b[0m", "\\x1b[31mred\\x1b[0m"},
+      {"other controls and delete", std::string("\x01\x07\x7f", 3), "\\x01\\x07\\x7f"},
+      {"NUL", std::string("a\0b", 3), "a\\x00b"},
+      {"UTF-8 kept", "caf\xc3\xa9 \xe2\x9c\x93", "caf\xc3\xa9 \xe2\x9c\x93"},
+      {"C1 control CSI (U+009B)",
+       "a\xc2\x9b"
+       "2Kb",
+       "a\\xc2\\x9b2Kb"},
+      {"bytes that are not UTF-8",
+       "a\xff\x9b"
+       "b",
+       "a\\xff\\x9bb"},
+      {"backslashes kept", "C:\\dir \\n", "C:\\dir \\n"},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(EscapeLogText(c.text), c.want) << c.name;
+    const std::string line = FormatLogLine(LogFormat::kText, FixedTime(), LogLevel::kWarn, "incamd", c.text);
+    EXPECT_EQ(line, "2026-11-22T03:00:00.123Z W incamd: " + c.want) << c.name;
+    EXPECT_EQ(line.find('\n'), std::string::npos) << c.name;
+    EXPECT_EQ(line.find('\r'), std::string::npos) << c.name;
+    EXPECT_EQ(line.find('\x1b'), std::string::npos) << c.name;
+  }
+  EXPECT_EQ(FormatLogLine(LogFormat::kText, FixedTime(), LogLevel::kInfo, "am\nx", "m"),
+            "2026-11-22T03:00:00.123Z I am\\nx: m");
+}
+
 TEST(LogFormatLine, JsonLinesParseBackToTheSameFields) {
   const std::string message = "multi\nline \x01 \"quoted\" \\ caf\xc3\xa9 \xff";
   const std::string line = FormatLogLine(LogFormat::kJson, FixedTime(), LogLevel::kError, "incamd", message);

@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -188,6 +190,105 @@ TEST(AuthorizerTest, RolesSwitchNamesAndMemberHostsAreCheckedAndDenialsCounted) 
   EXPECT_TRUE(open.CheckRoles(Peer(Role::kMember, "w0", ""), "DestroyTree", {Role::kOperator}).ok());
   EXPECT_TRUE(open.CheckRoles(Unauthenticated("none"), "DestroyTree", {Role::kOperator}).ok());
   EXPECT_EQ(open.denials(), 0u);
+}
+
+// A self-signed certificate with this subject (IdentityFromCertificate reads
+// the subject only: the chain was verified by the TLS handshake).
+std::string CertWithSubject(const std::string& subject) {
+  char dir[] = "/tmp/tls_subject_XXXXXX";
+  if (!mkdtemp(dir)) return "";
+  const std::string d = dir;
+  const std::string cmd =
+      "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout " + d + "/k -out " +
+      d + "/c -days 1 -subj '" + subject + "' 2>/dev/null";
+  std::string pem;
+  if (std::system(cmd.c_str()) == 0) pem = ReadFile(d + "/c");
+  std::filesystem::remove_all(d);
+  return pem;
+}
+
+TEST(PeerIdentityTest, TenantsComeFromExtraOusOfOperatorCertificatesOnly) {
+  auto id = IdentityFromCertificate(
+      CertWithSubject("/O=incin/OU=operator/OU=tenant:acme/OU=tenant:beta/CN=alice"), "ipv4:10.0.0.9:1");
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  EXPECT_EQ(id->role, Role::kOperator);
+  EXPECT_EQ(id->tenants, (std::vector<std::string>{"acme", "beta"}));
+  auto cluster = IdentityFromCertificate(CertWithSubject("/O=incin/OU=operator/CN=root"), "");
+  ASSERT_TRUE(cluster.ok());
+  EXPECT_TRUE(cluster->tenants.empty());
+  struct Case {
+    const char* subject;
+    const char* words;
+  };
+  const Case refused[] = {
+      {"/O=incin/OU=member/OU=tenant:acme/CN=w0", "names tenants, which only operators have"},
+      {"/O=incin/OU=operator/OU=tenant:/CN=a", "a tenant name is not empty"},
+      {"/O=incin/OU=operator/OU=switch/CN=a", "2 subject OUs naming a role"},
+      {"/O=incin/OU=tenant:acme/CN=a", "0 subject OUs naming a role"},
+      {"/O=incin/OU=boss/CN=a", "OU=boss, not a role"},
+  };
+  for (const Case& c : refused) {
+    auto bad = IdentityFromCertificate(CertWithSubject(c.subject), "");
+    ASSERT_FALSE(bad.ok()) << c.subject;
+    EXPECT_EQ(bad.status().code(), Code::kUnauthenticated) << c.subject;
+    EXPECT_NE(bad.status().message().find(c.words), std::string::npos) << bad.status().message();
+  }
+}
+
+Expected<PeerIdentity> TenantOperator(std::vector<std::string> tenants) {
+  PeerIdentity id;
+  id.role = Role::kOperator;
+  id.name = "alice";
+  id.peer_ip = "10.0.0.9";
+  id.tenants = std::move(tenants);
+  return id;
+}
+
+TEST(AuthorizerTest, OperatorsOfTenantsActOnTheirTenantsJobsOnly) {
+  Authorizer az(true);
+  EXPECT_TRUE(az.CheckOperatorForJob(TenantOperator({}), "IssueJobCredential", "anything").ok());
+  EXPECT_TRUE(az.CheckOperatorForJob(TenantOperator({}), "IssueJobCredential", "acme/x").ok());
+  EXPECT_TRUE(az.CheckOperatorForJob(TenantOperator({"acme"}), "IssueJobCredential", "acme/train-7").ok());
+  EXPECT_TRUE(
+      az.CheckOperatorForJob(TenantOperator({"beta", "acme"}), "RevokeJobCredentials", "acme/t").ok());
+  Status st = az.CheckOperatorForJob(TenantOperator({"acme"}), "IssueJobCredential", "beta/train-7");
+  EXPECT_EQ(st.code(), Code::kPermissionDenied);
+  EXPECT_EQ(
+      st.message(),
+      "IssueJobCredential for job 'beta/train-7': operator alice acts for jobs 'acme/...' only; this job "
+      "is tenant 'beta''s");
+  st = az.CheckOperatorForJob(TenantOperator({"acme"}), "IssueJobCredential", "train-7");
+  EXPECT_NE(st.message().find("this job is of no tenant"), std::string::npos) << st.message();
+  st = az.CheckOperatorForJob(TenantOperator({"acme"}), "IssueJobCredential", "acmes/x");
+  EXPECT_EQ(st.code(), Code::kPermissionDenied);
+  st = az.CheckOperatorForJob(Peer(Role::kMember, "w0", "10.0.0.2"), "IssueJobCredential", "acme/x");
+  EXPECT_EQ(st.code(), Code::kPermissionDenied);
+  EXPECT_EQ(az.denials(), 4u);
+}
+
+TEST(AuthorizerTest, JobCredentialsAreCheckedForTheCallersHost) {
+  auto creds = JobCredentials::FromHex(std::string(64, 'c'), "x");
+  ASSERT_TRUE(creds.ok());
+  auto cred = creds->Issue({"acme/j", 1000, 9000, {"w0"}});
+  ASSERT_TRUE(cred.ok());
+  Authorizer az(true);
+  EXPECT_TRUE(az.CheckJobCredential(Peer(Role::kMember, "w0", "10.0.0.2"), "JoinGroup", "acme/j", *cred,
+                                    *creds, 2000, 0)
+                  .ok());
+  Status st = az.CheckJobCredential(Peer(Role::kMember, "w1", "10.0.1.2"), "JoinGroup", "acme/j", *cred,
+                                    *creds, 2000, 0);
+  EXPECT_EQ(st.code(), Code::kPermissionDenied);
+  EXPECT_NE(st.message().find("is for hosts w0, not for host 'w1'"), std::string::npos) << st.message();
+  st = az.CheckJobCredential(Peer(Role::kMember, "w0", "10.0.0.2"), "JoinGroup", "acme/j", *cred, *creds,
+                             9000, 0);
+  EXPECT_NE(st.message().find("expired"), std::string::npos) << st.message();
+  st = az.CheckJobCredential(Peer(Role::kMember, "w0", "10.0.0.2"), "JoinGroup", "acme/j", *cred, *creds,
+                             2000, 1500);
+  EXPECT_NE(st.message().find("was revoked"), std::string::npos) << st.message();
+  EXPECT_EQ(az.denials(), 3u);
+  Authorizer open(false);
+  EXPECT_TRUE(
+      open.CheckJobCredential(Peer(Role::kMember, "w1", ""), "JoinGroup", "x", "", *creds, 0, 0).ok());
 }
 
 // A switch agent that lets only the AM configure trees and the AM or an

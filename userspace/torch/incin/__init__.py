@@ -48,8 +48,10 @@ def _job_id(store, rank):
     if job:
         return job
     cred = setting("INCIN_JOB_CREDENTIAL")
-    if cred.startswith("incjob1:") and cred.count(":") >= 2:
-        return cred.split(":", 2)[2]
+    # incjob2:<hmac>:<issued>:<expires>:<hosts>:<job id> (the job id may
+    # itself hold ':').
+    if cred.startswith("incjob2:") and cred.count(":") >= 5:
+        return cred.split(":", 5)[5]
     key = "incin/job_id"
     if rank == 0:
         store.set(key, "torch-%s-%d-%d" % (socket.gethostname()[:40], os.getpid(), int(time.time())))
