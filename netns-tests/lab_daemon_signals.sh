@@ -153,10 +153,18 @@ for f in "$AM_LOG" "$SW_LOG"; do
 import json, sys
 lines = [l for l in open(sys.argv[1]) if l.startswith("{")]
 assert lines, "no JSON lines"
+with_fields = 0
 for l in lines:
     d = json.loads(l)
-    assert set(d) == {"time", "level", "component", "message"}, d
-print(f"  {sys.argv[1]}: {len(lines)} JSON lines")
+    keys = list(d)
+    # The line's own keys, and between component and message the fields of
+    # lines about a tree, job, switch or member (docs/operations.md "Logs").
+    assert keys[:3] == ["time", "level", "component"] and keys[-1] == "message", d
+    assert set(keys[3:-1]) <= {"event", "tree", "job", "switch", "rank"}, d
+    for k in ("tree", "rank"):
+        assert k not in d or isinstance(d[k], int), d
+    with_fields += len(keys) > 4
+print(f"  {sys.argv[1]}: {len(lines)} JSON lines, {with_fields} with fields")
 PY
 done
 

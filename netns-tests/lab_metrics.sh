@@ -8,7 +8,11 @@
 # its histograms; the switch's contribution and completion counters, the
 # tree's and every member's counters grow between the two scrapes in the
 # job, and every port reports XDP attached; every metric the Grafana
-# dashboard (docs/grafana-incin.json) queries is exported.
+# dashboard (docs/grafana-incin.json) and the alerting rules
+# (packaging/prometheus/incin-rules.yml) query is exported, the AM counted
+# the job's joins as OK and none failed; last, `promtool check metrics` finds nothing to
+# lint in either daemon's scrape (SKIP, after every other check passed, when
+# promtool is not installed).
 . "$(dirname "$0")/lib.sh" "$1" mt
 require_bins incswitchd incamd incinctl inc-perf
 
@@ -79,6 +83,26 @@ n=$(value "$T/am3.txt" 'incin_am_tree_program_seconds_count')
   fail "AM: the build histogram's +Inf bucket differs from the programming count"
 note "AM: $n tree programming(s) observed; scrapes kept in $T when the test fails"
 
+joins=$(value "$T/am3.txt" 'incin_am_joins_total{code="OK"}')
+[ "$joins" != none ] && [ "$joins" -ge 4 ] ||
+  fail "AM: incin_am_joins_total{code=\"OK\"} is '$joins', want at least the job's 4 joins"
+! grep -q '^incin_am_joins_total{code="[A-Z_]*"} [1-9]' <(grep -v 'code="OK"' "$T/am3.txt") ||
+  fail "AM: failed joins counted in a job that ran: $(grep '^incin_am_joins_total' "$T/am3.txt" | tr '\n' ' ')"
+
+# Every metric the alerting rules name exists in a scrape.
+python3 - "$LAB_TESTS_DIR/../packaging/prometheus/incin-rules.yml" "$T/am3.txt" "$T/sw2.txt" <<'PY' ||
+import re, sys
+names = set()
+for f in sys.argv[2:]:
+    for line in open(f):
+        if line and not line.startswith("#"):
+            names.add(re.split(r"[{ ]", line, maxsplit=1)[0])
+missing = sorted(set(re.findall(r"\b(incin_[a-z_]+)", open(sys.argv[1]).read())) - names)
+if missing:
+    sys.exit("the alerting rules query metrics no daemon exports: " + ", ".join(missing))
+PY
+  fail "packaging/prometheus/incin-rules.yml queries metrics that do not exist"
+
 # Every metric the Grafana dashboard in docs/ queries exists.
 python3 - "$LAB_TESTS_DIR/../docs/grafana-incin.json" "$T/am3.txt" "$T/sw2.txt" <<'PY' ||
 import json, re, sys
@@ -97,4 +121,13 @@ if missing:
     sys.exit("dashboard queries metrics no daemon exports: " + ", ".join(sorted(missing)))
 PY
   fail "docs/grafana-incin.json queries metrics that do not exist"
+
+# Prometheus's own linter on both daemons' live scrapes (names, units,
+# suffixes, HELP and TYPE lines).
+command -v promtool >/dev/null ||
+  skip "promtool is not installed (apt-get install prometheus; scripts/deps.sh installs it): every other check passed"
+for f in am3 sw2; do
+  promtool check metrics <"$T/$f.txt" >"$T/$f.lint" 2>&1 || { cat "$T/$f.lint"; fail "promtool check metrics: $f.txt"; }
+  note "promtool check metrics: $f.txt clean"
+done
 pass

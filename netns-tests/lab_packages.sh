@@ -110,6 +110,7 @@ for prog in incswitchd.8 incamd.8 incinctl.1 inc-perf.1 inc-certs.1; do
   [ -f "$ROOT/usr/share/man/man${prog##*.}/$prog.gz" ] || fail "no man page $prog"
 done
 [ "$(find "$ROOT/usr/share" -name 'incin-switch@*.yang' | wc -l)" = 1 ] || fail "the YANG module is not installed exactly once"
+[ -f "$ROOT/usr/share/incin/prometheus/incin-rules.yml" ] || fail "incin-manager does not install the Prometheus rules"
 PKGLIB=$(ompi_info --path pkglibdir --parsable | cut -d: -f3)
 INFO=$(OMPI_MCA_mca_component_path="$PKGLIB:$(dirname "$COMPONENT")" ompi_info --param coll incin --level 9)
 grep -q 'coll_incin_priority' <<<"$INFO" || fail "ompi_info does not list the installed coll/incin component"

@@ -19,7 +19,7 @@ while IFS= read -r -d '' f; do
   esac
   name=${f##*/}
   case "$name" in
-    *.cc|*.h|*.c|*.proto|*.py|*.sh|*.cmake|CMakeLists.txt|*.map|*.service|*.in|*.yang) ;;
+    *.cc|*.h|*.c|*.proto|*.py|*.sh|*.cmake|CMakeLists.txt|*.map|*.service|*.in|*.yang|*.yml|*.yaml) ;;
     *) [ -x "$f" ] && head -c2 "$f" | grep -q '#!' || continue ;;
   esac
   checked=$((checked + 1))

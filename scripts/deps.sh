@@ -19,6 +19,10 @@ PACKAGES=(
   # from --help, lintian on the .debs, CPack's file(1) and dpkg-dev tools,
   # capsh to read the daemons' capabilities in the systemd guest.
   help2man lintian file dpkg-dev adduser libcap2-bin
+  # promtool, to check the Prometheus rules (packaging/prometheus) and the
+  # daemons' /metrics (unit.prometheus_rules, lab.metrics); its server is
+  # not started here (no init system runs it in a container).
+  prometheus
 )
 PACKAGES+=(${INC_EXTRA_PACKAGES:-})
 

@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "common/tls.h"
@@ -54,6 +55,25 @@ Status ValidateAmConfig(const v1::AmConfig& config);
 // plaintext with "insecure": true (or --insecure). Neither, both, or an
 // incomplete tls object is an error that says what to set.
 Expected<TransportSecurity> AmTransportSecurity(const v1::AmConfig& config);
+
+// incamd --check-config: the config as incamd would run with it, every
+// absent field at its default (state_path included), for printing as JSON.
+v1::AmConfig EffectiveAmConfig(const v1::AmConfig& config);
+
+struct Topology;
+// incamd --check-config: what can be checked of a whole site without
+// starting: the config's own checks (ValidateAmConfig), its transport
+// security settings, NETCONF settings, metrics_listen apart from listen, the
+// topology file, and each switch agent config in `switch_configs` (paths)
+// against config and topology: the switch is in the topology, every port the
+// topology gives it (hosts, links) is one of its ports, it dials the AM
+// with the same transport security (TLS or insecure). An error names the
+// file and the field. `notes` gets what may be intended but is worth a
+// look (a switch port no host or link uses, am_address not listen) and facts
+// of this host start would need (certificate files that cannot be read).
+// On success *topology is the validated topology.
+Status CheckAmSite(const v1::AmConfig& config, const std::vector<std::string>& switch_configs,
+                   Topology* topology, std::vector<std::string>* notes);
 
 // What incamd runs with, for SIGHUP to compare a re-read config against.
 struct RunningAm {

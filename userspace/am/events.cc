@@ -9,7 +9,7 @@
 namespace inc::am {
 
 void EventLog::Append(const std::string& kind, const std::string& message, uint32_t tree_id,
-                      const std::string& switch_name, const std::string& job) {
+                      const std::string& switch_name, const std::string& job, std::optional<uint32_t> rank) {
   Event e;
   e.unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                   std::chrono::system_clock::now().time_since_epoch())
@@ -19,7 +19,14 @@ void EventLog::Append(const std::string& kind, const std::string& message, uint3
   e.tree_id = tree_id;
   e.switch_name = switch_name;
   e.job = job;
-  LOG_INFO << kind << ": " << message;
+  if (GetLogLevel() <= LogLevel::kInfo) {
+    LogFields fields = {{"event", kind}};
+    if (tree_id) fields.emplace_back("tree", tree_id);
+    if (!job.empty()) fields.emplace_back("job", job);
+    if (!switch_name.empty()) fields.emplace_back("switch", switch_name);
+    if (rank) fields.emplace_back("rank", *rank);
+    LogLine(LogLevel::kInfo, kind + ": " + message, fields);
+  }
   {
     std::lock_guard<std::mutex> lk(mu_);
     events_.emplace_back(next_seq_++, std::move(e));

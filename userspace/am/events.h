@@ -9,6 +9,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -29,10 +30,13 @@ class EventLog {
  public:
   explicit EventLog(size_t capacity) : capacity_(capacity) {}
 
-  // Logs the event and wakes watchers; the oldest events beyond the
-  // capacity are forgotten.
+  // Logs the event (at info; in JSON logs with the fields event, tree,
+  // switch, job and rank, those that are set) and wakes watchers; the
+  // oldest events beyond the capacity are forgotten. `rank`: the member's
+  // rank in its job, for events about one member (logged, not kept).
   void Append(const std::string& kind, const std::string& message, uint32_t tree_id = 0,
-              const std::string& switch_name = "", const std::string& job = "");
+              const std::string& switch_name = "", const std::string& job = "",
+              std::optional<uint32_t> rank = std::nullopt);
 
   struct WatchOptions {
     bool replay = false;             // first the events still kept

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // incamd: the aggregation manager daemon. docs/operations.md "## incamd"
 // describes its flags, config file, signals and exit codes.
+#include <google/protobuf/util/json_util.h>
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -9,7 +10,10 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
+#include <iostream>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "am/config.h"
 #include "am/manager.h"
@@ -31,6 +35,40 @@ namespace {
 // Exit codes (docs/operations.md).
 constexpr int kExitCannotServe = 1;
 constexpr int kExitBadConfig = 2;  // command line, config or topology
+
+// --check-config: the effective config as JSON on stdout, notes and the
+// verdict on stderr; nothing is started, listened on or written.
+int CheckConfig(const std::string& config_path, const inc::am::AmFlags& flags,
+                const std::vector<std::string>& switch_configs) {
+  auto config = inc::am::LoadAmConfig(config_path, flags);
+  inc::Status st = config ? inc::Status::Ok() : config.status();
+  inc::am::Topology topology;
+  std::vector<std::string> notes;
+  if (st.ok()) st = inc::am::CheckAmSite(*config, switch_configs, &topology, &notes);
+  for (const std::string& n : notes) std::cerr << "incamd: note: " << n << "\n";
+  if (!st.ok()) {
+    std::cerr << "incamd: error: " << (config_path.empty() ? "" : "config " + config_path + ": ")
+              << st.message() << "\n";
+    return kExitBadConfig;
+  }
+  google::protobuf::util::JsonPrintOptions print;
+  print.add_whitespace = true;
+  print.always_print_primitive_fields = true;
+  print.preserve_proto_field_names = true;
+  std::string json;
+  if (auto printed =
+          google::protobuf::util::MessageToJsonString(inc::am::EffectiveAmConfig(*config), &json, print);
+      !printed.ok()) {
+    std::cerr << "incamd: error: printing the config: " << printed.message() << "\n";
+    return kExitBadConfig;
+  }
+  std::cout << json;
+  std::cerr << "incamd: config " << (config_path.empty() ? "(flags only)" : config_path)
+            << " is valid: topology " << config->topology_file() << " (" << topology.switches.size()
+            << " switches, " << topology.hosts.size() << " hosts, " << topology.links.size() << " links), "
+            << switch_configs.size() << " switch config(s) checked against it\n";
+  return 0;
+}
 
 }  // namespace
 
@@ -55,6 +93,16 @@ int main(int argc, char** argv) {
   bool insecure = false;
   auto* o_insecure = app.add_flag("--insecure", insecure,
                                   "plaintext gRPC without authorization (instead of the config's tls)");
+  bool check_config = false;
+  app.add_flag("--check-config", check_config,
+               "check the config and its topology (and each --switch-config against them), print the "
+               "effective config with every default as JSON and exit: 0 valid, 2 not (the message names the "
+               "file and field); starts nothing");
+  std::vector<std::string> switch_configs;
+  app.add_option("--switch-config", switch_configs,
+                 "with --check-config: a switch agent's config to check against this AM's config and "
+                 "topology (repeatable)")
+      ->check(CLI::ExistingFile);
   app.set_version_flag("--version", std::string("incamd ") + inc::kVersion,
                        "Print incamd's version and exit");
   try {
@@ -74,6 +122,12 @@ int main(int argc, char** argv) {
   if (o_format->count()) {
     flags.log_format = log_format;
     inc::ApplyLogFormatFlag(log_format);
+  }
+
+  if (check_config) return CheckConfig(config_path, flags, switch_configs);
+  if (!switch_configs.empty()) {
+    LOG_ERROR << "--switch-config is for --check-config only";
+    return kExitBadConfig;
   }
 
   auto config = inc::am::LoadAmConfig(config_path, flags);

@@ -717,6 +717,25 @@ void Manager::WorkerLoop() {
 // --------------------------------------------------------------- members
 
 Expected<Assignment> Manager::JoinGroup(const JoinRequest& req, const Cancelled& cancelled) {
+  Expected<Assignment> got = JoinGroupWait(req, cancelled);
+  const Code code = got.ok() ? Code::kOk : got.status().code();
+  {
+    std::lock_guard<std::mutex> lk(joins_mu_);
+    ++joins_by_code_[CodeName(code)];
+  }
+  if (!got.ok()) {
+    LOG_WARN_F({"job", req.job}, {"rank", req.rank})
+        << "rank " << req.rank << " of job " << req.job << ": JoinGroup failed, " << got.status().ToString()
+        << " (its collectives cannot run on the switches: libincmpi, coll/incin, NCCL and torch fall back)";
+  } else {
+    LOG_INFO_F({"tree", got->tree_id}, {"job", req.job}, {"switch", got->switch_name}, {"rank", req.rank})
+        << "rank " << req.rank << " of job " << req.job << " joined tree " << got->tree_id << " at switch "
+        << got->switch_name;
+  }
+  return got;
+}
+
+Expected<Assignment> Manager::JoinGroupWait(const JoinRequest& req, const Cancelled& cancelled) {
   INC_RETURN_IF_ERROR(CheckJoin(req));
   auto reqs = RequirementsFor(req.ask);
   if (!reqs) return reqs.status();
@@ -793,8 +812,9 @@ Expected<Assignment> Manager::JoinGroup(const JoinRequest& req, const Cancelled&
     t->members.Join(rank, *spec, seq);
     t->members.SetHostRanks(rank, req.host_ranks, req.total_ranks);
     t->members.SetOwner(rank, req.owner);
-    LOG_DEBUG << rank_name << " joined from host " << spec->host << " (" << t->members.joined() << "/"
-              << t->world << ")";
+    LOG_DEBUG_F({"tree", t->id}, {"job", t->job}, {"rank", rank})
+        << rank_name << " joined from host " << spec->host << " (" << t->members.joined() << "/" << t->world
+        << ")";
     complete = t->members.complete();
     if (complete) t->programming = true;  // claim the build for this thread
   }
@@ -936,7 +956,7 @@ Status Manager::LeaveGroup(const std::string& job, uint32_t rank, const std::opt
     INC_RETURN_IF_ERROR(CheckRankOwnerLocked(*t, rank, as_host, "LeaveGroup"));
     if (t->state == TreeState::kPending && !t->programming) {
       DropMemberLocked(t, rank);
-      events_.Append("member_left", who + " left before the tree was built", t->id, "", t->job);
+      events_.Append("member_left", who + " left before the tree was built", t->id, "", t->job, rank);
     } else if (!t->members[rank].left) {
       // The tree stays until every member left: a member lingering before
       // its own LeaveGroup may still retransmit for a lost last result, and
@@ -946,7 +966,7 @@ Status Manager::LeaveGroup(const std::string& job, uint32_t rank, const std::opt
         DismantleLocked(t, TreeState::kDestroyed,
                         "every rank left the group (the last: " + who + ", host " + host + ")", &ops);
       } else {
-        events_.Append("member_left", who + " (host " + host + ") left the group", t->id, "", t->job);
+        events_.Append("member_left", who + " (host " + host + ") left the group", t->id, "", t->job, rank);
       }
     }
   }
@@ -995,7 +1015,7 @@ Status Manager::ReportError(const ErrorReport& report) {
                              std::to_string(t->id) + ": " + report.error + " (msg " +
                              std::to_string(report.msg_id) + ", " + std::to_string(report.timeouts) +
                              " timeouts)";
-    events_.Append("member_error", what, t->id, "", t->job);
+    events_.Append("member_error", what, t->id, "", t->job, report.rank);
     // A member that gave up must not leave the others running on the
     // switch: the tree fails for everyone (each member's next heartbeat
     // says FAILED and aborts its collectives).
@@ -1436,6 +1456,12 @@ void Manager::WriteTimingMetrics(PrometheusText* out) {
   out->Family("incin_am_tree_program_seconds", "histogram",
               "ConfigureTree on every switch of a tree, per programming (in parallel).");
   program_seconds_.Write("incin_am_tree_program_seconds", {}, out);
+  std::lock_guard<std::mutex> jl(joins_mu_);
+  out->Family("incin_am_joins_total", "counter",
+              "JoinGroup answers by status code; a member whose join failed (code other than OK) runs "
+              "its collectives without the switches.");
+  for (const auto& [code, n] : joins_by_code_)
+    out->Sample("incin_am_joins_total", {{"code", code}}, static_cast<double>(n));
 }
 
 Manager::Usage Manager::ResourceUsage() {

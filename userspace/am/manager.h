@@ -235,6 +235,9 @@ class Manager {
   // no switch can hold.
   Expected<Requirements> RequirementsFor(const TreeAsk& ask) const;
 
+  // JoinGroup without the outcome's count and log line.
+  Expected<Assignment> JoinGroupWait(const JoinRequest& req, const Cancelled& cancelled);
+
   // Builds, allocates and programs a complete group; wakes its waiters.
   void BuildAndProgram(const TreePtr& t);
   void RunOps(Ops ops);       // synchronously, outside mu_
@@ -258,6 +261,10 @@ class Manager {
   Histogram program_seconds_{kTimingBuckets};  // guarded by mu_
   static inline const std::vector<double> kTimingBuckets = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
                                                             0.05,   0.1,   0.25,   0.5,   1,    2.5};
+  // JoinGroup answers by status code ("OK", "DEADLINE_EXCEEDED", ...): a
+  // member whose join failed runs its collectives without the switches.
+  std::mutex joins_mu_;  // a leaf lock
+  std::map<std::string, uint64_t> joins_by_code_ = {{"OK", 0}};
   std::condition_variable cv_;  // tree state changes, stop
   bool stopping_ = false;
   SwitchRegistry switches_;

@@ -65,10 +65,11 @@ bool StderrIsJournal() {
   return journal;
 }
 
-void Write(LogLevel level, const std::string& component, const std::string& text) {
+void Write(LogLevel level, const std::string& component, const std::string& text,
+           const LogFields& fields = {}) {
   const LogFormat format = GetLogFormat();
   std::string line = StderrIsJournal() ? JournalPriorityPrefix(level) : "";
-  line += FormatLogLine(format, std::chrono::system_clock::now(), level, component, text);
+  line += FormatLogLine(format, std::chrono::system_clock::now(), level, component, text, fields);
   line += '\n';
   std::fwrite(line.data(), 1, line.size(), stderr);
 }
@@ -241,10 +242,22 @@ std::string EscapeLogText(const std::string& text) {
 }
 
 std::string FormatLogLine(LogFormat format, std::chrono::system_clock::time_point time, LogLevel level,
-                          const std::string& component, const std::string& text) {
+                          const std::string& component, const std::string& text, const LogFields& fields) {
   if (format == LogFormat::kJson) {
-    return "{\"time\":\"" + Timestamp(time) + "\",\"level\":\"" + LogLevelName(level) +
-           "\",\"component\":" + JsonQuote(component) + ",\"message\":" + JsonQuote(text) + "}";
+    std::string line = "{\"time\":\"" + Timestamp(time) + "\",\"level\":\"" + LogLevelName(level) +
+                       "\",\"component\":" + JsonQuote(component);
+    std::vector<const std::string*> seen;
+    for (const LogField& f : fields) {
+      if (f.key.empty() || (!f.number && f.value.empty()) || f.key == "time" || f.key == "level" ||
+          f.key == "component" || f.key == "message")
+        continue;
+      bool repeated = false;
+      for (const std::string* k : seen) repeated |= *k == f.key;
+      if (repeated) continue;
+      seen.push_back(&f.key);
+      line += "," + JsonQuote(f.key) + ":" + (f.number ? f.value : JsonQuote(f.value));
+    }
+    return line + ",\"message\":" + JsonQuote(text) + "}";
   }
   static const char kLetters[] = {'D', 'I', 'W', 'E'};
   // Escaped: a peer's text (an error report, a job id, a host name) cannot
@@ -256,6 +269,11 @@ std::string FormatLogLine(LogFormat format, std::chrono::system_clock::time_poin
 void LogLine(LogLevel level, const std::string& text) {
   std::lock_guard<std::mutex> lock(g_mu);
   Write(level, g_component, text);
+}
+
+void LogLine(LogLevel level, const std::string& text, const LogFields& fields) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  Write(level, g_component, text, fields);
 }
 
 void LogLineFrom(LogLevel level, const std::string& source, const std::string& text) {

@@ -725,7 +725,7 @@ Status XdpDatapath::RemoveTree(uint16_t tree_id) {
     return ErrnoStatus("remove tree", errno);
   INC_RETURN_IF_ERROR(ClearTreeChildren(tree_id, *old));
   INC_RETURN_IF_ERROR(ClearSlots(old->slot_base, old->pool_size));
-  LOG_INFO << "removed tree " << tree_id;
+  LOG_DEBUG << "removed tree " << tree_id;  // the switch agent logs it at info, with its job
   return SyncLocalIps();
 }
 

@@ -4,6 +4,8 @@
 #include <signal.h>
 
 #include <chrono>
+#include <fstream>
+#include <utility>
 
 #include "common/daemon.h"
 #include "common/log.h"
@@ -68,6 +70,54 @@ Expected<SwitchPlan> PlanSwitch(v1::SwitchAgentConfig config, const std::string&
   }
   plan.config = std::move(config);
   return plan;
+}
+
+Status CheckSwitchConfig(const v1::SwitchAgentConfig& config, const std::string& config_path,
+                         const std::string& advertise, std::vector<std::string>* notes) {
+  if (!advertise.empty()) INC_RETURN_IF_ERROR(ValidateDialAddress(advertise, "--advertise"));
+  // The ports as configured; the interfaces' own facts where they exist.
+  std::vector<PortInfo> ports;
+  for (const auto& p : config.ports()) {
+    v1::SwitchAgentConfig one;
+    *one.add_ports() = p;
+    auto found = ResolvePorts(one);
+    if (found.ok()) {
+      ports.push_back(found->front());
+      continue;
+    }
+    notes->push_back(found.status().message() + " (start on this host would fail: exit 2)");
+    PortInfo port;
+    port.name = p.name();
+    if (!p.ip().empty()) port.ip = *Ipv4::Parse(p.ip());  // ValidateConfig parsed it
+    ports.push_back(port);
+  }
+  auto routing = ParseRoutingSettings(config, ports);
+  if (!routing.ok()) return InvalidArgument(InConfig(config_path, routing.status()));
+  auto credit = ParseCreditSettings(config.credit(), ports);
+  if (!credit.ok()) return InvalidArgument(InConfig(config_path, credit.status()));
+  auto security = SwitchTransportSecurity(config);
+  if (!security.ok()) return InvalidArgument(InConfig(config_path, security.status()));
+  if (!security->insecure) {
+    const std::pair<const char*, std::string> files[] = {
+        {"tls.cert", config.tls().cert()}, {"tls.key", config.tls().key()}, {"tls.ca", config.tls().ca()}};
+    for (const auto& [field, path] : files) {
+      if (!std::ifstream(path))
+        notes->push_back(std::string(field) + " " + path + " cannot be read on this host");
+    }
+  }
+  if (!config.metrics_listen().empty() && config.metrics_listen() == config.listen())
+    return InvalidArgument(InConfig(config_path, InvalidArgument("metrics_listen " + config.metrics_listen() +
+                                                                 " is the gRPC listen address too")));
+  if (!config.netconf().listen().empty()) {
+    auto nc = netconf::NetconfOptionsFromConfig(config);
+    if (!nc.ok()) return InvalidArgument(InConfig(config_path, nc.status()));
+  }
+  if (config.listen().empty())
+    notes->push_back(
+        "no listen address: at start the agent serves on its management address toward "
+        "am_address, port " +
+        std::to_string(kDefaultListenPort));
+  return Status::Ok();
 }
 
 Expected<std::unique_ptr<SwitchDaemon>> SwitchDaemon::Start(SwitchPlan plan) {

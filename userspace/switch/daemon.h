@@ -57,6 +57,16 @@ struct SwitchPlan {
 Expected<SwitchPlan> PlanSwitch(v1::SwitchAgentConfig config, const std::string& config_path,
                                 const FlagOverrides& flags, const std::string& advertise);
 
+// incswitchd --check-config: the checks of PlanSwitch that need neither the
+// data path nor this host's interfaces: routing, credit and NETCONF settings
+// against the configured ports, transport security, metrics_listen apart
+// from listen. Interfaces that are missing here, or lack the configured IP,
+// and certificate files that cannot be read go to `notes` (start on this
+// host would fail on them) rather than failing the check, so a config can be
+// checked away from its switch.
+Status CheckSwitchConfig(const v1::SwitchAgentConfig& config, const std::string& config_path,
+                         const std::string& advertise, std::vector<std::string>* notes);
+
 // What the AM dials back: the listen address, with a wildcard host replaced
 // by the first port's IP.
 std::string AdvertisedAddress(const std::string& listen, const std::vector<PortInfo>& ports);

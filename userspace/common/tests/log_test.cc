@@ -172,6 +172,52 @@ TEST(LogFormatLine, JsonLinesParseBackToTheSameFields) {
             "multi\nline \x01 \"quoted\" \\ caf\xc3\xa9 \xef\xbf\xbd");
 }
 
+TEST(LogFormatLine, JsonFieldsAreMembersOfTheirOwnBeforeTheMessage) {
+  struct Case {
+    const char* name;
+    LogFields fields;
+    const char* want_json;  // between "component":"incamd", and "message"
+  };
+  const uint32_t tree = 7;
+  const std::string job = "job \"a\"";
+  const Case cases[] = {
+      {"no fields", {}, ""},
+      {"tree number, job string", {{"tree", tree}, {"job", job}}, R"("tree":7,"job":"job \"a\"",)"},
+      {"switch and rank", {{"switch", "leaf0"}, {"rank", 3}}, R"("switch":"leaf0","rank":3,)"},
+      {"64-bit number", {{"tree", uint64_t{1} << 40}}, R"("tree":1099511627776,)"},
+      {"negative number", {{"delta", -2}}, R"("delta":-2,)"},
+      {"the line's own keys are left out",
+       {{"message", "x"}, {"time", "x"}, {"level", "x"}, {"component", "x"}, {"tree", 1}},
+       R"("tree":1,)"},
+      {"a key given twice: the first stays", {{"tree", 1}, {"tree", 2}}, R"("tree":1,)"},
+      {"an empty key is left out", {{"", "x"}, {"job", "j"}}, R"("job":"j",)"},
+      {"an empty string value is left out", {{"job", ""}, {"tree", 0}}, R"("tree":0,)"},
+      {"values are quoted like messages", {{"job", "a\nb\xff"}}, R"("job":"a\nb\ufffd",)"},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(FormatLogLine(LogFormat::kJson, FixedTime(), LogLevel::kInfo, "incamd", "m", c.fields),
+              std::string(R"({"time":"2026-11-22T03:00:00.123Z","level":"info","component":"incamd",)") +
+                  c.want_json + R"("message":"m"})")
+        << c.name;
+    EXPECT_EQ(FormatLogLine(LogFormat::kText, FixedTime(), LogLevel::kInfo, "incamd", "m", c.fields),
+              "2026-11-22T03:00:00.123Z I incamd: m")
+        << c.name << ": text lines do not change";
+  }
+}
+
+TEST(LogFormatLine, JsonLinesWithFieldsParseBackToTypedMembers) {
+  const std::string line =
+      FormatLogLine(LogFormat::kJson, FixedTime(), LogLevel::kWarn, "incswitchd", "tree 9 removed",
+                    {{"tree", 9}, {"job", "train-1"}, {"switch", "spine0"}, {"rank", 0}});
+  google::protobuf::Struct parsed = ParseJsonObject(line);
+  EXPECT_EQ(parsed.fields().size(), 8u) << line;
+  EXPECT_EQ(parsed.fields().at("tree").number_value(), 9) << line;
+  EXPECT_EQ(parsed.fields().at("rank").number_value(), 0) << line;
+  EXPECT_EQ(parsed.fields().at("job").string_value(), "train-1") << line;
+  EXPECT_EQ(parsed.fields().at("switch").string_value(), "spine0") << line;
+  EXPECT_EQ(parsed.fields().at("message").string_value(), "tree 9 removed") << line;
+}
+
 TEST(JsonQuote, EscapesControlsAndReplacesBytesThatAreNotUtf8) {
   struct Case {
     const char* name;
@@ -285,6 +331,27 @@ TEST_F(LogSettings, LinesBelowTheLevelAreDroppedAndTheFormatAppliesAtOnce) {
   EXPECT_TRUE(Contains(text, " W logtest: shown as text\n")) << text;
   EXPECT_TRUE(Contains(text, R"("level":"error","component":"logtest","message":"shown as json"})")) << text;
   EXPECT_TRUE(Contains(text, R"("message":"debug now shown")")) << text;
+}
+
+TEST_F(LogSettings, LogMacrosWithFieldsWriteThemInJsonOnlyAboveTheLevel) {
+  SetLogComponent("logtest");
+  SetLogLevel(LogLevel::kInfo);
+  SetLogFormat(LogFormat::kJson);
+  CapturedStderr captured;
+  const std::string job = "j1";
+  LOG_DEBUG_F({"tree", 5}) << "hidden at info";
+  LOG_INFO_F({"tree", 5}, {"job", job}) << "tree " << 5 << " active";
+  LOG_WARN_F({"switch", "leaf0"}, {"rank", 2u}) << "rank left";
+  SetLogFormat(LogFormat::kText);
+  LOG_ERROR_F({"tree", 6}) << "as text";
+  const std::string text = captured.Text();
+  EXPECT_FALSE(Contains(text, "hidden at info")) << text;
+  EXPECT_TRUE(Contains(text, R"("component":"logtest","tree":5,"job":"j1","message":"tree 5 active"})"))
+      << text;
+  EXPECT_TRUE(Contains(
+      text, R"("level":"warn","component":"logtest","switch":"leaf0","rank":2,"message":"rank left"})"))
+      << text;
+  EXPECT_TRUE(Contains(text, " E logtest: as text\n")) << text;
 }
 
 TEST(GrpcLog, SeveritiesMapToLevels) {

@@ -185,8 +185,9 @@ Expected<bool> Agent::ConfigureTree(const v1::TreeConfig& tree) {
     LOG_WARN << "ConfigureTree tree " << id << " failed in the data path: " << st.ToString();
     return st.WithContext("tree " + std::to_string(id));
   }
-  LOG_INFO << (live != live_.end() ? "reconfigured " : "configured ") << Describe(*spec) << " (job '"
-           << tree.job_id() << "', generation " << tree.generation() << ")";
+  LOG_INFO_F({"tree", id}, {"job", tree.job_id()}, {"switch", name()})
+      << (live != live_.end() ? "reconfigured " : "configured ") << Describe(*spec) << " (job '"
+      << tree.job_id() << "', generation " << tree.generation() << ")";
   live_[id] = *spec;
   desired_[id] = tree;
   return true;
@@ -210,9 +211,13 @@ Expected<bool> Agent::RemoveTree(uint32_t tree_id) {
     LOG_WARN << "RemoveTree " << id << " failed: " << st.ToString();
     return st.WithContext("removing tree " + std::to_string(id));
   }
+  auto known = desired_.find(id);
+  const std::string job = known != desired_.end() ? known->second.job_id() : "";
   live_.erase(id);
   desired_.erase(id);
-  LOG_DEBUG << "RemoveTree " << id << ": done";  // the data path logs the removal
+  LOG_INFO_F({"tree", id}, {"job", job}, {"switch", name()})
+      << "RemoveTree " << id << ": done, tree " << id << (job.empty() ? "" : " of job '" + job + "'")
+      << " removed from the data path";
   return true;
 }
 
