@@ -151,7 +151,8 @@ TEST(CliConfig, RunTakesTheAmAddressFromTheConfigFile) {
   EXPECT_EQ(cli::Run({"switch", "list"}, out, err, record), kExitUnreachable) << err.str();
   setenv("INCIN_AM", "10.8.8.8:9", 1);
   EXPECT_EQ(cli::Run({"switch", "list"}, out, err, record), kExitUnreachable) << err.str();
-  EXPECT_EQ(cli::Run({"switch", "list", "--am", "10.9.9.9:9"}, out, err, record), kExitUnreachable) << err.str();
+  EXPECT_EQ(cli::Run({"switch", "list", "--am", "10.9.9.9:9"}, out, err, record), kExitUnreachable)
+      << err.str();
   EXPECT_EQ(seen, (std::vector<std::string>{"10.7.7.7:9", "10.8.8.8:9", "10.9.9.9:9"}));
   // A broken file is a usage error naming the file.
   {
