@@ -223,7 +223,8 @@ class SwitchLab : public ::testing::Test {
     wk_ns_ = tag_ + "w";
     dir_ = "/tmp/" + tag_;
     pin_root_ = "/sys/fs/bpf/" + tag_;
-    ASSERT_EQ(Sh("mkdir -p " + dir_), 0);
+    // 0700: incamd refuses a state folder others may read.
+    ASSERT_EQ(Sh("mkdir -p -m 700 " + dir_), 0);
     ASSERT_EQ(Sh("mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf"), 0);
     created_ = true;
     std::string s = sw_ns_, w = wk_ns_;
