@@ -25,6 +25,7 @@
 #include "common/authz.h"
 #include "common/job_credential.h"
 #include "common/log.h"
+#include "common/tests/captured_stderr.h"
 #include "common/tls.h"
 
 namespace inc::am {
@@ -327,41 +328,6 @@ TEST_F(AmAuthzTest, MembersSpeakOnlyForRanksTheirHostJoined) {
   EXPECT_EQ(waiting.get().error_code(), grpc::StatusCode::ABORTED);
 }
 
-// Everything written to stderr while it lives goes to a temporary file.
-class CapturedStderr {
- public:
-  CapturedStderr() {
-    std::fflush(stderr);
-    saved_ = dup(2);
-    file_ = std::tmpfile();
-    dup2(fileno(file_), 2);
-  }
-  ~CapturedStderr() {
-    Restore();
-    std::fclose(file_);
-  }
-  std::string Text() {
-    Restore();
-    std::string out;
-    std::rewind(file_);
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, file_)) > 0) out.append(buf, n);
-    return out;
-  }
-
- private:
-  void Restore() {
-    if (saved_ < 0) return;
-    std::fflush(stderr);
-    dup2(saved_, 2);
-    close(saved_);
-    saved_ = -1;
-  }
-  int saved_ = -1;
-  std::FILE* file_ = nullptr;
-};
-
 // A member's error text goes into the AM's text log escaped: a newline, a
 // carriage return or a terminal escape in it cannot end the line and forge
 // the next one ("W incamd: denied ..." that no denial wrote).
@@ -404,7 +370,7 @@ TEST_F(AmAuthzTest, AnErrorReportWithANewlineIsOneLogLine) {
     report.set_error(c.error);
     std::string text;
     {
-      CapturedStderr captured;
+      testutil::CapturedStderr captured;
       grpc::Status st = Call("w0", &S::ReportError, report);
       ASSERT_TRUE(st.ok()) << c.name << ": " << st.error_message();
       text = captured.Text();

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/grpc_log.h"
+#include "common/tests/captured_stderr.h"
 
 namespace inc {
 namespace {
@@ -31,41 +32,6 @@ std::chrono::system_clock::time_point FixedTime() {
 bool Contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
-
-// Everything written to stderr while it lives goes to a temporary file.
-class CapturedStderr {
- public:
-  CapturedStderr() {
-    std::fflush(stderr);
-    saved_ = dup(2);
-    file_ = std::tmpfile();
-    dup2(fileno(file_), 2);
-  }
-  ~CapturedStderr() {
-    Restore();
-    std::fclose(file_);
-  }
-  std::string Text() {
-    Restore();
-    std::string out;
-    std::rewind(file_);
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, file_)) > 0) out.append(buf, n);
-    return out;
-  }
-
- private:
-  void Restore() {
-    if (saved_ < 0) return;
-    std::fflush(stderr);
-    dup2(saved_, 2);
-    close(saved_);
-    saved_ = -1;
-  }
-  int saved_ = -1;
-  std::FILE* file_ = nullptr;
-};
 
 // Restores the logger's global settings after a test changes them.
 class LogSettings : public ::testing::Test {
@@ -319,7 +285,7 @@ TEST(LogNames, LevelsAndFormatsParseAndPrint) {
 TEST_F(LogSettings, LinesBelowTheLevelAreDroppedAndTheFormatAppliesAtOnce) {
   SetLogComponent("logtest");
   SetLogLevel(LogLevel::kWarn);
-  CapturedStderr captured;
+  testutil::CapturedStderr captured;
   LOG_INFO << "not shown";
   LOG_WARN << "shown as text";
   SetLogFormat(LogFormat::kJson);
@@ -337,7 +303,7 @@ TEST_F(LogSettings, LogMacrosWithFieldsWriteThemInJsonOnlyAboveTheLevel) {
   SetLogComponent("logtest");
   SetLogLevel(LogLevel::kInfo);
   SetLogFormat(LogFormat::kJson);
-  CapturedStderr captured;
+  testutil::CapturedStderr captured;
   const std::string job = "j1";
   LOG_DEBUG_F({"tree", 5}) << "hidden at info";
   LOG_INFO_F({"tree", 5}, {"job", job}) << "tree " << 5 << " active";
@@ -371,7 +337,7 @@ TEST_F(LogSettings, GrpcLinesGoThroughTheLoggerUnderTheGrpcComponent) {
   SetLogComponent("logtest");
   SetLogLevel(LogLevel::kInfo);
   RouteGrpcLogs();
-  CapturedStderr captured;
+  testutil::CapturedStderr captured;
   gpr_log(GPR_ERROR, "an error from gRPC %d", 1);
   gpr_log(GPR_INFO, "gRPC info, hidden at info: gRPC makes errors only");
   SetLogLevel(LogLevel::kDebug);
@@ -412,7 +378,7 @@ TEST_F(LogSettings, GrpcsOwnErrorOnAPortInUseComesOutAsJson) {
   RouteGrpcLogs();
   std::string text;
   {
-    CapturedStderr captured;
+    testutil::CapturedStderr captured;
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort(taken, grpc::InsecureServerCredentials(), &port);
