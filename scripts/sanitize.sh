@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # AddressSanitizer + UBSan pass over the unit tests of the code that parses
 # untrusted input or does wrap-around arithmetic: the RoCEv2 frame and ICRC
-# code, log lines, the config reload plan, metrics text, certificates and job
+# code, log lines, the settings table (environment), the config reload plan, metrics text, certificates and job
 # credentials (common), the RSVP codec, credit ledger and node (credit), the ARN codec
 # and detectors (arn), config validation and translation (switch), the
 # libinc engine (client), and the BPF selftests' userspace side: map
@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ASAN_BUILD_DIR=${ASAN_BUILD_DIR:-build-asan}
-TARGETS=(common_test common_log_test common_daemon_test common_metrics_test common_tls_test
+TARGETS=(common_test common_settings_test common_log_test common_daemon_test common_metrics_test common_tls_test
          credit_unit_test arn_unit_test switch_unit_test client_unit_test c_api_test
          credit_test forward_test datapath_test)
 # The daemons, MPI and benchmarks are not needed for these tests.
