@@ -8,6 +8,7 @@
 #include <string>
 
 #include "client/communicator.h"
+#include "common/job_credential.h"
 #include "common/settings.h"
 #include "common/status.h"
 #include "common/version.h"
@@ -214,6 +215,16 @@ inc_status inc_setting_bool(const char* name, int* value) {
 
 int inc_require_offload(void) {
   return inc::settings::RequireOffload() ? 1 : 0;
+}
+
+inc_status inc_credential_job(const char* credential, const char** job) {
+  if (!credential || !job) return Fail(inc::InvalidArgument("inc_credential_job: credential or job is NULL"));
+  auto j = inc::JobOfCredential(credential);
+  if (!j.ok()) return Fail(j.status());
+  thread_local std::string text;
+  text = *j;
+  *job = text.c_str();
+  return INC_OK;
 }
 
 const char* inc_last_error(void) {

@@ -288,14 +288,10 @@ incinNcclResult plugin_listen(int dev, void* opaque, void** listen_comm) {
   if (!setting("INCIN_JOB_ID", &job) || !setting("INCIN_JOB_CREDENTIAL", &cred))
     return incinNcclInvalidArgument;
   if (job.empty() && !cred.empty()) {
-    // incjob2:<hmac>:<issued>:<expires>:<hosts>:<job id>: the launcher's
-    // job is the credential's (the job id, last, may itself hold ':').
-    size_t c = 0;
-    for (int fields = 0; c != std::string::npos && fields < 5; ++fields) {
-      c = cred.find(':', c);
-      if (c != std::string::npos) ++c;
-    }
-    if (c != std::string::npos) job = cred.substr(c);
+    // The launcher's job is the credential's (text that is no credential
+    // names none: libinc refuses it when the group is joined).
+    const char* named = nullptr;
+    if (inc_credential_job(cred.c_str(), &named) == INC_OK) job = named;
   }
   if (job.empty()) {
     char host[64] = "";

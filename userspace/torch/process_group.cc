@@ -1250,6 +1250,15 @@ PYBIND11_MODULE(_incin_torch, m) {
            "\"ok\" when the libinc group formed, \"failed\" after a failed offload, else the fallback reason")
       .def("timeout_ms", &PG::TimeoutMs, "the process group's timeout (libinc's op_timeout_ms)");
   m.def("libinc_version", [] { return std::string(inc_version()); });
+  m.def(
+      "credential_job",
+      [](const std::string& credential) {
+        const char* job = nullptr;
+        if (credential.empty() || inc_credential_job(credential.c_str(), &job) != INC_OK)
+          return std::string();
+        return std::string(job);
+      },
+      py::arg("credential"), "the job a job credential names (libinc's parser); \"\" for text that is none");
   // libinc's settings table, for the Python half (INCIN_JOB_ID, ...).
   m.def(
       "setting",

@@ -120,6 +120,34 @@ TEST(CApi, LastErrorBelongsToTheThreadThatFailed) {
   EXPECT_EQ(inc_last_error(), mine) << "another thread's failure must not overwrite this thread's error";
 }
 
+// Front ends without a job id join as the job their launcher's credential
+// names; they ask libinc's parser rather than splitting the text themselves.
+TEST(CApi, CredentialJobIsTheJobTheCredentialNames) {
+  const std::string mac(64, 'a');
+  struct Case {
+    const char* name;
+    std::string credential;
+    inc_status want;
+    const char* job;
+  };
+  const Case cases[] = {
+      {"any host", "incjob2:" + mac + ":1000:2000:*:train-7", INC_OK, "train-7"},
+      {"a job id with colons", "incjob2:" + mac + ":1000:2000:w0,w1:tenant/a:b", INC_OK, "tenant/a:b"},
+      {"the old format", "incjob1:" + mac + ":train-7", INC_INVALID_ARGUMENT, nullptr},
+      {"no credential", "train-7", INC_INVALID_ARGUMENT, nullptr},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const char* job = nullptr;
+    ASSERT_EQ(inc_credential_job(c.credential.c_str(), &job), c.want) << inc_last_error();
+    if (c.job) {
+      EXPECT_STREQ(job, c.job);
+    }
+  }
+  const char* job = nullptr;
+  EXPECT_EQ(inc_credential_job(nullptr, &job), INC_INVALID_ARGUMENT);
+}
+
 TEST(CApi, VersionIsTheProjectVersion) {
   EXPECT_STREQ(inc_version(), INC_PROJECT_VERSION);
   EXPECT_EQ(INC_API_VERSION, 1);

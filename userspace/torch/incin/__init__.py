@@ -30,7 +30,7 @@ import weakref
 import torch.distributed as dist
 from torch.distributed import distributed_c10d as _c10d
 
-from ._incin_torch import ProcessGroupIncin, libinc_version, setting
+from ._incin_torch import ProcessGroupIncin, credential_job, libinc_version, setting
 
 __all__ = ["ProcessGroupIncin", "libinc_version", "setting", "summary_json", "monitored_barrier", "BACKEND"]
 
@@ -47,11 +47,9 @@ def _job_id(store, rank):
     job = setting("INCIN_JOB_ID")
     if job:
         return job
-    cred = setting("INCIN_JOB_CREDENTIAL")
-    # incjob2:<hmac>:<issued>:<expires>:<hosts>:<job id> (the job id may
-    # itself hold ':').
-    if cred.startswith("incjob2:") and cred.count(":") >= 5:
-        return cred.split(":", 5)[5]
+    job = credential_job(setting("INCIN_JOB_CREDENTIAL"))
+    if job:
+        return job
     key = "incin/job_id"
     if rank == 0:
         store.set(key, "torch-%s-%d-%d" % (socket.gethostname()[:40], os.getpid(), int(time.time())))

@@ -134,6 +134,11 @@ inc_status inc_setting_bool(const char* name, int* value);
  * (no group, a type, op or size the switch does not take, a failed tree)
  * fail with the reason instead; a value that does not parse counts as 1. */
 int inc_require_offload(void);
+/* The job a job credential (what a launcher puts in INCIN_JOB_CREDENTIAL)
+ * names, so that a front end without a job id joins as the launcher's job.
+ * Text that is no credential: INC_INVALID_ARGUMENT. *job is valid until the
+ * thread's next libinc call. */
+inc_status inc_credential_job(const char* credential, const char** job);
 
 /* "OK", "INVALID_ARGUMENT", ...; "UNKNOWN" for a value not listed above. */
 const char* inc_status_name(inc_status status);
