@@ -17,6 +17,16 @@ constexpr std::initializer_list<Role> kOperators = {Role::kOperator};
 // Job ids of credentials: what fits a log line and an MPI launcher's variable.
 constexpr size_t kMaxJobIdLength = 200;
 
+// A job id a credential may name: not empty, short enough for a log line and
+// a launcher's variable.
+Status CheckCredentialJobId(const std::string& job_id) {
+  if (job_id.empty()) return InvalidArgument("job_id is empty");
+  if (job_id.size() > kMaxJobIdLength)
+    return InvalidArgument("job_id has " + std::to_string(job_id.size()) + " characters; at most " +
+                           std::to_string(kMaxJobIdLength));
+  return Status::Ok();
+}
+
 uint64_t UnixNowMs() {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                    std::chrono::system_clock::now().time_since_epoch())
@@ -226,10 +236,7 @@ grpc::Status AmService::IssueJobCredential(grpc::ServerContext* ctx, const v1::I
   if (!job_credentials_)
     return ToGrpcStatus(
         FailedPrecondition("this AM issues no job credentials (plaintext: JoinGroup needs none)"));
-  if (req->job_id().empty()) return ToGrpcStatus(InvalidArgument("job_id is empty"));
-  if (req->job_id().size() > kMaxJobIdLength)
-    return ToGrpcStatus(InvalidArgument("job_id has " + std::to_string(req->job_id().size()) +
-                                        " characters; at most " + std::to_string(kMaxJobIdLength)));
+  if (Status st = CheckCredentialJobId(req->job_id()); !st.ok()) return ToGrpcStatus(st);
   if (req->ttl_seconds() > kMaxCredentialTtlSeconds)
     return ToGrpcStatus(InvalidArgument("ttl_seconds " + std::to_string(req->ttl_seconds()) + " is above " +
                                         std::to_string(kMaxCredentialTtlSeconds) + " (7 days)"));
@@ -240,9 +247,8 @@ grpc::Status AmService::IssueJobCredential(grpc::ServerContext* ctx, const v1::I
     if (!HostIp(h)) return ToGrpcStatus(InvalidArgument("hosts: '" + h + "' is not a host of the topology"));
     claims.hosts.push_back(h);
   }
-  claims.issued_ms = UnixNowMs();
   // Issued in the millisecond of a revocation would count as revoked.
-  if (m_->JobRevokedAt(claims.job) >= claims.issued_ms) claims.issued_ms = m_->JobRevokedAt(claims.job) + 1;
+  claims.issued_ms = std::max(UnixNowMs(), m_->JobRevokedAt(claims.job) + 1);
   const uint32_t ttl = req->ttl_seconds() ? req->ttl_seconds() : kDefaultCredentialTtlSeconds;
   claims.expires_ms = claims.issued_ms + 1000ull * ttl;
   auto credential = job_credentials_->Issue(claims);
@@ -258,10 +264,7 @@ grpc::Status AmService::RevokeJobCredentials(grpc::ServerContext* ctx,
                                              const v1::RevokeJobCredentialsRequest* req,
                                              v1::RevokeJobCredentialsResponse* resp) {
   INC_AUTHORIZE(authz_->AllowOperatorForJob(*ctx, "RevokeJobCredentials", req->job_id()));
-  if (req->job_id().empty()) return ToGrpcStatus(InvalidArgument("job_id is empty"));
-  if (req->job_id().size() > kMaxJobIdLength)
-    return ToGrpcStatus(InvalidArgument("job_id has " + std::to_string(req->job_id().size()) +
-                                        " characters; at most " + std::to_string(kMaxJobIdLength)));
+  if (Status st = CheckCredentialJobId(req->job_id()); !st.ok()) return ToGrpcStatus(st);
   const uint64_t now = std::max(UnixNowMs(), m_->JobRevokedAt(req->job_id()) + 1);
   Status st = m_->RevokeJobCredentials(req->job_id(), now, now + 1000ull * kMaxCredentialTtlSeconds);
   if (!st.ok()) return ToGrpcStatus(st);
