@@ -3,7 +3,8 @@
 # lab.metrics: the Prometheus endpoints of incamd and incswitchd follow a
 # job. inclab gives every daemon metrics_listen on its management address
 # (port 9464). Scraped from the management network before, twice during and
-# after a 4-worker allreduce: the AM shows its switch alive, the
+# after a 4-worker allreduce (and while 64 slow connections per daemon from
+# an unprivileged process on a worker wait): the AM shows its switch alive, the
 # tree ACTIVE with 4 members during the job and a programming observed in
 # its histograms; the switch's contribution and completion counters, the
 # tree's and every member's counters grow between the two scrapes in the
@@ -121,6 +122,52 @@ if missing:
     sys.exit("dashboard queries metrics no daemon exports: " + ", ".join(sorted(missing)))
 PY
   fail "docs/grafana-incin.json queries metrics that do not exist"
+
+# Slow clients: an unprivileged process on worker w1 holds 64 connections to
+# each daemon's /metrics, each with half a request line sent and nothing
+# more (they used to hold every thread of the HTTP server); scrapes from the
+# management network still answer, and the daemons hang up on the slow ones.
+note "64 slow connections per daemon from w1 (uid 65534) while scraping from mgmt"
+SLOW='
+import socket, sys, time
+held = []
+for url in sys.argv[1:]:
+    host, port = url.split("/")[2].split(":")
+    for _ in range(64):
+        s = socket.socket()
+        s.settimeout(2)
+        try:
+            s.connect((host, int(port)))
+            s.send(b"GET /met")
+            held.append(s)
+        except OSError:
+            pass
+print(len(held), "connected", flush=True)
+time.sleep(12)
+closed = 0
+for s in held:
+    try:
+        s.settimeout(0.1)
+        closed += s.recv(1) == b""
+    except OSError as e:
+        closed += not isinstance(e, socket.timeout)
+print(closed, "hung up on", flush=True)
+'
+(cd / && exec "$INCLAB" exec "$L" w1 setpriv --reuid 65534 --regid 65534 --clear-groups -- /usr/bin/python3 -c "$SLOW" "$am_url" "$sw_url" \
+  ) >"$T/slow.txt" 2>&1 &
+slow=$!
+for _ in $(seq 50); do grep -q connected "$T/slow.txt" 2>/dev/null && break; sleep 0.1; done
+grep -q connected "$T/slow.txt" || fail "the slow clients did not start: $(cat "$T/slow.txt")"
+for i in 1 2 3; do
+  scrape "$am_url" "$T/am-slow$i.txt"
+  scrape "$sw_url" "$T/sw-slow$i.txt"
+  sleep 1
+done
+wait $slow || fail "the slow clients failed: $(cat "$T/slow.txt")"
+connected=$(sed -n 's/ connected$//p' "$T/slow.txt")
+hung=$(sed -n 's/ hung up on$//p' "$T/slow.txt")
+note "slow clients: $connected connected, $hung hung up on by the daemons; 6 scrapes answered"
+[ -n "$connected" ] && [ "$connected" -gt 0 ] && [ "${hung:-0}" = "$connected" ] || fail "the daemons kept slow connections open past their request timeout ($(tr '\n' ' ' <"$T/slow.txt"))"
 
 # Prometheus's own linter on both daemons' live scrapes (names, units,
 # suffixes, HELP and TYPE lines).

@@ -8,7 +8,7 @@ PACKAGES=(
   build-essential cmake pkg-config clang llvm clang-format libclang-rt-dev
   libbpf-dev bpftool linux-libc-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libssl-dev openssl
-  libcli11-dev libgtest-dev libgmock-dev libsystemd-dev libcpp-httplib-dev libsqlite3-dev
+  libcli11-dev libgtest-dev libgmock-dev libsystemd-dev libcpp-httplib-dev libmicrohttpd-dev libgnutls28-dev libsqlite3-dev
   libibverbs-dev rdma-core ibverbs-utils
   iproute2 ethtool procps python3 tshark systemd
   openmpi-bin libopenmpi-dev libgloo-dev gnuplot-nox

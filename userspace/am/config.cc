@@ -12,6 +12,7 @@
 #include "am/topology.h"
 #include "common/daemon.h"
 #include "common/log.h"
+#include "common/metrics_tls.h"
 #include "common/net.h"
 
 namespace inc::am {
@@ -70,6 +71,7 @@ Status ValidateAmConfig(const v1::AmConfig& c) {
     auto metrics = HostPort::Parse(c.metrics_listen());
     if (!metrics.ok()) return metrics.status().WithContext("metrics_listen");
   }
+  INC_RETURN_IF_ERROR(ValidateMetricsTls(c.metrics_tls(), c.insecure()));
   INC_RETURN_IF_ERROR(ValidateLogSettings(c.log_level().empty() ? "info" : c.log_level(),
                                           c.log_format().empty() ? "text" : c.log_format()));
   if (o.default_pool_size > kLargestPool)
@@ -147,6 +149,7 @@ v1::AmConfig EffectiveAmConfig(const v1::AmConfig& c) {
   e.set_tree_move_holddown_ms(o.tree_move_holddown_ms);
   if (e.log_level().empty()) e.set_log_level("info");
   if (e.log_format().empty()) e.set_log_format("text");
+  if (e.metrics_tls().empty()) e.set_metrics_tls("off");
   e.set_state_path(StatePath(c));
   return e;
 }

@@ -25,6 +25,7 @@
 #include "common/job_credential.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/metrics_tls.h"
 #include "common/secret_file.h"
 #include "common/service_manager.h"
 #include "common/tls.h"
@@ -261,8 +262,10 @@ int main(int argc, char** argv) {
   }
   std::unique_ptr<inc::MetricsServer> metrics;
   if (!config->metrics_listen().empty()) {
-    auto started = inc::MetricsServer::Start(config->metrics_listen(),
-                                             [&manager] { return inc::am::RenderAmMetrics(&manager); });
+    auto serving = inc::MetricsServing(config->metrics_listen(), config->metrics_tls(), *security);
+    auto started = serving ? inc::MetricsServer::Start(
+                                 *serving, [&manager] { return inc::am::RenderAmMetrics(&manager); })
+                           : serving.status();
     if (!started.ok()) {
       LOG_ERROR << started.status().ToString();
       server->Shutdown();
@@ -276,7 +279,7 @@ int main(int argc, char** argv) {
            << options.switch_heartbeat_timeout_ms << " ms; " << inc::Describe(*security);
   if (metrics) {
     LOG_INFO << "serving Prometheus metrics on " << config->metrics_listen() << " (port " << metrics->port()
-             << ", path /metrics)";
+             << ", path /metrics, " << inc::DescribeMetricsTls(config->metrics_tls()) << ")";
   }
 
   inc::NotifyReady("listening on " + options.listen);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Prometheus metrics: the text exposition format (version 0.0.4) and an
-// HTTP endpoint that serves it at /metrics (cpp-httplib). A daemon renders
+// HTTP(S) endpoint that serves it at /metrics (libmicrohttpd, as the
+// Prometheus C client's promhttp). A daemon renders
 // its metrics from its own state on each scrape; nothing here keeps
 // counters of its own except Histogram. Part of the inc_metrics library.
 #pragma once
@@ -17,9 +18,7 @@
 
 #include "common/status.h"
 
-namespace httplib {
-class Server;
-}
+struct MHD_Daemon;
 
 namespace inc {
 
@@ -61,22 +60,57 @@ class Histogram {
   uint64_t count_ = 0;
 };
 
+// How a MetricsServer serves. The bounds keep slow or idle clients from
+// starving scrapes: every connection is served by one event loop (a client
+// that stalls holds a socket, never a thread), gets request_timeout_ms to
+// deliver a complete request (and again between requests on a kept-alive
+// connection), and one address holds at most max_connections_per_ip of the
+// max_connections sockets.
+struct MetricsServerOptions {
+  std::string listen;  // "host:port" (port 0: the kernel picks one)
+  // PEM contents. cert_pem and key_pem set: HTTPS with that certificate.
+  std::string cert_pem;
+  std::string key_pem;
+  // Set (with cert_pem): scrapers must present a certificate of this CA
+  // bundle, valid now; the others get 403.
+  std::string client_ca_pem;
+  unsigned max_connections = 64;
+  unsigned max_connections_per_ip = 8;
+  unsigned request_timeout_ms = 5000;
+};
+
 // Serves GET /metrics with render()'s text on its own thread until
-// destroyed. listen is "host:port" (port 0: the kernel picks one).
+// destroyed.
 class MetricsServer {
  public:
   using Render = std::function<std::string()>;
+  static Expected<std::unique_ptr<MetricsServer>> Start(const MetricsServerOptions& options, Render render);
+  // Plain HTTP on `listen` with the default bounds.
   static Expected<std::unique_ptr<MetricsServer>> Start(const std::string& listen, Render render);
   ~MetricsServer();
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;
   int port() const { return port_; }
+  bool tls() const { return !options_.cert_pem.empty(); }
+  // Connections closed because they had not sent a complete request in
+  // time, since start.
+  uint64_t timed_out_connections() const;
+
+  struct Connections;  // the open connections' clocks (metrics.cc)
+  struct Context;      // what the HTTP library's callbacks get (metrics.cc)
 
  private:
   MetricsServer() = default;
-  std::unique_ptr<httplib::Server> server_;
-  std::unique_ptr<std::thread> thread_;
+  void Sweep();
+
+  MetricsServerOptions options_;
+  Render render_;
+  MHD_Daemon* daemon_ = nullptr;
+  int listen_fd_ = -1;
   int port_ = 0;
+  std::unique_ptr<Connections> connections_;
+  std::unique_ptr<Context> context_;
+  std::unique_ptr<std::thread> sweeper_;
 };
 
 }  // namespace inc

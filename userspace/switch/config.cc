@@ -22,6 +22,7 @@
 
 #include "common/daemon.h"
 #include "common/log.h"
+#include "common/metrics_tls.h"
 
 namespace inc::sw {
 namespace {
@@ -104,6 +105,7 @@ void FillDefaults(v1::SwitchAgentConfig* c) {
   if (c->heartbeat_interval_ms() == 0) c->set_heartbeat_interval_ms(kDefaultHeartbeatMs);
   if (c->log_level().empty()) c->set_log_level("info");
   if (c->log_format().empty()) c->set_log_format("text");
+  if (c->metrics_tls().empty()) c->set_metrics_tls("off");
 }
 
 // All IPv4 addresses of an interface, in host order.
@@ -287,6 +289,7 @@ Status ValidateConfig(const v1::SwitchAgentConfig& c) {
     auto metrics = HostPort::Parse(c.metrics_listen());
     if (!metrics.ok()) return metrics.status().WithContext("metrics_listen");
   }
+  INC_RETURN_IF_ERROR(ValidateMetricsTls(c.metrics_tls(), c.insecure()));
   if (c.heartbeat_interval_ms() < 10 || c.heartbeat_interval_ms() > 600000) {
     return InvalidArgument("heartbeat_interval_ms " + std::to_string(c.heartbeat_interval_ms()) +
                            " is out of range 10..600000");

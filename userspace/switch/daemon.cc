@@ -9,6 +9,7 @@
 
 #include "common/daemon.h"
 #include "common/log.h"
+#include "common/metrics_tls.h"
 #include "common/service_manager.h"
 #include "switch/metrics.h"
 
@@ -198,7 +199,12 @@ Status SwitchDaemon::StartNetconf() {
 Status SwitchDaemon::StartMetrics() {
   const std::string& listen = plan_.config.metrics_listen();
   if (listen.empty()) return Status::Ok();
-  auto started = MetricsServer::Start(listen, [agent = agent_.get()] {
+  auto serving = MetricsServing(listen, plan_.config.metrics_tls(), plan_.security);
+  if (!serving.ok()) {
+    LOG_ERROR << serving.status().ToString();
+    return serving.status();
+  }
+  auto started = MetricsServer::Start(*serving, [agent = agent_.get()] {
     v1::GetCapabilitiesResponse caps;
     auto stats = agent->GetStats(0);
     if (!stats.ok() || !agent->GetCapabilities(&caps).ok()) return std::string();
@@ -210,7 +216,7 @@ Status SwitchDaemon::StartMetrics() {
   }
   metrics_ = std::move(*started);
   LOG_INFO << "serving Prometheus metrics on " << listen << " (port " << metrics_->port()
-           << ", path /metrics)";
+           << ", path /metrics, " << DescribeMetricsTls(plan_.config.metrics_tls()) << ")";
   return Status::Ok();
 }
 

@@ -146,6 +146,15 @@ TEST(AmConfigValidationTest, ValuesThatCannotWorkAreRejectedNamingTheFields) {
        "listen: \"localhost\" is not host:port"},
       {"metrics_listen not host:port", [](v1::AmConfig* c) { c->set_metrics_listen("localhost"); },
        "metrics_listen: \"localhost\" is not host:port"},
+      {"metrics_tls not a mode", [](v1::AmConfig* c) { c->set_metrics_tls("https"); },
+       "metrics_tls 'https' is not 'off', 'tls' or 'mtls'"},
+      {"metrics_tls without a certificate",
+       [](v1::AmConfig* c) {
+         c->set_insecure(true);
+         c->set_metrics_tls("mtls");
+       },
+       "metrics_tls 'mtls' needs the daemon's certificate"},
+      {"metrics_tls off", [](v1::AmConfig* c) { c->set_metrics_tls("off"); }, ""},
       {"pool 2^32-1", [](v1::AmConfig* c) { c->set_default_pool_size(4294967295u); },
        "default_pool_size 4294967295 is not in 1..65535 (a switch's slots per tree)"},
       {"pool one above a switch's largest", [](v1::AmConfig* c) { c->set_default_pool_size(65536); },

@@ -1,16 +1,116 @@
 // SPDX-License-Identifier: Apache-2.0
 // The Prometheus exposition: families with one HELP/TYPE each, label
-// escaping, histogram buckets as the format defines them, and a real scrape
-// of the HTTP endpoint.
+// escaping, histogram buckets as the format defines them, and real scrapes
+// of the HTTP(S) endpoint: slow clients, TLS and client certificates.
 #include "common/metrics.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace inc {
 namespace {
+
+// A TCP connection to 127.0.0.1:port from `source` (any 127.x.y.z: each is
+// another client address), with receive/send timeouts; -1 when refused.
+int ConnectFrom(const char* source, int port, int timeout_ms = 3000) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  timeval tv{timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  sockaddr_in from{};
+  from.sin_family = AF_INET;
+  inet_pton(AF_INET, source, &from.sin_addr);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(static_cast<uint16_t>(port));
+  inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof(from)) != 0 ||
+      connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+bool SendAll(int fd, const std::string& data) {
+  return send(fd, data.data(), data.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(data.size());
+}
+
+// The whole answer to GET /metrics (status line, headers, body) over plain
+// HTTP from `source`; empty when there was none within the timeout.
+std::string Scrape(const char* source, int port) {
+  int fd = ConnectFrom(source, port);
+  if (fd < 0) return "";
+  std::string answer;
+  if (SendAll(fd, "GET /metrics HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")) {
+    char buf[4096];
+    ssize_t n;
+    while ((n = recv(fd, buf, sizeof(buf), 0)) > 0) answer.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  return answer;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string TestData(const std::string& name) {
+  return std::string(INC_TLS_TESTDATA) + "/" + name;
+}
+
+// GET /metrics over TLS, verifying the server against ca.pem and presenting
+// `client` (.pem/.key in the test data) unless empty. The whole answer, or
+// "handshake failed".
+std::string TlsScrape(int port, const std::string& client) {
+  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+  SSL_CTX_load_verify_locations(ctx, TestData("ca.pem").c_str(), nullptr);
+  SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
+  if (!client.empty()) {
+    SSL_CTX_use_certificate_chain_file(ctx, TestData(client + ".pem").c_str());
+    SSL_CTX_use_PrivateKey_file(ctx, TestData(client + ".key").c_str(), SSL_FILETYPE_PEM);
+  }
+  int fd = ConnectFrom("127.0.0.1", port);
+  SSL* ssl = SSL_new(ctx);
+  SSL_set_fd(ssl, fd);
+  std::string answer = "handshake failed";
+  if (fd >= 0 && SSL_connect(ssl) == 1) {
+    answer.clear();
+    std::string request = "GET /metrics HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
+    SSL_write(ssl, request.data(), static_cast<int>(request.size()));
+    char buf[4096];
+    int n;
+    while ((n = SSL_read(ssl, buf, sizeof(buf))) > 0) answer.append(buf, static_cast<size_t>(n));
+  }
+  SSL_free(ssl);
+  if (fd >= 0) close(fd);
+  SSL_CTX_free(ctx);
+  return answer;
+}
+
+bool Ok(const std::string& answer) {
+  return answer.rfind("HTTP/1.1 200", 0) == 0;
+}
 
 TEST(PrometheusText, FamiliesOnceSamplesWithEscapedLabels) {
   PrometheusText t;
@@ -114,6 +214,113 @@ TEST(MetricsServer, ABadOrBusyAddressIsAClearError) {
       MetricsServer::Start("127.0.0.1:" + std::to_string((*first)->port()), [] { return std::string(); });
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(second.status().code(), Code::kUnavailable);
+}
+
+TEST(MetricsServer, SlowClientsOfOneAddressDoNotStarveScrapesFromAnother) {
+  auto server = MetricsServer::Start("127.0.0.1:0", [] { return std::string("incin_up 1\n"); });
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  // 64 connections that send half a request line and then nothing: each
+  // used to hold one of the HTTP library's few threads.
+  std::vector<int> slow;
+  for (int i = 0; i < 64; ++i) {
+    int fd = ConnectFrom("127.0.0.1", (*server)->port());
+    if (fd >= 0 && SendAll(fd, "GET /met")) slow.push_back(fd);
+  }
+  EXPECT_GE(slow.size(), 8u);
+  for (int i = 0; i < 3; ++i) {
+    std::string answer = Scrape("127.0.0.2", (*server)->port());
+    EXPECT_TRUE(Ok(answer)) << "scrape " << i << " while 64 slow clients wait: " << answer;
+    EXPECT_NE(answer.find("incin_up 1"), std::string::npos);
+  }
+  for (int fd : slow) close(fd);
+}
+
+TEST(MetricsServer, AClientThatNeverCompletesItsRequestIsClosedInTime) {
+  MetricsServerOptions options;
+  options.listen = "127.0.0.1:0";
+  options.request_timeout_ms = 300;
+  auto server = MetricsServer::Start(options, [] { return std::string("incin_up 1\n"); });
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  int silent = ConnectFrom("127.0.0.3", (*server)->port());
+  int trickle = ConnectFrom("127.0.0.4", (*server)->port());
+  ASSERT_GE(silent, 0);
+  ASSERT_GE(trickle, 0);
+  // One header byte every 100 ms for 7 s: never idle long enough for an
+  // idle timeout, never a complete request. The server must hang up first.
+  auto Closed = [](int fd) {
+    char byte;
+    ssize_t n = recv(fd, &byte, 1, MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+  };
+  bool trickle_closed = false;
+  std::string header = "GET /metrics HTTP/1.1\r\nX-Slow: " + std::string(40, 'a');
+  for (size_t i = 0; i < header.size() && !trickle_closed; ++i) {
+    trickle_closed = !SendAll(trickle, header.substr(i, 1)) || Closed(trickle);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(trickle_closed) << "a client trickling its request for 7 s was never hung up on";
+  EXPECT_TRUE(Closed(silent)) << "a silent client was not hung up on";
+  EXPECT_GE((*server)->timed_out_connections(), 2u);
+  EXPECT_TRUE(Ok(Scrape("127.0.0.5", (*server)->port())));
+  close(silent);
+  close(trickle);
+}
+
+TEST(MetricsServer, ClientsOfManyAddressesFillingEverySocketGiveThemBackInTime) {
+  MetricsServerOptions options;
+  options.listen = "127.0.0.1:0";
+  options.max_connections = 16;
+  options.request_timeout_ms = 500;
+  auto server = MetricsServer::Start(options, [] { return std::string("incin_up 1\n"); });
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  std::vector<int> idle;
+  for (int i = 0; i < 32; ++i) {
+    std::string source = "127.0.1." + std::to_string(i + 1);
+    int fd = ConnectFrom(source.c_str(), (*server)->port());
+    if (fd >= 0) idle.push_back(fd);
+  }
+  bool scraped = false;
+  for (int attempt = 0; attempt < 10 && !scraped; ++attempt)
+    scraped = Ok(Scrape("127.0.0.2", (*server)->port()));
+  EXPECT_TRUE(scraped) << "no scrape got through while idle clients of 32 addresses held the sockets";
+  for (int fd : idle) close(fd);
+}
+
+TEST(MetricsServer, ServesOverTlsAndChecksClientCertificatesAgainstTheCa) {
+  MetricsServerOptions options;
+  options.listen = "127.0.0.1:0";
+  options.cert_pem = ReadFile(TestData("am.pem"));
+  options.key_pem = ReadFile(TestData("am.key"));
+  options.client_ca_pem = ReadFile(TestData("ca.pem"));
+  auto server = MetricsServer::Start(options, [] { return std::string("incin_up 1\n"); });
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  EXPECT_TRUE((*server)->tls());
+  std::string answer = TlsScrape((*server)->port(), "operator");
+  EXPECT_TRUE(Ok(answer)) << answer;
+  EXPECT_NE(answer.find("incin_up 1"), std::string::npos);
+  EXPECT_FALSE(Ok(TlsScrape((*server)->port(), ""))) << "no client certificate";
+  EXPECT_FALSE(Ok(TlsScrape((*server)->port(), "stranger"))) << "a certificate of another CA";
+  EXPECT_FALSE(Ok(Scrape("127.0.0.1", (*server)->port()))) << "plain HTTP on the TLS port";
+
+  // Without a client CA, any TLS client may scrape.
+  options.client_ca_pem.clear();
+  auto open = MetricsServer::Start(options, [] { return std::string("incin_up 1\n"); });
+  ASSERT_TRUE(open.ok()) << open.status().ToString();
+  EXPECT_TRUE(Ok(TlsScrape((*open)->port(), "")));
+}
+
+TEST(MetricsServer, IncompleteTlsSettingsAreRefused) {
+  MetricsServerOptions options;
+  options.listen = "127.0.0.1:0";
+  options.cert_pem = ReadFile(TestData("am.pem"));
+  auto no_key = MetricsServer::Start(options, [] { return std::string(); });
+  ASSERT_FALSE(no_key.ok());
+  EXPECT_EQ(no_key.status().code(), Code::kInvalidArgument);
+  options.cert_pem.clear();
+  options.client_ca_pem = ReadFile(TestData("ca.pem"));
+  auto ca_only = MetricsServer::Start(options, [] { return std::string(); });
+  ASSERT_FALSE(ca_only.ok());
+  EXPECT_EQ(ca_only.status().code(), Code::kInvalidArgument);
 }
 
 }  // namespace

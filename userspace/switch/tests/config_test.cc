@@ -241,6 +241,14 @@ TEST(ConfigValidate, BadValuesAreRejectedNamingTheField) {
        "listen: \"0.0.0.0\" is not host:port"},
       {"metrics port above 65535", [](v1::SwitchAgentConfig* c) { c->set_metrics_listen("10.0.0.1:70000"); },
        "metrics_listen: \"10.0.0.1:70000\": port 70000 is not in 0..65535"},
+      {"metrics_tls not a mode", [](v1::SwitchAgentConfig* c) { c->set_metrics_tls("yes"); },
+       "metrics_tls 'yes' is not 'off', 'tls' or 'mtls'"},
+      {"metrics_tls on an insecure agent",
+       [](v1::SwitchAgentConfig* c) {
+         c->set_insecure(true);
+         c->set_metrics_tls("tls");
+       },
+       "metrics_tls 'tls' needs the daemon's certificate"},
       {"AM port above 65535", [](v1::SwitchAgentConfig* c) { c->set_am_address("10.0.0.1:70000"); },
        "am_address: \"10.0.0.1:70000\": port 70000 is not in 0..65535"},
       {"AM port 0", [](v1::SwitchAgentConfig* c) { c->set_am_address("10.0.0.1:0"); },
