@@ -14,6 +14,9 @@
                                                   (member QPN 1000+rank, switch QPN 0x400+rank)
                                                   and each rank's MemberAssignment in OUT_DIR/asg<rank>.json
 
+Every command but tree-xml takes `--user NAME` (default operator): the SSH user, which the switch
+allows a certificate's key only as its CN.
+
 KEY is a PEM EC private key in SEC1 form ("EC PRIVATE KEY"; paramiko reads no
 PKCS#8): `openssl ec -in x.key -out x.ec` turns a control-plane key into one.
 """
@@ -25,10 +28,10 @@ NC = "urn:ietf:params:xml:ns:netconf:base:1.0"
 INCS = "urn:incin:yang:incin-switch"
 
 
-def connect(addr, key):
+def connect(addr, key, user):
     from ncclient import manager
     host, port = addr.rsplit(":", 1)
-    return manager.connect(host=host, port=int(port), username="operator", key_filename=key,
+    return manager.connect(host=host, port=int(port), username=user, key_filename=key,
                            hostkey_verify=False, allow_agent=False, look_for_keys=False, timeout=15)
 
 
@@ -43,9 +46,14 @@ def main(argv):
     cmd = argv[1]
     if cmd == "tree-xml":
         return tree_xml(argv[2:])
+    user = "operator"
+    if "--user" in argv:
+        i = argv.index("--user")
+        user = argv[i + 1]
+        argv = argv[:i] + argv[i + 2:]
     addr, key = argv[2], argv[3]
     from ncclient.operations.rpc import RPCError
-    with connect(addr, key) as m:
+    with connect(addr, key, user) as m:
         if cmd == "hello":
             for c in m.server_capabilities:
                 print(c)

@@ -11,8 +11,11 @@
 #     unknown element, a leaf without a parent, a port the switch lacks) get
 #     an rpc-error with the tag and path and change nothing (get-config
 #     identical before and after); a delete removes the tree; a subscriber
-#     sees tree-created, link-event down/up and tree-removed; a key that is
-#     not authorized cannot log in.
+#     sees tree-created, link-event down/up and tree-removed. As on gRPC,
+#     only the AM's key edits (an operator's edit-config is access-denied),
+#     no get or get-config shows a tree key, a key that is not authorized
+#     cannot log in, a certificate's key logs in only as its CN, and a
+#     login is logged only once authenticated.
 # (b) (when incamd has NETCONF) the AM programs every switch over NETCONF:
 #     whole jobs through single- and two-level labs are exact.
 . "$(dirname "$0")/lib.sh" "$1" nc
@@ -39,8 +42,11 @@ wait_log_count "$LAB/logs/incswitchd-leaf0.log" "serving NETCONF over SSH on $NC
   fail "incswitchd does not serve NETCONF on $NCADDR"
 # paramiko reads SEC1 EC keys only; the control-plane keys are PKCS#8.
 openssl ec -in "$LAB/pki/operator.key" -out "$LAB/operator.ec" 2>/dev/null
+openssl ec -in "$LAB/pki/am.key" -out "$LAB/am.ec" 2>/dev/null
 KEY="$LAB/operator.ec"
 nc() { "$INCLAB" exec "$L" mgmt $NCPY "$1" "$NCADDR" "$KEY" "${@:2}"; }
+# The AM's key, as SSH user am (its CN), from the AM's address (its IP SAN).
+nca() { "$INCLAB" exec "$L" mgmt $NCPY "$1" "$NCADDR" "$LAB/am.ec" "${@:2}" --user am; }
 sleep 1
 
 note "hello"
@@ -64,7 +70,7 @@ sleep 2
 
 note "edit-config: tree 77 over the four workers"
 $NCPY tree-xml "$LAB/topology.json" leaf0 77 4660 "$LAB/tree.xml" "$LAB" >/dev/null
-[ "$(nc edit "$LAB/tree.xml")" = ok ] || fail "edit-config of tree 77 refused"
+[ "$(nca edit "$LAB/tree.xml")" = ok ] || fail "edit-config of tree 77 refused"
 running=$(nc get --config)
 grep -qF '<tree><id>77</id>' <<<"$running" || fail "get-config lacks tree 77: ${running:0:400}"
 
@@ -73,8 +79,8 @@ grep -qF '<tree><id>77</id>' <<<"$running" || fail "get-config lacks tree 77: ${
 $NCPY tree-xml "$LAB/topology.json" leaf0 77 4660 "$LAB/delete.xml" "$LAB" --op delete >/dev/null
 for dtype in int32 float32; do
   if [ "$dtype" = float32 ]; then
-    [ "$(nc edit "$LAB/delete.xml")" = ok ] || fail "delete of tree 77 refused"
-    [ "$(nc edit "$LAB/tree.xml")" = ok ] || fail "edit-config of tree 77 (again) refused"
+    [ "$(nca edit "$LAB/delete.xml")" = ok ] || fail "delete of tree 77 refused"
+    [ "$(nca edit "$LAB/tree.xml")" = ok ] || fail "edit-config of tree 77 (again) refused"
   fi
   note "allreduce $dtype through the NETCONF-made tree"
   out="$LAB/perf-$dtype.txt"
@@ -107,7 +113,7 @@ before=$(nc get --config)
 bad_edit() {  # name sed-expression want-tag want-path-part want-message-part
   sed "$2" "$LAB/tree.xml" >"$LAB/bad-$1.xml"
   local r
-  r=$(nc edit "$LAB/bad-$1.xml") && fail "$1: edit-config accepted"
+  r=$(nca edit "$LAB/bad-$1.xml") && fail "$1: edit-config accepted"
   case "$r" in
     "rpc-error $3|"*"$4"*"|"*"$5"*) note "$1: $r" ;;
     *) fail "$1: got '$r', want rpc-error $3 at *$4* saying *$5*" ;;
@@ -123,12 +129,31 @@ bad_edit port 's#<port>w1</port>#<port>nosuch</port>#' invalid-value "tree[id='7
 bad_edit qpn 's#<switch-qpn>1025</switch-qpn>#<switch-qpn>1024</switch-qpn>#' invalid-value "tree[id='77']" \
   'is already children[0]'
 
+note "roles and keys: only the AM edits, no tree key is readable"
+r=$(nc edit "$LAB/tree.xml") && fail "an operator's edit-config was accepted"
+[[ "$r" == "rpc-error access-denied|"*"edit-config is for the am role only"* ]] || fail "operator edit-config: $r"
+for who in nc nca; do
+  cfg=$($who get --config)
+  grep -qF '<tree><id>77</id>' <<<"$cfg" || fail "$who: get-config lacks tree 77"
+  grep -q '<key>' <<<"$cfg" && fail "$who: get-config shows a tree key: ${cfg:0:400}"
+  grep -q '<key>' <<<"$($who get)" && fail "$who: get shows a tree key"
+done
+grep -q "operator operator logged in from .* as SSH user 'operator'" "$LAB/logs/incswitchd-leaf0.log" ||
+  fail "the operator's login is not logged"
+if "$INCLAB" exec "$L" mgmt $NCPY hello "$NCADDR" "$LAB/am.ec" --user operator >/dev/null 2>&1; then
+  fail "the AM's key logged in as SSH user operator"
+fi
+wait_log_count "$LAB/logs/incswitchd-leaf0.log" "logs in as SSH user 'am', not 'operator'" 1 ||
+  fail "the login under another user name is not refused in the log"
+grep -q "logged in from .* as SSH user 'operator'.*" <(grep -v "operator operator" "$LAB/logs/incswitchd-leaf0.log") &&
+  fail "a refused login was logged as logged in"
+
 note "a key that is not authorized cannot log in"
 openssl ecparam -name prime256v1 -genkey -noout -out "$LAB/stranger.ec" 2>/dev/null
 if "$INCLAB" exec "$L" mgmt $NCPY hello "$NCADDR" "$LAB/stranger.ec" >/dev/null 2>&1; then
   fail "a stranger's key logged in"
 fi
-wait_log_count "$LAB/logs/incswitchd-leaf0.log" "refused SSH user 'operator': its public key is not authorized" 1 ||
+wait_log_count "$LAB/logs/incswitchd-leaf0.log" "refused SSH user 'operator' from .*: its public key is not authorized" 1 ||
   fail "the refused login is not logged"
 
 note "link down/up and delete: notifications"
@@ -136,9 +161,9 @@ note "link down/up and delete: notifications"
 sleep 1
 "$INCLAB" exec "$L" leaf0 ip link set w3 up
 sleep 1
-[ "$(nc edit "$LAB/delete.xml")" = ok ] || fail "delete of tree 77 refused"
+[ "$(nca edit "$LAB/delete.xml")" = ok ] || fail "delete of tree 77 refused"
 grep -qF '<tree><id>77</id>' <<<"$(nc get --config)" && fail "tree 77 still in running after delete"
-r=$(nc edit "$LAB/delete.xml") && fail "a second delete was accepted"
+r=$(nca edit "$LAB/delete.xml") && fail "a second delete was accepted"
 [[ "$r" == "rpc-error data-missing|"*"tree 77 does not exist"* ]] || fail "second delete: $r"
 for _ in $(seq 50); do
   grep -q '<tree-removed' "$LAB/notifications.txt" && break

@@ -83,7 +83,20 @@ Expected<NetconfClientOptions> NetconfClientOptionsFromConfig(const v1::AmConfig
   if (o.private_key.empty()) {
     return InvalidArgument("netconf: no key to log in with: set netconf.private_key or tls.key");
   }
-  if (!nc.username().empty()) o.username = nc.username();
+  // The switch lets a certificate's key log in only as its CN: the AM's
+  // CN unless a user name is configured.
+  if (!nc.username().empty()) {
+    o.username = nc.username();
+  } else if (!config.tls().cert().empty()) {
+    std::ifstream in(config.tls().cert());
+    std::stringstream pem;
+    pem << in.rdbuf();
+    auto id = IdentityFromCertificate(pem.str(), "");
+    if (!id.ok())
+      return InvalidArgument("netconf: the SSH user name from " + config.tls().cert() + ": " +
+                             id.status().message());
+    o.username = id->name;
+  }
   if (config.switch_rpc_timeout_ms()) o.timeout_ms = config.switch_rpc_timeout_ms();
   return o;
 }

@@ -21,9 +21,9 @@ struct ly_ctx;
 namespace inc::am {
 
 struct NetconfClientOptions {
-  uint32_t port = 830;      // the switches' NETCONF port; host = the agent address's
-  std::string private_key;  // PEM private key (the AM's)
-  std::string username = "incamd";
+  uint32_t port = 830;              // the switches' NETCONF port; host = the agent address's
+  std::string private_key;          // PEM private key (the AM's)
+  std::string username = "incamd";  // NetconfClientOptionsFromConfig: the CN of tls.cert
   uint32_t timeout_ms = 3000;
   std::string yang_dir;  // empty = installed, else the source tree's
 };

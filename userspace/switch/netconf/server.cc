@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <mutex>
 #include <optional>
@@ -54,27 +55,43 @@ int HostKey(const char* /*name*/, void* user_data, char** privkey_path, char** /
   return 0;
 }
 
+// libnetconf2 asks this for the key a client offers, both when the client
+// only asks whether the key would do and when it signs with it: nothing is
+// logged as a login here (the signature is not checked yet), only refusals.
 int PubkeyAuth(const nc_session* session, ssh_key key, void* user_data) {
   auto* keys = static_cast<std::vector<AuthorizedKey>*>(user_data);
   char* b64 = nullptr;
   if (ssh_pki_export_pubkey_base64(key, &b64) != SSH_OK || !b64) return 1;
   std::string got = b64;
   ssh_string_free_char(b64);
+  const std::string user = nc_session_get_username(session) ?: "";
+  const std::string host = nc_session_get_host(session) ?: "";
   for (const auto& k : *keys) {
     if (BlobBase64(k.blob) != got) continue;
+    Status allowed = CheckLogin(k, user, host, static_cast<int64_t>(std::time(nullptr)));
+    if (!allowed.ok()) {
+      LOG_WARN << "netconf: refused SSH user '" << user << "' from " << host << ": " << allowed.message();
+      return 1;
+    }
     // Not nc_session_set_data: libnetconf2 uses the session's data while
     // it accepts an SSH session.
-    {
-      std::lock_guard<std::mutex> lk(g_identities_mu);
-      g_identities[session] = NetconfServer::Identity{k.role, k.name};
-    }
-    LOG_INFO << "netconf: " << RoleName(k.role) << " " << k.name << " (key from " << k.source
-             << ") logged in as SSH user '" << (nc_session_get_username(session) ?: "") << "'";
+    std::lock_guard<std::mutex> lk(g_identities_mu);
+    g_identities[session] = NetconfServer::Identity{k.role, k.name};
     return 0;
   }
-  LOG_WARN << "netconf: refused SSH user '" << (nc_session_get_username(session) ?: "")
-           << "': its public key is not authorized (netconf.authorized_certs, netconf.authorized_keys)";
+  LOG_WARN << "netconf: refused SSH user '" << user << "' from " << host
+           << ": its public key is not authorized (netconf.authorized_certs, netconf.authorized_keys)";
   return 1;
+}
+
+// Tree keys are secrets between the AM and the switch (a member's packets
+// must carry its tree's key): no get or get-config shows them, to anyone.
+void HideTreeKeys(lyd_node* root) {
+  if (!root) return;
+  ly_set* set = nullptr;
+  if (lyd_find_xpath(root, "/incin-switch:trees/tree/key", &set) != LY_SUCCESS || !set) return;
+  for (uint32_t i = 0; i < set->count; i++) lyd_free_tree(set->dnodes[i]);
+  ly_set_free(set, nullptr);
 }
 
 const lyd_node* Child(const lyd_node* node, const char* name) {
@@ -144,7 +161,7 @@ Expected<NetconfOptions> NetconfOptionsFromConfig(const v1::SwitchAgentConfig& c
   }
   if (!std::ifstream(o.host_key)) return InvalidArgument("netconf: cannot read the host key " + o.host_key);
   std::vector<std::string> certs(nc.authorized_certs().begin(), nc.authorized_certs().end());
-  auto keys = LoadAuthorizedKeys(certs, nc.authorized_keys());
+  auto keys = LoadAuthorizedKeys(certs, nc.authorized_keys(), config.tls().ca());
   if (!keys.ok()) return InvalidArgument("netconf: " + keys.status().message());
   if (keys->empty()) {
     return InvalidArgument(
@@ -248,9 +265,13 @@ void NetconfServer::Run() {
     NC_MSG_TYPE msg = nc_accept(any ? 0 : 100, &session);
     if (msg == NC_MSG_HELLO) {
       nc_ps_add_session(ps_, session);
-      LOG_INFO << "netconf: session " << nc_session_get_id(session) << " from "
-               << (nc_session_get_host(session) ?: "?") << " (user '"
-               << (nc_session_get_username(session) ?: "") << "')";
+      // Authenticated (signature checked) and past the hello: now a login.
+      const auto id = IdentityOf(session);
+      LOG_INFO << "netconf: "
+               << (id ? RoleName(id->role) + std::string(" ") + id->name : std::string("unknown"))
+               << " logged in from " << (nc_session_get_host(session) ?: "?") << " as SSH user '"
+               << (nc_session_get_username(session) ?: "") << "' (session " << nc_session_get_id(session)
+               << ")";
     }
     if (nc_ps_session_count(ps_) > 0) {
       session = nullptr;
@@ -414,6 +435,13 @@ nc_server_reply* NetconfServer::Dispatch(lyd_node* rpc, nc_session* session) {
   if (module == "ietf-netconf") {
     if (name == "get") return self->Get(rpc, false);
     if (name == "get-config") return self->Get(rpc, true);
+    // As on gRPC, only the AM configures trees (and so locks running for
+    // it); operators read and subscribe.
+    if ((name == "edit-config" || name == "lock" || name == "unlock") && id->role != Role::kAm) {
+      return self->Error(NC_ERR_ACCESS_DENIED,
+                         name + " is for the am role only (trees are the AM's to configure); " +
+                             RoleName(id->role) + " " + id->name + " may not");
+    }
     if (name == "edit-config") return self->EditConfig(rpc, session);
     if (name == "lock") return self->Lock(session, true);
     if (name == "unlock") return self->Lock(session, false);
@@ -459,6 +487,7 @@ Expected<LydTree> NetconfServer::Datastore(bool with_state) {
 nc_server_reply* NetconfServer::Get(lyd_node* rpc, bool config_only) {
   auto data = Datastore(!config_only);
   if (!data.ok()) return FromStatus(data.status(), "");
+  HideTreeKeys(data->get());
   LydTree result;
   const lyd_node* filter = Child(rpc, "filter");
   if (!filter) {

@@ -7,7 +7,10 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
+#include <openssl/x509_vfy.h>
 
+#include <algorithm>
+#include <ctime>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -155,9 +158,52 @@ Expected<std::string> OpenSshLine(const std::string& blob, const std::string& co
   return blob.substr(4, n) + " " + Base64(blob) + (comment.empty() ? "" : " " + comment);
 }
 
+namespace {
+
+int64_t UnixTime(const ASN1_TIME* t) {
+  std::tm tm{};
+  if (!t || ASN1_TIME_to_tm(t, &tm) != 1) return 0;
+  return static_cast<int64_t>(timegm(&tm));
+}
+
+// Verifies `pem` against the CA bundle at ca_file (chain and dates, now) and
+// fills the certificate's validity into *key.
+Status VerifyCertificate(const std::string& pem, const std::string& ca_file, AuthorizedKey* key) {
+  std::unique_ptr<BIO, decltype(&BIO_free)> bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())),
+                                                &BIO_free);
+  std::unique_ptr<X509, decltype(&X509_free)> cert(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr),
+                                                   &X509_free);
+  if (!cert) return InvalidArgument("not a PEM certificate");
+  std::unique_ptr<X509_STORE, decltype(&X509_STORE_free)> store(X509_STORE_new(), &X509_STORE_free);
+  if (X509_STORE_load_file(store.get(), ca_file.c_str()) != 1) {
+    ERR_clear_error();
+    return InvalidArgument("cannot read the CA bundle " + ca_file);
+  }
+  std::unique_ptr<X509_STORE_CTX, decltype(&X509_STORE_CTX_free)> ctx(X509_STORE_CTX_new(),
+                                                                      &X509_STORE_CTX_free);
+  X509_STORE_CTX_init(ctx.get(), store.get(), cert.get(), nullptr);
+  int ok = X509_verify_cert(ctx.get());
+  int err = X509_STORE_CTX_get_error(ctx.get());
+  ERR_clear_error();
+  if (ok != 1) {
+    return InvalidArgument(std::string("not a valid certificate of the CA ") + ca_file + " (" +
+                           X509_verify_cert_error_string(err) + ")");
+  }
+  key->not_before = UnixTime(X509_get0_notBefore(cert.get()));
+  key->not_after = UnixTime(X509_get0_notAfter(cert.get()));
+  return Status::Ok();
+}
+
+}  // namespace
+
 Expected<std::vector<AuthorizedKey>> LoadAuthorizedKeys(const std::vector<std::string>& cert_files,
-                                                        const std::string& authorized_keys_file) {
+                                                        const std::string& authorized_keys_file,
+                                                        const std::string& ca_file) {
   std::vector<AuthorizedKey> out;
+  if (!cert_files.empty() && ca_file.empty()) {
+    return InvalidArgument(
+        "authorized_certs need the CA to verify them against (tls.ca); without TLS use authorized_keys");
+  }
   for (const auto& path : cert_files) {
     auto pem = ReadAll(path);
     if (!pem.ok()) return pem.status();
@@ -165,7 +211,10 @@ Expected<std::vector<AuthorizedKey>> LoadAuthorizedKeys(const std::vector<std::s
     if (!id.ok()) return InvalidArgument(path + ": " + id.status().message());
     auto blob = SshBlobFromPem(*pem);
     if (!blob.ok()) return InvalidArgument(path + ": " + blob.status().message());
-    out.push_back({*blob, id->role, id->name, path});
+    AuthorizedKey key{*blob, id->role, id->name, path, id->ip_sans, 0, 0};
+    Status verified = VerifyCertificate(*pem, ca_file, &key);
+    if (!verified.ok()) return InvalidArgument(path + ": " + verified.message());
+    out.push_back(std::move(key));
   }
   if (!authorized_keys_file.empty()) {
     auto text = ReadAll(authorized_keys_file);
@@ -193,10 +242,36 @@ Expected<std::vector<AuthorizedKey>> LoadAuthorizedKeys(const std::vector<std::s
       if (!line_again.ok() || line_again->substr(0, type.size()) != type) {
         return InvalidArgument(where + ": the key does not match its type " + type);
       }
-      out.push_back({*blob, Role::kOperator, comment.empty() ? "key" + std::to_string(no) : comment, where});
+      const std::string user = comment.substr(0, comment.find('@'));
+      if (user.empty()) {
+        return InvalidArgument(where +
+                               ": no comment naming the SSH user the key logs in as (e.g. \"ops@host\")");
+      }
+      out.push_back({*blob, Role::kOperator, user, where, {}, 0, 0});
     }
   }
   return out;
+}
+
+Status CheckLogin(const AuthorizedKey& key, const std::string& user, const std::string& address,
+                  int64_t now) {
+  // A dual-stack listener reports IPv4 clients as IPv4-mapped IPv6.
+  const std::string host = address.rfind("::ffff:", 0) == 0 && address.find('.') != std::string::npos
+                               ? address.substr(7)
+                               : address;
+  if (user != key.name) {
+    return PermissionDenied("the key of " + key.name + " (" + key.source + ") logs in as SSH user '" +
+                            key.name + "', not '" + user + "'");
+  }
+  if (key.not_after != 0 && (now < key.not_before || now > key.not_after)) {
+    return PermissionDenied("the certificate " + key.source + " is not valid now (expired or not yet valid)");
+  }
+  if (!key.ip_sans.empty() && std::find(key.ip_sans.begin(), key.ip_sans.end(), host) == key.ip_sans.end()) {
+    return PermissionDenied("the certificate " + key.source +
+                            " may be used only from its IP SANs, not from " +
+                            (host.empty() ? std::string("an unknown address") : host));
+  }
+  return Status::Ok();
 }
 
 }  // namespace inc::sw::netconf

@@ -7,6 +7,7 @@
 // OpenSSH form for libssh. docs/netconf.md "Keys".
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -29,13 +30,30 @@ Expected<std::string> OpenSshLine(const std::string& blob, const std::string& co
 struct AuthorizedKey {
   std::string blob;  // SSH wire form
   Role role = Role::kOperator;
-  std::string name;    // certificate CN, or the authorized_keys comment
+  // The SSH user name the key logs in as: the certificate's CN, or the
+  // authorized_keys comment up to its '@' ("ops@example" logs in as "ops").
+  std::string name;
   std::string source;  // the file it came from
+  // Certificates only: the addresses it may log in from (its IP subject
+  // alternative names; none: any address, as for gRPC) and its validity in
+  // Unix seconds (0, 0 for authorized_keys: no expiry).
+  std::vector<std::string> ip_sans;
+  int64_t not_before = 0;
+  int64_t not_after = 0;
 };
 
-// Certificates (role and name from the subject, as for gRPC calls) and an
-// authorized_keys file (role operator); errors name the file and line.
+// Certificates, each verified against the CA bundle `ca_file` (the switch's
+// tls.ca) and valid now, with role and name from the subject as for gRPC
+// calls; and an authorized_keys file (role operator; every line needs a
+// comment naming its user). Errors name the file and line, and why.
 Expected<std::vector<AuthorizedKey>> LoadAuthorizedKeys(const std::vector<std::string>& cert_files,
-                                                        const std::string& authorized_keys_file);
+                                                        const std::string& authorized_keys_file,
+                                                        const std::string& ca_file);
+
+// Whether `key` may log in now (`now`: Unix seconds) as SSH user `user` from
+// `host`: the user is the key's name, a certificate is within its validity
+// and, when it has IP SANs, used from one of them. PERMISSION_DENIED saying
+// which check failed.
+Status CheckLogin(const AuthorizedKey& key, const std::string& user, const std::string& host, int64_t now);
 
 }  // namespace inc::sw::netconf

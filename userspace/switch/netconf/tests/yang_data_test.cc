@@ -162,7 +162,7 @@ TEST(SshKeys, CertificateKeyMatchesItsPrivateKey) {
   auto line = OpenSshLine(*from_cert, "operator");
   ASSERT_TRUE(line.ok());
   EXPECT_EQ(line->rfind("ecdsa-sha2-nistp256 AAAA", 0), 0u) << *line;
-  auto keys = LoadAuthorizedKeys({dir + "/operator.pem", dir + "/am.pem"}, "");
+  auto keys = LoadAuthorizedKeys({dir + "/operator.pem", dir + "/am.pem"}, "", dir + "/ca.pem");
   ASSERT_TRUE(keys.ok()) << keys.status().ToString();
   ASSERT_EQ(keys->size(), 2u);
   EXPECT_EQ((*keys)[0].role, Role::kOperator);
@@ -175,15 +175,70 @@ TEST(SshKeys, AuthorizedKeysLinesAreCheckedPerLine) {
   auto blob = SshBlobFromPem(ReadFile(std::string(INC_TLS_TESTDATA) + "/am.pem"));
   ASSERT_TRUE(blob.ok());
   std::ofstream(path) << "# comment\n" << *OpenSshLine(*blob, "ops@example") << "\nssh-rsa !!!notbase64\n";
-  auto keys = LoadAuthorizedKeys({}, path);
+  auto keys = LoadAuthorizedKeys({}, path, "");
   ASSERT_FALSE(keys.ok());
   EXPECT_NE(keys.status().message().find(path + ":3"), std::string::npos) << keys.status().message();
+  std::ofstream(path) << *OpenSshLine(*blob, "") << "\n";
+  keys = LoadAuthorizedKeys({}, path, "");
+  ASSERT_FALSE(keys.ok()) << "a line without a comment names no user";
+  EXPECT_NE(keys.status().message().find("no comment naming the SSH user"), std::string::npos)
+      << keys.status().message();
   std::ofstream(path) << *OpenSshLine(*blob, "ops@example") << "\n";
-  keys = LoadAuthorizedKeys({}, path);
+  keys = LoadAuthorizedKeys({}, path, "");
   ASSERT_TRUE(keys.ok()) << keys.status().ToString();
   ASSERT_EQ(keys->size(), 1u);
-  EXPECT_EQ((*keys)[0].name, "ops@example");
+  EXPECT_EQ((*keys)[0].name, "ops");
   EXPECT_EQ((*keys)[0].blob, *blob);
+}
+
+TEST(SshKeys, CertificatesMustBeOfTheCa) {
+  const std::string dir = INC_TLS_TESTDATA;
+  auto other_ca = LoadAuthorizedKeys({dir + "/stranger.pem"}, "", dir + "/ca.pem");
+  ASSERT_FALSE(other_ca.ok()) << "a certificate of another CA was authorized";
+  EXPECT_NE(other_ca.status().message().find(dir + "/stranger.pem: not a valid certificate of the CA"),
+            std::string::npos)
+      << other_ca.status().message();
+  auto no_ca = LoadAuthorizedKeys({dir + "/am.pem"}, "", "");
+  ASSERT_FALSE(no_ca.ok());
+  EXPECT_NE(no_ca.status().message().find("tls.ca"), std::string::npos) << no_ca.status().message();
+  auto ok = LoadAuthorizedKeys({dir + "/am.pem"}, "", dir + "/ca.pem");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ((*ok)[0].ip_sans, std::vector<std::string>{"127.0.0.1"});
+  EXPECT_GT((*ok)[0].not_after, (*ok)[0].not_before);
+}
+
+TEST(SshKeys, ALoginIsCheckedForUserValidityAndAddress) {
+  AuthorizedKey cert{"blob", Role::kAm, "am", "am.pem", {"10.0.0.1"}, 1000, 2000};
+  AuthorizedKey anywhere{"blob", Role::kOperator, "ops", "operator.pem", {}, 1000, 2000};
+  AuthorizedKey plain{"blob", Role::kOperator, "ops", "authorized_keys:1", {}, 0, 0};
+  struct Case {
+    const char* name;
+    const AuthorizedKey* key;
+    const char* user;
+    const char* host;
+    int64_t now;
+    const char* refusal;  // "" when allowed
+  };
+  const Case cases[] = {
+      {"the CN from its address in time", &cert, "am", "10.0.0.1", 1500, ""},
+      {"IPv4-mapped address", &cert, "am", "::ffff:10.0.0.1", 1500, ""},
+      {"another user name", &cert, "root", "10.0.0.1", 1500, "logs in as SSH user 'am', not 'root'"},
+      {"another address", &cert, "am", "10.0.0.9", 1500, "only from its IP SANs, not from 10.0.0.9"},
+      {"expired", &cert, "am", "10.0.0.1", 2001, "not valid now"},
+      {"not yet valid", &cert, "am", "10.0.0.1", 999, "not valid now"},
+      {"no IP SANs: any address", &anywhere, "ops", "192.0.2.7", 1500, ""},
+      {"authorized_keys: no expiry", &plain, "ops", "192.0.2.7", 99999999, ""},
+      {"authorized_keys: its user only", &plain, "admin", "192.0.2.7", 1500, "not 'admin'"},
+  };
+  for (const Case& c : cases) {
+    Status st = CheckLogin(*c.key, c.user, c.host, c.now);
+    if (std::string(c.refusal).empty()) {
+      EXPECT_TRUE(st.ok()) << c.name << ": " << st.ToString();
+    } else {
+      EXPECT_EQ(st.code(), Code::kPermissionDenied) << c.name;
+      EXPECT_NE(st.message().find(c.refusal), std::string::npos) << c.name << ": " << st.message();
+    }
+  }
 }
 
 }  // namespace
