@@ -17,7 +17,9 @@
 #     cannot log in, a certificate's key logs in only as its CN, and a
 #     login is logged only once authenticated.
 # (b) (when incamd has NETCONF) the AM programs every switch over NETCONF:
-#     whole jobs through single- and two-level labs are exact.
+#     whole jobs through single- and two-level labs are exact; the AM checks
+#     each switch's SSH host key against the certificate it registered with
+#     (a switch with another host key is refused).
 . "$(dirname "$0")/lib.sh" "$1" nc
 require_bins incamd incswitchd incinctl inc-perf
 if ! /usr/bin/python3 -c 'import ncclient' 2>/dev/null; then
@@ -211,6 +213,17 @@ for kind in single two; do
   if [ "$kind" = two ]; then
     grep -q "netconf: tree [0-9]* configured by session" "$LAB"/logs/incswitchd-spine*.log ||
       fail "two: no spine got a tree over NETCONF"
+  fi
+  if [ "$kind" = single ]; then
+    note "(b) single: a switch whose SSH host key is not its certificate's key is refused by the AM"
+    openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$LAB/other-host.key" 2>/dev/null
+    edit_json "$LAB/sw-leaf0.json" "doc['netconf']['host_key'] = '$LAB/other-host.key'"
+    "$INCLAB" restart "$L" incswitchd-leaf0 >/dev/null
+    "$INCLAB" wait-switches "$L" 60 >/dev/null || fail "single: leaf0 did not re-register"
+    "$INCLAB" run "$L" --quiet --tag nc-hostkey -- inc-perf allreduce -d int32 -o sum -b 4 -e 4 -n 1 -w 0 --json \
+      --am '{am}' --job "${P}nc-hostkey" --rank '{rank}' --world '{world}' --iface '{iface}' >/dev/null 2>&1 || true
+    wait_log_count "$LAB/logs/incamd.log" "its SSH host key is not the key of the certificate it registered with" 1 ||
+      fail "single: the AM did not refuse a switch presenting another SSH host key"
   fi
   lab_down "b$kind"
 done

@@ -116,6 +116,9 @@ struct SwitchRegistration {
   Caps caps;
   std::map<std::string, PortState> ports;
   std::vector<uint32_t> live_tree_ids;
+  // The verified certificate it registered with (PEM; empty in plaintext):
+  // over NETCONF the switch must present its key as SSH host key.
+  std::string certificate_pem;
 };
 
 struct SwitchBeat {

@@ -1122,7 +1122,7 @@ Expected<uint32_t> Manager::RegisterSwitch(const SwitchRegistration& reg) {
   // A fresh channel: the old one may sit in gRPC's reconnect back-off after
   // the agent restarted, failing calls with UNAVAILABLE for seconds although
   // the agent is back.
-  clients_.Reconnect(reg.agent_address);
+  clients_.Reconnect(reg.agent_address, reg.certificate_pem);
   RunOpsAsync(std::move(ops));
   return opts_.switch_heartbeat_interval_ms;
 }

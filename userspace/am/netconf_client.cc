@@ -6,6 +6,7 @@
 #include <libnetconf2/messages_client.h>
 #include <libnetconf2/netconf.h>
 #include <libnetconf2/session_client.h>
+#include <libssh/libssh.h>
 #include <libyang/libyang.h>
 #include <unistd.h>
 
@@ -30,10 +31,18 @@ void NcLog(NC_VERB_LEVEL level, const char* msg) {
   }
 }
 
-// The switches' host keys are not checked against anything: the AM knows
-// the CA, not each switch's key (docs/netconf.md "What is not supported").
-int AcceptHostKey(const char* /*hostname*/, ssh_session /*session*/, void* /*priv*/) {
-  return 0;
+// libnetconf2 asks this before it logs in: 0 accepts the switch's host key.
+int CheckHostKey(const char* hostname, ssh_session session, void* priv) {
+  ssh_key key = nullptr;
+  if (ssh_get_server_publickey(session, &key) != SSH_OK || !key) return -1;
+  char* b64 = nullptr;
+  int rc = ssh_pki_export_pubkey_base64(key, &b64);
+  ssh_key_free(key);
+  if (rc != SSH_OK || !b64) return -1;
+  std::string presented = b64;
+  ssh_string_free_char(b64);
+  auto* self = static_cast<NetconfSwitchClient*>(priv);
+  return self->HostKeyMatches(hostname ? hostname : "", presented) ? 0 : -1;
 }
 
 const lyd_node* Child(const lyd_node* node, const char* name) {
@@ -98,6 +107,7 @@ Expected<NetconfClientOptions> NetconfClientOptionsFromConfig(const v1::AmConfig
     o.username = id->name;
   }
   if (config.switch_rpc_timeout_ms()) o.timeout_ms = config.switch_rpc_timeout_ms();
+  o.verify_host_keys = !config.insecure();
   return o;
 }
 
@@ -143,7 +153,7 @@ Status NetconfSwitchClient::Init() {
   nc_client_ssh_set_auth_pref(NC_SSH_AUTH_PUBLICKEY, 10);
   nc_client_ssh_set_auth_pref(NC_SSH_AUTH_PASSWORD, -1);
   nc_client_ssh_set_auth_pref(NC_SSH_AUTH_INTERACTIVE, -1);
-  nc_client_ssh_set_auth_hostkey_check_clb(AcceptHostKey, nullptr);
+  nc_client_ssh_set_auth_hostkey_check_clb(CheckHostKey, this);
   const std::string yang = ncy::FindYangDir(options_.yang_dir);
   nc_client_set_schema_searchpath(yang.c_str());
   thread_ctx_ = nc_client_get_thread_context();
@@ -184,6 +194,44 @@ void NetconfSwitchClient::Drop(const std::string& agent_address) {
   if (it == sessions_.end()) return;
   nc_session_free(it->second, nullptr);
   sessions_.erase(it);
+}
+
+void NetconfSwitchClient::ExpectHostKey(const std::string& agent_address,
+                                        const std::string& certificate_pem) {
+  const std::string host = Host(agent_address);
+  std::lock_guard<std::mutex> lk(host_keys_mu_);
+  auto blob = certificate_pem.empty() ? Expected<std::string>(NotFound("no certificate"))
+                                      : ncy::SshBlobFromPem(certificate_pem);
+  if (!blob.ok()) {
+    host_keys_.erase(host);
+    if (options_.verify_host_keys) {
+      LOG_WARN << "netconf: the switch at " << host << " registered without a usable certificate ("
+               << blob.status().message()
+               << "): its SSH host key cannot be checked, NETCONF to it is refused";
+    }
+    return;
+  }
+  host_keys_[host] = ncy::BlobBase64(*blob);
+}
+
+bool NetconfSwitchClient::HostKeyMatches(const std::string& host, const std::string& presented_base64) {
+  if (!options_.verify_host_keys) return true;
+  std::lock_guard<std::mutex> lk(host_keys_mu_);
+  auto it = host_keys_.find(host);
+  if (it == host_keys_.end()) {
+    LOG_WARN
+        << "netconf: refused the switch at " << host
+        << ": no registered certificate to check its SSH host key against (it registers over gRPC first)";
+    return false;
+  }
+  if (it->second != presented_base64) {
+    LOG_WARN
+        << "netconf: refused the switch at " << host
+        << ": its SSH host key is not the key of the certificate it registered with (netconf.host_key must "
+           "be the switch's tls.key, the default)";
+    return false;
+  }
+  return true;
 }
 
 void NetconfSwitchClient::Forget(const std::string& agent_address) {

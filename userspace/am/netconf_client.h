@@ -25,6 +25,9 @@ struct NetconfClientOptions {
   std::string private_key;          // PEM private key (the AM's)
   std::string username = "incamd";  // NetconfClientOptionsFromConfig: the CN of tls.cert
   uint32_t timeout_ms = 3000;
+  // Each switch must present the key of the certificate it registered with
+  // as its SSH host key; off only in plaintext ("insecure": no certificates).
+  bool verify_host_keys = true;
   std::string yang_dir;  // empty = installed, else the source tree's
 };
 
@@ -48,6 +51,13 @@ class NetconfSwitchClient {
   Expected<v1::SwitchStats> Stats(const std::string& agent_address, uint32_t tree_id);
   // Drops the session to a switch (it re-registered: it may have restarted).
   void Forget(const std::string& agent_address);
+  // The switch at agent_address registered with certificate_pem: its SSH
+  // host key must be that certificate's key (incswitchd's default host key
+  // is its TLS key). An empty or unusable certificate forgets the key, and
+  // with verify_host_keys the switch is then refused until it registers.
+  void ExpectHostKey(const std::string& agent_address, const std::string& certificate_pem);
+  // libnetconf2's host-key check (public for its C callback).
+  bool HostKeyMatches(const std::string& host, const std::string& presented_base64);
 
   const NetconfClientOptions& options() const { return options_; }
 
@@ -58,6 +68,8 @@ class NetconfSwitchClient {
   // Sends an edit-config or get; *data gets get's <data> content as XML.
   Status Call(const std::string& agent_address, bool edit, const std::string& content, std::string* data);
   void Drop(const std::string& agent_address);
+  std::mutex host_keys_mu_;                       // not mu_: the check runs inside a Call's connect
+  std::map<std::string, std::string> host_keys_;  // host -> base64 SSH key blob
 
   NetconfClientOptions options_;
   std::string pubkey_path_;

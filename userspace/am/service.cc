@@ -126,6 +126,7 @@ grpc::Status AmService::RegisterSwitch(grpc::ServerContext* ctx, const v1::Regis
   if (Status known = m_->CheckSwitchName(req->switch_name()); !known.ok()) return ToGrpcStatus(known);
   auto reg = RegistrationFromProto(*req);
   if (!reg) return ToGrpcStatus(reg.status());
+  reg->certificate_pem = PeerCertificatePem(*ctx);
   auto interval = m_->RegisterSwitch(*reg);
   if (!interval) return ToGrpcStatus(interval.status());
   resp->set_heartbeat_interval_ms(*interval);

@@ -48,9 +48,10 @@ void SwitchClients::Connect(const std::string& address) {
   channels_.at(address)->GetState(/*try_to_connect=*/true);
 }
 
-void SwitchClients::Reconnect(const std::string& address) {
+void SwitchClients::Reconnect(const std::string& address, const std::string& certificate_pem) {
   if (netconf_) {
     netconf_->Forget(address);
+    netconf_->ExpectHostKey(address, certificate_pem);
     return;
   }
   std::lock_guard<std::mutex> lk(mu_);

@@ -34,7 +34,9 @@ class SwitchClients {
   // an agent that registers may have just restarted, and the old channel may
   // then be waiting out gRPC's reconnect back-off (calls fail UNAVAILABLE
   // meanwhile). Calls in flight finish on the old channel.
-  void Reconnect(const std::string& address);
+  // Over NETCONF, certificate_pem (the switch's verified certificate) gives
+  // the SSH host key the switch must present from now on.
+  void Reconnect(const std::string& address, const std::string& certificate_pem = "");
   // From now on Configure, Remove and Stats go over NETCONF (docs/netconf.md)
   // to the same switches; call before the AM serves.
   void UseNetconf(std::shared_ptr<NetconfSwitchClient> netconf) { netconf_ = std::move(netconf); }

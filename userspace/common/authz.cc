@@ -144,6 +144,14 @@ Expected<PeerIdentity> IdentityFromCertificate(const std::string& pem, const std
   return id;
 }
 
+std::string PeerCertificatePem(const grpc::ServerContext& ctx) {
+  auto auth = ctx.auth_context();
+  if (!auth || !auth->IsPeerAuthenticated()) return "";
+  auto pems = auth->FindPropertyValues(GRPC_X509_PEM_CERT_PROPERTY_NAME);
+  if (pems.empty()) return "";
+  return std::string(pems.front().data(), pems.front().size());
+}
+
 Expected<PeerIdentity> Authorizer::Identify(const grpc::ServerContext& ctx) const {
   auto auth = ctx.auth_context();
   if (!auth || !auth->IsPeerAuthenticated()) return Unauthenticated("no verified client certificate");

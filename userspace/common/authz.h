@@ -44,6 +44,10 @@ struct PeerIdentity {
 // must carry exactly one known OU and a CN, else UNAUTHENTICATED.
 Expected<PeerIdentity> IdentityFromCertificate(const std::string& pem, const std::string& peer_uri);
 
+// The caller's verified certificate (PEM) as gRPC hands it over; empty
+// without one (plaintext, or no client certificate).
+std::string PeerCertificatePem(const grpc::ServerContext& ctx);
+
 // The address part of a gRPC peer URI: "ipv4:1.2.3.4:5" -> "1.2.3.4",
 // "ipv6:[::1]:5" -> "::1", anything else -> "".
 std::string PeerIp(const std::string& peer_uri);
