@@ -19,7 +19,8 @@
 # (b) (when incamd has NETCONF) the AM programs every switch over NETCONF:
 #     whole jobs through single- and two-level labs are exact; the AM checks
 #     each switch's SSH host key against the certificate it registered with
-#     (a switch with another host key is refused).
+#     (a switch with another host key is refused), and a client stalled in
+#     the SSH handshake of every switch does not hold the AM's sessions up.
 . "$(dirname "$0")/lib.sh" "$1" nc
 require_bins incamd incswitchd incinctl inc-perf
 if ! /usr/bin/python3 -c 'import ncclient' 2>/dev/null; then
@@ -192,10 +193,12 @@ for kind in single two; do
   lab_up "b$kind" "$kind"
   L="${P}b$kind"
   LAB=/tmp/inclab-$L
+  nc_hosts=()
   for f in "$LAB"/sw-*.json; do
     sw=$(basename "$f" .json)
     sw=${sw#sw-}
     host=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["listen"].rsplit(":",1)[0])' "$f")
+    nc_hosts+=("$host")
     edit_json "$f" "doc['netconf'] = {'listen': '$host:830', 'authorized_certs': ['$LAB/pki/am.pem', '$LAB/pki/operator.pem']}"
     "$INCLAB" restart "$L" "incswitchd-$sw" >/dev/null
   done
@@ -204,7 +207,19 @@ for kind in single two; do
   "$INCLAB" wait-switches "$L" 60 >/dev/null || fail "$kind: switches did not re-register"
   wait_log_count "$LAB/logs/incamd.log" "programming switches over NETCONF" 1 || fail "$kind: the AM does not use NETCONF"
   perf "b$kind" "nc-$kind-i32" -- allreduce -d int32 -o sum -b 4 -e 1M -f 16 -n 3 -w 1
+  # A client that connects to every switch's NETCONF port and never says a
+  # word (it stalls in the SSH handshake) must not hold up the AM's sessions.
+  "$INCLAB" exec "$L" mgmt /usr/bin/python3 -c '
+import socket, sys, time
+held = [socket.create_connection((h, 830)) for h in sys.argv[1:]]
+time.sleep(25)' "${nc_hosts[@]}" &
+staller=$!
+sleep 1
+t0=$(date +%s)
   perf "b$kind" "nc-$kind-f32" -- allreduce -d float32 -o sum -b 4 -e 1M -f 16 -n 3 -w 1
+kill $staller 2>/dev/null || true
+wait $staller 2>/dev/null || true
+note "$kind: float32 jobs took $(($(date +%s) - t0)) s while a client stalled in the SSH handshake of every switch"
   # Every leaf holds the jobs' trees, and in the two-level lab a spine
   # (the root): all of them got the trees over NETCONF.
   for f in "$LAB"/logs/incswitchd-leaf*.log; do

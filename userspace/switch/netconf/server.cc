@@ -21,6 +21,7 @@
 namespace inc::sw::netconf {
 namespace {
 
+constexpr uint16_t kAuthTimeoutSeconds = 10;
 NetconfServer* g_server = nullptr;  // libnetconf2's callbacks carry no object
 std::mutex g_server_mu;
 // Who authenticated on each session (by its pointer), set during SSH
@@ -186,6 +187,7 @@ Expected<std::unique_ptr<NetconfServer>> NetconfServer::Start(NetconfOptions opt
   g_server = s.get();
   s->CheckEvents(/*first=*/true);
   s->thread_ = std::thread([p = s.get()] { p->Run(); });
+  s->accept_thread_ = std::thread([p = s.get()] { p->AcceptLoop(); });
   return s;
 }
 
@@ -217,6 +219,9 @@ Status NetconfServer::Init() {
     return Internal("netconf: cannot set the SSH host key or authentication methods");
   }
   nc_server_ssh_set_pubkey_auth_clb(PubkeyAuth, &options_.authorized, nullptr);
+  // A client gets this long to authenticate; until then it holds up only
+  // other new logins (AcceptLoop), never the sessions already served.
+  nc_server_ssh_endpt_set_auth_timeout("ssh", kAuthTimeoutSeconds);
   ps_ = nc_ps_new();
   LOG_INFO << "serving NETCONF over SSH on " << options_.listen << " (module " << kModule << " from "
            << options_.yang_dir << ", " << options_.authorized.size() << " authorized keys)";
@@ -225,6 +230,7 @@ Status NetconfServer::Init() {
 
 void NetconfServer::Stop() {
   if (stop_.exchange(true)) return;
+  if (accept_thread_.joinable()) accept_thread_.join();
   if (thread_.joinable()) thread_.join();
   if (ps_) {
     for (uint16_t i = 0; i < nc_ps_session_count(ps_); i++) ForgetIdentity(nc_ps_get_session(ps_, i));
@@ -257,24 +263,30 @@ void NetconfServer::EndSession(nc_session* session) {
   nc_session_free(session, nullptr);
 }
 
+// New sessions are accepted on a thread of their own: libnetconf2's accept
+// runs the whole SSH handshake and login, so a client that stalls in it
+// would otherwise stop every established session (the AM's included) for up
+// to kAuthTimeoutSeconds.
+void NetconfServer::AcceptLoop() {
+  while (!stop_) {
+    nc_session* session = nullptr;
+    if (nc_accept(100, &session) != NC_MSG_HELLO) continue;
+    // Authenticated (signature checked) and past the hello: now a login.
+    const auto id = IdentityOf(session);
+    LOG_INFO << "netconf: "
+             << (id ? RoleName(id->role) + std::string(" ") + id->name : std::string("unknown"))
+             << " logged in from " << (nc_session_get_host(session) ?: "?") << " as SSH user '"
+             << (nc_session_get_username(session) ?: "") << "' (session " << nc_session_get_id(session)
+             << ")";
+    nc_ps_add_session(ps_, session);
+  }
+}
+
 void NetconfServer::Run() {
   auto last_check = std::chrono::steady_clock::now();
   while (!stop_) {
-    nc_session* session = nullptr;
-    const bool any = nc_ps_session_count(ps_) > 0;
-    NC_MSG_TYPE msg = nc_accept(any ? 0 : 100, &session);
-    if (msg == NC_MSG_HELLO) {
-      nc_ps_add_session(ps_, session);
-      // Authenticated (signature checked) and past the hello: now a login.
-      const auto id = IdentityOf(session);
-      LOG_INFO << "netconf: "
-               << (id ? RoleName(id->role) + std::string(" ") + id->name : std::string("unknown"))
-               << " logged in from " << (nc_session_get_host(session) ?: "?") << " as SSH user '"
-               << (nc_session_get_username(session) ?: "") << "' (session " << nc_session_get_id(session)
-               << ")";
-    }
     if (nc_ps_session_count(ps_) > 0) {
-      session = nullptr;
+      nc_session* session = nullptr;
       int r = nc_ps_poll(ps_, 100, &session);
       if ((r & (NC_PSPOLL_SESSION_TERM | NC_PSPOLL_SESSION_ERROR)) && session) {
         EndSession(session);
@@ -282,6 +294,8 @@ void NetconfServer::Run() {
         nc_session* extra = nullptr;
         if (nc_ps_accept_ssh_channel(ps_, &extra) == NC_MSG_HELLO) nc_ps_add_session(ps_, extra);
       }
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     auto now = std::chrono::steady_clock::now();
     if (now - last_check >= std::chrono::milliseconds(200)) {

@@ -72,6 +72,7 @@ class NetconfServer {
       : options_(std::move(options)), agent_(agent), routing_(routing), credit_(credit) {}
   Status Init();
   void Run();
+  void AcceptLoop();
   void CheckEvents(bool first);
   void Notify(lyd_node* event);
   void EndSession(nc_session* session);
@@ -94,8 +95,9 @@ class NetconfServer {
   nc_pollsession* ps_ = nullptr;
   bool nc_initialized_ = false;
   std::atomic<bool> stop_{false};
-  std::thread thread_;
-  uint32_t lock_sid_ = 0;  // session holding the running lock, 0 = none
+  std::thread thread_;         // serves the sessions (Run)
+  std::thread accept_thread_;  // accepts new ones (AcceptLoop)
+  uint32_t lock_sid_ = 0;      // session holding the running lock, 0 = none
   // Seen by the event check: trees in the data path, port link state,
   // ARN link conditions.
   std::set<uint32_t> trees_seen_;
