@@ -62,6 +62,7 @@ TEST(McaParams, EachStandsForOneSettingOfTheTable) {
     EXPECT_NE(p.help.find(p.setting), std::string::npos) << p.name << ": help does not name its variable";
   }
   EXPECT_EQ(McaParams().front().name, "am");
+  EXPECT_LE(McaParams().size(), 32u) << "component.c registers at most INCIN_MAX_PARAMS (32)";
   EXPECT_TRUE(names.count("min_bytes") && names.count("max_bytes") && names.count("tls_cert") &&
               names.count("require_offload") && names.count("log_level") && names.count("op_timeout_ms"));
 }
