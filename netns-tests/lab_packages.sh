@@ -116,10 +116,10 @@ done
 
 # --- incin-mpi: coll/incin is one of Open MPI's own components ---------------
 # In the installed root (chroot: that root's Open MPI, its default component
-# path, no mca_component_path), ompi_info lists coll/incin, off by default,
-# with its parameters; as coll/ucc, a job turns it on.
+# path and library path, no mca_component_path), ompi_info lists coll/incin,
+# off by default, with its parameters; as coll/ucc, a job turns it on.
 note "incin-mpi: ompi_info in the installed root finds coll/incin with no component path"
-INFO=$(env -u OMPI_MCA_mca_component_path -u OMPI_MCA_coll_incin_enable \
+INFO=$(env -u OMPI_MCA_mca_component_path -u OMPI_MCA_coll_incin_enable -u LD_LIBRARY_PATH \
   chroot "$ROOT" ompi_info --param coll incin --level 9 2>&1) || fail "ompi_info in the installed root failed: $INFO"
 grep -q 'MCA coll: incin (MCA v2.1.0, API v2.0.0' <<<"$INFO" ||
   fail "ompi_info does not list the installed coll/incin without a component path: $INFO"
