@@ -43,7 +43,7 @@ coll_credential() {
   export INCIN_JOB_CREDENTIAL
 }
 coll_opts() {
-  echo "--mca mca_component_path $CPATH_MCA -x INCIN_JOB_CREDENTIAL -x INCIN_MPI_SUMMARY_JSON=$OUT/$1-%r.json"
+  echo "--mca mca_component_path $CPATH_MCA --mca coll_incin_enable 1 -x INCIN_JOB_CREDENTIAL -x INCIN_MPI_SUMMARY_JSON=$OUT/$1-%r.json"
 }
 # failed_three TAG: every rank counted the three calls 1-3 as failed.
 failed_three() {

@@ -60,7 +60,7 @@ JOB="mpi-$L-num-$$"
 # In the environment, passed on by name: never on mpirun's command line.
 INCIN_JOB_CREDENTIAL=$("$INCLAB" ctl "$L" job credential "$JOB") || fail "no job credential for $JOB from the AM"
 export INCIN_JOB_CREDENTIAL
-numerics coll --mca mca_component_path "$CPATH_MCA" -x INCIN_JOB_CREDENTIAL \
+numerics coll --mca mca_component_path "$CPATH_MCA" --mca coll_incin_enable 1 -x INCIN_JOB_CREDENTIAL \
   -x "INCIN_MPI_SUMMARY_JSON=$OUT/coll-%r.json"
 offloaded coll
 [ ${#BAD[@]} = 0 ] || fail "${#BAD[@]} runs gave results that are not IEEE's: ${BAD[*]}"

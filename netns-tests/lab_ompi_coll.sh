@@ -3,20 +3,29 @@
 # lab.ompi_coll: the unmodified mpi_coverage program across the lab's four
 # worker namespaces with Open MPI's coll component coll/incin
 # (build/userspace/ompi/mca_coll_incin.so, loaded from a component path,
-# no LD_PRELOAD; docs/openmpi.md):
+# no LD_PRELOAD; docs/openmpi.md). The component is off by default: every
+# run that wants it says --mca coll_incin_enable 1.
 #   1. plain Open MPI (no component path): exact results, the reference digest;
-#   2. ompi_info lists coll/incin and its parameters from the component path;
-#   3. with the component: exact results, the same digest, the component
-#      selected and offloading every collective it offers at least once on
-#      every rank with the same counts on every rank, libincmpi's fallback
-#      reasons counted and logged ("coll/incin: fallback reason=..."), libinc
-#      moved frames, and the AM has no tree of the job left after MPI_Finalize;
-#   4. with an unreachable AM and with INCIN_MPI_ENABLE=0: the plain results,
-#      every call counted as a no_group / disabled fallback; with
-#      INCIN_MPI_ENABLE=0 on rank 1 only: the plain results, every call on every
-#      rank a bad_config fallback (the ranks compare their settings);
-#   5. with coll_incin_enable=0: exact results and no trace of the component
-#      (the checks of run 3 can tell a run without it);
+#   2. ompi_info lists coll/incin from the component path, off by default,
+#      with its parameters (coll_incin_am, _min_bytes, ...; no credential);
+#   3. with the component enabled: exact results, the same digest, the
+#      component selected and offloading every collective it offers at least
+#      once on every rank with the same counts on every rank, libincmpi's
+#      fallback reasons counted and logged ("coll/incin: fallback
+#      reason=..."), libinc moved frames, and the AM has no tree of the job
+#      left after MPI_Finalize. Its size threshold and log level come from MCA
+#      parameters that win over contrary INCIN_* variables
+#      (INCIN_MPI_MIN_BYTES=1G would send every call to MPI);
+#   4. with an unreachable AM given as coll_incin_am (over the lab's INCIN_AM)
+#      and with INCIN_MPI_ENABLE=0: the plain results, every call counted as a
+#      no_group / disabled fallback; with INCIN_MPI_ENABLE=0 on rank 1 only: the
+#      plain results, every call on every rank a bad_config fallback (the
+#      ranks compare their settings);
+#      On a lab with mTLS, coll_incin_tls_ca naming no file wins over the
+#      lab's INCIN_TLS_CA: every call a no_group fallback, the file named;
+#   5. on the component path without coll_incin_enable (the default): exact
+#      results, every rank logs that coll/incin is not enabled and nothing
+#      else of it (no selection, no fallback line, no summary);
 #   6. mpi_comm_loop, MPICH's communicator loop (MPI_Comm_split halves ->
 #      MPI_Intercomm_create -> MPI_Intercomm_merge both ways, MPI_Comm_dup,
 #      MPI_Comm_create of subgroups) with collectives on the
@@ -27,7 +36,8 @@
 #      plain Open MPI, then with the component: exit 0, the same digest, the
 #      six collectives offloaded on every rank alike (merged and dup'd
 #      communicators with the world's group included), subcommunicators
-#      passed on. Before the fix Open MPI's coll/inter ran MPI_Allgatherv on
+#      passed on; on a lab with mTLS the CA comes from coll_incin_tls_ca
+#      (coll/incin then chooses the transport security itself). Before the fix Open MPI's coll/inter ran MPI_Allgatherv on
 #      the intercommunicator with an internal datatype through the
 #      component, which decoded it: MPI_ERR_INTERN, the job aborted;
 #   7. no run that passed logged an error (a clean run is quiet: no " E "
@@ -43,8 +53,13 @@ note "ompi_info with the component path"
 INFO=$(OMPI_MCA_mca_component_path=$CPATH_MCA ompi_info --param coll incin --level 9 2>&1)
 grep -q 'MCA coll: incin (MCA v2.1.0, API v2.0.0' <<<"$INFO" || fail "ompi_info does not list coll/incin: $INFO"
 grep -q 'coll_incin_priority" (current value: "90"' <<<"$INFO" || fail "no coll_incin_priority 90 in ompi_info"
-grep -q 'coll_incin_enable"' <<<"$INFO" || fail "no coll_incin_enable in ompi_info"
-grep -q 'coll_incin_require_offload"' <<<"$INFO" || fail "no coll_incin_require_offload in ompi_info"
+grep -q 'coll_incin_enable" (current value: "false", data source: default' <<<"$INFO" ||
+  fail "coll_incin_enable is not false by default in ompi_info"
+for p in am iface tls_cert tls_key tls_ca insecure min_bytes max_bytes join_timeout_ms op_timeout_ms \
+  require_offload log_level; do
+  grep -q "coll_incin_$p\"" <<<"$INFO" || fail "no coll_incin_$p in ompi_info"
+done
+! grep -qi 'credential"' <<<"$INFO" || fail "ompi_info shows a credential parameter"
 echo "$INFO" | grep 'MCA coll: incin' | sed 's/^ */  /'
 
 lab_up m "$KIND"
@@ -67,8 +82,12 @@ JOB="mpi-$L-coll-$$"
 # In the environment, passed on by name: never on mpirun's command line.
 INCIN_JOB_CREDENTIAL=$("$INCLAB" ctl "$L" job credential "$JOB") || fail "no job credential for $JOB from the AM"
 export INCIN_JOB_CREDENTIAL
-# INCIN_MPI_MIN_BYTES=8: single int/float elements (4 bytes) stay on MPI.
-run coll --mca mca_component_path "$CPATH_MCA" -x INCIN_JOB_CREDENTIAL -x INCIN_MPI_MIN_BYTES=8 -x INCIN_MPI_LOG_LEVEL=info \
+# coll_incin_min_bytes=8: single int/float elements (4 bytes) stay on MPI.
+# The MCA parameters win over the contrary variables (with
+# INCIN_MPI_MIN_BYTES=1G nothing would be offloaded, and at warn the
+# selection lines checked below are not logged).
+run coll --mca mca_component_path "$CPATH_MCA" --mca coll_incin_enable 1 --mca coll_incin_min_bytes 8 \
+  --mca coll_incin_log_level info -x INCIN_JOB_CREDENTIAL -x INCIN_MPI_MIN_BYTES=1G -x INCIN_MPI_LOG_LEVEL=warn \
   -x "INCIN_MPI_SUMMARY_JSON=$OUT/coll-%r.json" -x INCIN_MPI_SUMMARY=1 --
 [ "$(digest "$OUT/plain.log")" = "$(digest "$OUT/coll.log")" ] ||
   fail "results differ with and without coll/incin (digests $(digest "$OUT/plain.log") / $(digest "$OUT/coll.log"))"
@@ -94,11 +113,13 @@ print(f"  MPI job trees at the AM after MPI_Finalize: {len(mine)}, still active 
 sys.exit(1 if left or len(mine) != 1 else 0)' "$JOB" ||
   fail "the job did not have exactly one tree, or it is still live after MPI_Finalize"
 
-# The AM's port is closed: every rank fails to join, all fall back together;
-# INCIN_MPI_ENABLE=0: the component stays selected and sends everything on.
-run noam --mca mca_component_path "$CPATH_MCA" -x INCIN_AM=172.31.0.1:1 -x INCIN_JOIN_TIMEOUT_MS=2000 \
-  -x "INCIN_MPI_SUMMARY_JSON=$OUT/noam-%r.json" -- --quick
-run disabled --mca mca_component_path "$CPATH_MCA" -x INCIN_MPI_ENABLE=0 \
+# The AM's port is closed (coll_incin_am wins over the lab's INCIN_AM, which
+# inc-mpirun always exports): every rank fails to join, all fall back
+# together; INCIN_MPI_ENABLE=0: the component stays selected and sends
+# everything on.
+run noam --mca mca_component_path "$CPATH_MCA" --mca coll_incin_enable 1 --mca coll_incin_am 172.31.0.1:1 \
+  -x INCIN_JOIN_TIMEOUT_MS=2000 -x "INCIN_MPI_SUMMARY_JSON=$OUT/noam-%r.json" -- --quick
+run disabled --mca mca_component_path "$CPATH_MCA" --mca coll_incin_enable 1 -x INCIN_MPI_ENABLE=0 \
   -x "INCIN_MPI_SUMMARY_JSON=$OUT/disabled-%r.json" -- --quick
 grep -q "coll/incin: fallback reason=no_group call=MPI_Allreduce" "$OUT/noam.log" || fail "no log line for reason=no_group"
 # Rank 1 alone sees INCIN_MPI_ENABLE=0 (its host's environment differs): the
@@ -111,14 +132,33 @@ exec "$COVERAGE" "\$@"
 EOF
 chmod +x "$OUT/rank1-disabled.sh"
 mpi_run mixed "$OUT/rank1-disabled.sh" "^mpi_coverage: ranks 4 checks [0-9]* failures 0 " \
-  --mca mca_component_path "$CPATH_MCA" -x "INCIN_MPI_SUMMARY_JSON=$OUT/mixed-%r.json" -- --quick
-mpi_all_fell_back 4 noam:no_group disabled:disabled mixed:bad_config
+  --mca mca_component_path "$CPATH_MCA" --mca coll_incin_enable 1 -x "INCIN_MPI_SUMMARY_JSON=$OUT/mixed-%r.json" \
+  -- --quick
+FELL_BACK=(noam:no_group disabled:disabled mixed:bad_config)
+# On a lab with mTLS: coll_incin_tls_ca naming no file wins over the lab's
+# INCIN_TLS_CA (the member certificates stay the variables'): no rank can
+# reach the AM, all fall back together.
+if [ "$(. "/tmp/inclab-$L/lab.env" && echo "${TLS:-0}")" = 1 ]; then
+  run badca --mca mca_component_path "$CPATH_MCA" --mca coll_incin_enable 1 \
+    --mca coll_incin_tls_ca "$OUT/no-such-ca.pem" -x "INCIN_MPI_SUMMARY_JSON=$OUT/badca-%r.json" -- --quick
+  grep -q "no INC group for MPI_COMM_WORLD on rank 0: .*no-such-ca.pem" "$OUT/badca.log" ||
+    fail "coll_incin_tls_ca's missing file is not why the group did not form"
+  FELL_BACK+=(badca:no_group)
+fi
+mpi_all_fell_back 4 "${FELL_BACK[@]}"
 
-# The same path with the component switched off: plain results, no trace.
-run off --mca mca_component_path "$CPATH_MCA" --mca coll_incin_enable 0 -x INCIN_MPI_LOG_LEVEL=info \
+# The same path without coll_incin_enable (off by default, as the package
+# installs it for every job): plain results, and coll/incin says it is off
+# and does nothing else.
+run off --mca mca_component_path "$CPATH_MCA" -x INCIN_MPI_LOG_LEVEL=info \
   -x "INCIN_MPI_SUMMARY_JSON=$OUT/off-%r.json" -- --quick
-! grep -q "coll/incin" "$OUT/off.log" || fail "coll/incin ran with coll_incin_enable=0"
-! ls "$OUT"/off-*.json >/dev/null 2>&1 || fail "coll/incin wrote a summary with coll_incin_enable=0"
+for r in 0 1 2 3; do
+  grep -q "coll/incin: rank $r: not enabled (coll_incin_enable is false" "$OUT/off.log" ||
+    fail "rank $r did not log that coll/incin is off by default"
+done
+others=$(grep "coll/incin" "$OUT/off.log" | grep -v "not enabled (coll_incin_enable is false" || true)
+[ -z "$others" ] || fail "coll/incin ran without coll_incin_enable:"$'\n'"$others"
+! ls "$OUT"/off-*.json >/dev/null 2>&1 || fail "coll/incin wrote a summary without coll_incin_enable"
 for tag in noam disabled mixed; do
   [ "$(digest "$OUT/$tag.log")" = "$(digest "$OUT/off.log")" ] || fail "run $tag: results differ from plain Open MPI"
 done
@@ -131,8 +171,17 @@ loopdigest() { sed -n 's/^mpi_comm_loop: .* digest \([0-9a-f]*\)$/\1/p' "$1"; }
 loop loopplain --
 JOB2="mpi-$L-loop-$$"
 INCIN_JOB_CREDENTIAL=$("$INCLAB" ctl "$L" job credential "$JOB2") || fail "no job credential for $JOB2 from the AM"
-loop loopcoll --mca mca_component_path "$CPATH_MCA" -x INCIN_JOB_CREDENTIAL -x INCIN_MPI_LOG_LEVEL=info \
-  -x "INCIN_MPI_SUMMARY_JSON=$OUT/loopcoll-%r.json" --
+# On a lab with mTLS the CA as a parameter (a copy, so it is not the
+# variable's file): coll/incin then chooses the transport security from the
+# parameters and the variables (the member certificates the lab's agent
+# exports per host).
+TLS_MCA=()
+if [ "$(. "/tmp/inclab-$L/lab.env" && echo "${TLS:-0}")" = 1 ]; then
+  cp "/tmp/inclab-$L/pki/ca.pem" "$OUT/ca-param.pem"
+  TLS_MCA=(--mca coll_incin_tls_ca "$OUT/ca-param.pem")
+fi
+loop loopcoll --mca mca_component_path "$CPATH_MCA" --mca coll_incin_enable 1 "${TLS_MCA[@]}" \
+  -x INCIN_JOB_CREDENTIAL -x INCIN_MPI_LOG_LEVEL=info -x "INCIN_MPI_SUMMARY_JSON=$OUT/loopcoll-%r.json" --
 [ "$(loopdigest "$OUT/loopplain.log")" = "$(loopdigest "$OUT/loopcoll.log")" ] ||
   fail "mpi_comm_loop: results differ with and without coll/incin (digests $(loopdigest "$OUT/loopplain.log") / $(loopdigest "$OUT/loopcoll.log"))"
 grep -q "coll/incin: rank 0: MPI_COMM_WORLD on INC tree" "$OUT/loopcoll.log" || fail "mpi_comm_loop: no INC tree with coll/incin"

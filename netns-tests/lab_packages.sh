@@ -89,9 +89,11 @@ LIBDIR="$ROOT/usr/lib/$MULTIARCH"
 [ -f "$ROOT/usr/include/inc/inc.h" ] || fail "inc/inc.h is not installed"
 export LD_LIBRARY_PATH="$LIBDIR"
 MPILIB="$LIBDIR/incin/libincmpi.so"
-COMPONENT="$LIBDIR/incin/openmpi/mca_coll_incin.so"
+# Open MPI's own component directory of this root (ompi_info's pkglibdir).
+OMPI_PKGLIB=$(ompi_info --path pkglibdir --parsable | sed -n 's/^path:pkglibdir://p')
+COMPONENT="$ROOT$OMPI_PKGLIB/mca_coll_incin.so"
 [ -f "$MPILIB" ] || fail "incin-mpi does not install /usr/lib/$MULTIARCH/incin/libincmpi.so"
-[ -f "$COMPONENT" ] || fail "incin-mpi does not install the Open MPI component mca_coll_incin.so"
+[ -f "$COMPONENT" ] || fail "incin-mpi does not install the Open MPI component mca_coll_incin.so in $OMPI_PKGLIB"
 # One libinc: inc-perf and the plugins link libinc.so.0 and carry no copy of
 # it (its protobuf descriptor, with the file name inc/v1/inc.proto, is in
 # libinc.so.0 only).
@@ -111,9 +113,23 @@ for prog in incswitchd.8 incamd.8 incinctl.1 inc-perf.1 inc-certs.1; do
 done
 [ "$(find "$ROOT/usr/share" -name 'incin-switch@*.yang' | wc -l)" = 1 ] || fail "the YANG module is not installed exactly once"
 [ -f "$ROOT/usr/share/incin/prometheus/incin-rules.yml" ] || fail "incin-manager does not install the Prometheus rules"
-PKGLIB=$(ompi_info --path pkglibdir --parsable | cut -d: -f3)
-INFO=$(OMPI_MCA_mca_component_path="$PKGLIB:$(dirname "$COMPONENT")" ompi_info --param coll incin --level 9)
-grep -q 'coll_incin_priority' <<<"$INFO" || fail "ompi_info does not list the installed coll/incin component"
+
+# --- incin-mpi: coll/incin is one of Open MPI's own components ---------------
+# In the installed root (chroot: that root's Open MPI, its default component
+# path and library path, no mca_component_path), ompi_info lists coll/incin,
+# off by default, with its parameters; as coll/ucc, a job turns it on.
+note "incin-mpi: ompi_info in the installed root finds coll/incin with no component path"
+INFO=$(env -u OMPI_MCA_mca_component_path -u OMPI_MCA_coll_incin_enable -u LD_LIBRARY_PATH \
+  chroot "$ROOT" ompi_info --param coll incin --level 9 2>&1) || fail "ompi_info in the installed root failed: $INFO"
+grep -q 'MCA coll: incin (MCA v2.1.0, API v2.0.0' <<<"$INFO" ||
+  fail "ompi_info does not list the installed coll/incin without a component path: $INFO"
+grep -q 'coll_incin_enable" (current value: "false", data source: default' <<<"$INFO" ||
+  fail "the installed coll/incin is not off by default"
+for p in priority am tls_ca min_bytes op_timeout_ms require_offload log_level; do
+  grep -q "\"coll_incin_$p\"" <<<"$INFO" || fail "ompi_info does not show coll_incin_$p of the installed coll/incin"
+done
+grep 'MCA coll: incin' <<<"$INFO" | sed 's/^ */  /'
+# --- end of incin-mpi's block ------------------------------------------------
 grep -q '^incamd [0-9]' <<<"$("$ROOT/usr/sbin/incamd" --version)" || fail "installed incamd --version"
 grep -q '^incswitchd [0-9]' <<<"$("$ROOT/usr/sbin/incswitchd" --version)" || fail "installed incswitchd --version"
 grep -q '^incinctl [0-9]' <<<"$("$ROOT/usr/bin/incinctl" --version)" || fail "installed incinctl --version"

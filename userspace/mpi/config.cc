@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -75,6 +76,43 @@ Expected<Config> ParseConfig(const settings::Reader& r) {
 
 Expected<Config> ParseConfig(const EnvLookup& env, const settings::WarnSink& warn) {
   return ParseConfig(settings::Reader(env, warn));
+}
+
+EnvLookup OverlayEnv(std::vector<SettingOverride> overrides, EnvLookup env) {
+  return [overrides = std::move(overrides), env = std::move(env)](const char* name) -> const char* {
+    for (const SettingOverride& o : overrides) {
+      if (o.name == name) return o.value.c_str();
+      const settings::Setting* s = settings::Find(o.name);
+      if (!s) continue;
+      for (const char* old : s->old_names)
+        if (std::strcmp(old, name) == 0) return nullptr;
+    }
+    return env(name);
+  };
+}
+
+Expected<Config> ParseConfig(const std::vector<SettingOverride>& overrides, const EnvLookup& env,
+                             const settings::WarnSink& warn) {
+  auto c = ParseConfig(settings::Reader(OverlayEnv(overrides, env), warn));
+  if (c.ok()) return c;
+  // The parser names the setting as "INCIN_X='v'" or "INCIN_X=v": where the
+  // value came from an override, its source is named instead.
+  std::string msg = c.status().message();
+  for (const SettingOverride& o : overrides) {
+    const std::string key = o.name + "=";
+    for (size_t pos = msg.find(key); pos != std::string::npos; pos = msg.find(key, pos)) {
+      const bool starts_name =
+          pos == 0 || !(std::isalnum(static_cast<unsigned char>(msg[pos - 1])) || msg[pos - 1] == '_');
+      if (!starts_name) {
+        pos += key.size();
+        continue;
+      }
+      const std::string named = o.from + " (" + o.name + ")=";
+      msg.replace(pos, key.size(), named);
+      pos += named.size();
+    }
+  }
+  return Status(c.status().code(), msg);
 }
 
 uint64_t AgreementFingerprint(const Config& c, bool parsed, bool thread_multiple) {

@@ -54,6 +54,26 @@ Expected<Config> ParseConfig(const settings::Reader& reader);
 // From `env`, deprecation warnings to `warn` (nullptr: none).
 Expected<Config> ParseConfig(const EnvLookup& env, const settings::WarnSink& warn = nullptr);
 
+// A setting given by another source than the environment: coll/incin's
+// MCA parameters (docs/openmpi.md). `value` has the variable's syntax and
+// goes through the same parser; `from` names the source in errors
+// ("coll_incin_min_bytes").
+struct SettingOverride {
+  std::string name;  // the setting's INCIN_ name
+  std::string value;
+  std::string from;
+};
+
+// `env` with `overrides` on top: an overridden setting reads its override,
+// and its old names read as unset (so no deprecation warning speaks of a
+// variable that lost); every other name reads `env`.
+EnvLookup OverlayEnv(std::vector<SettingOverride> overrides, EnvLookup env);
+
+// ParseConfig of `env` with `overrides` on top (an override wins over the
+// variable). An error about an overridden setting names its `from`.
+Expected<Config> ParseConfig(const std::vector<SettingOverride>& overrides, const EnvLookup& env,
+                             const settings::WarnSink& warn = nullptr);
+
 // INCIN_* and INCMPI_* names in environ that name no setting (likely
 // typos), for a warning.
 std::vector<std::string> UnknownEnvNames(char** environ_list);

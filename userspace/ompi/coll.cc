@@ -4,7 +4,9 @@
 // allows, then either libinc on MPI_COMM_WORLD's INC group or the saved
 // function of the next component, with libincmpi's reasons, log lines and
 // counters (mpi/stats.h) and its INCIN_* configuration (mpi/config.h), so
-// the same launcher and the same checks serve both. Unlike libincmpi the
+// the same launcher and the same checks serve both. The coll_incin_* MCA
+// parameters (params.h) are that configuration too: one the user set wins
+// over its INCIN_* variable, through the same parser. Unlike libincmpi the
 // group is formed at the first collective on a communicator with the
 // world's group (Open MPI selects components inside MPI_Init, before MPI
 // calls are allowed), and it ends when MPI_COMM_WORLD is destroyed in
@@ -43,6 +45,7 @@
 #include "common/job_credential.h"
 #include "common/log.h"
 #include "common/settings.h"
+#include "common/tls.h"
 #include "glue.h"
 #include "mpi/config.h"
 #include "mpi/decision.h"
@@ -50,6 +53,7 @@
 #include "mpi/mpi_types.h"
 #include "mpi/offload.h"
 #include "mpi/stats.h"
+#include "params.h"
 
 extern char** environ;
 
@@ -73,6 +77,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct Global {
+  // The environment with the coll_incin_* parameters the user set on top.
+  inc::settings::EnvLookup env;
+  std::vector<SettingOverride> overrides;
   Config cfg;
   bool cfg_parsed = true;
   // Atomic: under MPI_THREAD_MULTIPLE another thread's call on another
@@ -102,6 +109,26 @@ struct Global {
 Global& G() {
   static Global* g = new Global;  // lives until exit: Open MPI may call in after close
   return *g;
+}
+
+const char* GetEnv(const char* name) {
+  return std::getenv(name);
+}
+
+// The coll_incin_* parameters the user set, as overrides of their settings.
+std::vector<SettingOverride> SetParams() {
+  std::vector<SettingOverride> out;
+  const auto& params = inc::ompi::McaParams();
+  for (size_t i = 0; i < params.size(); i++)
+    if (const char* v = incin_mca_value(static_cast<int>(i)))
+      out.push_back({params[i].setting, v, "coll_incin_" + params[i].name});
+  return out;
+}
+
+bool Overridden(const Global& g, const char* setting) {
+  for (const SettingOverride& o : g.overrides)
+    if (o.name == setting) return true;
+  return false;
 }
 
 // The ranks must agree on every INCIN_* setting that decides a path
@@ -191,14 +218,36 @@ void FormGroup() {
     // data this rank's MPI has only queued; Open MPI moves it only while
     // its progress engine runs.
     o.on_wait = [] { incin_progress(); };
+    // libinc reads INCIN_TLS_* and INCIN_INSECURE itself; a parameter among
+    // them means the choice is made here, from parameters and variables.
+    if (Overridden(g, "INCIN_TLS_CERT") || Overridden(g, "INCIN_TLS_KEY") || Overridden(g, "INCIN_TLS_CA") ||
+        Overridden(g, "INCIN_INSECURE")) {
+      const inc::settings::Reader r(g.env, nullptr);
+      inc::TlsFiles files{r.String("INCIN_TLS_CERT").value(), r.String("INCIN_TLS_KEY").value(),
+                          r.String("INCIN_TLS_CA").value()};
+      auto insecure = r.Choice("INCIN_INSECURE");
+      auto security = insecure.ok() ? inc::ChooseTransportSecurity(
+                                          files, *insecure == "1",
+                                          "coll_incin_tls_cert, coll_incin_tls_key and coll_incin_tls_ca or "
+                                          "coll_incin_insecure=1, or the INCIN_ variables")
+                                    : Expected<inc::TransportSecurity>(insecure.status());
+      if (security.ok()) {
+        o.security = *security;
+      } else {
+        ok = 0;
+        why = security.status().ToString();
+      }
+    }
     if (!c.reduce_mode.empty()) o.reduce_mode = c.reduce_mode;
     if (!c.broadcast_mode.empty()) o.broadcast_mode = c.broadcast_mode;
-    auto made = inc::client::Communicator::Create(o);
-    if (made.ok()) {
-      g.inc = std::move(*made);
-    } else {
-      ok = 0;
-      why = made.status().ToString();
+    if (ok) {
+      auto made = inc::client::Communicator::Create(o);
+      if (made.ok()) {
+        g.inc = std::move(*made);
+      } else {
+        ok = 0;
+        why = made.status().ToString();
+      }
     }
   }
   // Every rank or none.
@@ -227,16 +276,21 @@ void FormGroup() {
 void ConfigureOnce() {
   Global& g = G();
   inc::SetLogComponent("coll/incin");
-  auto cfg = ParseConfig(inc::settings::Env());
+  g.overrides = SetParams();
+  g.env = OverlayEnv(g.overrides, GetEnv);
+  auto cfg =
+      ParseConfig(g.overrides, GetEnv, [](const std::string& text) { LogLine(LogLevel::kWarn, text); });
   if (cfg.ok()) {
     g.cfg = *cfg;
   } else {
     g.cfg_parsed = false;
     g.group_reason = Reason::kBadConfig;
     g.group_detail = cfg.status().message();
-    g.cfg.require_offload = inc::settings::RequireOffload();
+    // A garbled value counts as set: a job that asked for offload gets
+    // errors instead of silent fallbacks (settings.h RequireOffload).
+    auto require = inc::settings::Reader(g.env, nullptr).Bool("INCIN_REQUIRE_OFFLOAD");
+    g.cfg.require_offload = !require.ok() || *require;
   }
-  if (incin_mca_require_offload()) g.cfg.require_offload = true;
   inc::SetLogLevel(g.cfg.log_level);
   PMPI_Comm_rank(MPI_COMM_WORLD, &g.rank);
   PMPI_Comm_size(MPI_COMM_WORLD, &g.world);
@@ -431,6 +485,21 @@ bool Bypass() {
 }  // namespace
 
 extern "C" {
+
+void incin_note_disabled(int rank) {
+  static std::once_flag once;
+  std::call_once(once, [rank] {
+    // Quietly: the component is off, so its configuration is none of this
+    // job's business beyond the log level.
+    auto cfg = ParseConfig(SetParams(), GetEnv);
+    if (!cfg.ok() || cfg->log_level > LogLevel::kInfo) return;
+    inc::SetLogComponent("coll/incin");
+    inc::SetLogLevel(cfg->log_level);
+    LogLine(LogLevel::kInfo, "rank " + std::to_string(rank) +
+                                 ": not enabled (coll_incin_enable is false; --mca coll_incin_enable 1 turns "
+                                 "it on): Open MPI's other coll components run every collective");
+  });
+}
 
 incin_comm* incin_comm_new(void) {
   return new (std::nothrow) incin_comm;

@@ -17,12 +17,21 @@
 #include "ompi_config.h"
 #include "opal/runtime/opal_progress.h"
 #include "opal/util/output.h"
+#include "params.h"
 
 // Above tuned (30), hcoll (50) and han so that our functions are the
 // communicator's, while theirs are the fallback.
 static int incin_priority = 90;
-static bool incin_enable = true;
-static bool incin_require_offload = false;
+// Off unless asked for, as coll/ucc: installed in Open MPI's own component
+// directory, coll/incin is loaded by every MPI job on the host, and only a
+// job that was given an AM and a credential can use it.
+static bool incin_enable = false;
+
+// The coll_incin_* parameters of params.h: their storage and their index
+// in Open MPI's variable system (-1: not registered).
+#define INCIN_MAX_PARAMS 32
+static char* incin_param_storage[INCIN_MAX_PARAMS];
+static int incin_param_var[INCIN_MAX_PARAMS];
 
 typedef struct {
   mca_coll_base_module_t super;
@@ -182,8 +191,13 @@ int incin_thread_multiple(void) {
   return ompi_mpi_thread_multiple ? 1 : 0;
 }
 
-int incin_mca_require_offload(void) {
-  return incin_require_offload ? 1 : 0;
+const char* incin_mca_value(int i) {
+  if (i < 0 || i >= INCIN_MAX_PARAMS || incin_param_var[i] < 0) return NULL;
+  mca_base_var_source_t source = MCA_BASE_VAR_SOURCE_DEFAULT;
+  if (mca_base_var_get_value(incin_param_var[i], NULL, &source, NULL) != OPAL_SUCCESS ||
+      source == MCA_BASE_VAR_SOURCE_DEFAULT)
+    return NULL;
+  return incin_param_storage[i] ? incin_param_storage[i] : "";
 }
 
 int incin_type_decodable(MPI_Datatype dt) {
@@ -238,8 +252,11 @@ static int incin_init_query(bool enable_progress_threads, bool enable_mpi_thread
 // the switch has nothing to do there and coll/inter and coll/self serve
 // them unchanged.
 static mca_coll_base_module_t* incin_comm_query(struct ompi_communicator_t* comm, int* priority) {
-  if (!incin_enable || incin_priority < 0 || OMPI_COMM_IS_INTER(comm) || ompi_comm_size(comm) < 2)
+  if (!incin_enable) {
+    if (comm == &ompi_mpi_comm_world.comm) incin_note_disabled(ompi_comm_rank(comm));
     return NULL;
+  }
+  if (incin_priority < 0 || OMPI_COMM_IS_INTER(comm) || ompi_comm_size(comm) < 2) return NULL;
   incin_module_t* m = OBJ_NEW(incin_module_t);
   if (!m) return NULL;
   *priority = incin_priority;
@@ -276,17 +293,27 @@ static int incin_register(void) {
       "Priority of coll/incin (above tuned's 30 to be used; negative: never used)", MCA_BASE_VAR_TYPE_INT,
       NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY, &incin_priority);
   mca_base_component_var_register(&mca_coll_incin_component.collm_version, "enable",
-                                  "Whether coll/incin offers its module at all (the INCIN_* environment "
-                                  "variables configure the offload itself; docs/openmpi.md)",
-                                  MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_6,
+                                  "Whether coll/incin is used: false (the default) leaves every collective "
+                                  "to Open MPI's other coll components, as if it were not installed; true "
+                                  "runs the collectives it can on the switch (the coll_incin_* parameters "
+                                  "and INCIN_* variables configure that; docs/openmpi.md)",
+                                  MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_2,
                                   MCA_BASE_VAR_SCOPE_READONLY, &incin_enable);
-  mca_base_component_var_register(&mca_coll_incin_component.collm_version, "require_offload",
-                                  "Whether a collective coll/incin would hand to the next component (no INC "
-                                  "group, an ineligible type, op or size) fails with the reason instead; as "
-                                  "INCIN_REQUIRE_OFFLOAD=1 (docs/openmpi.md)",
-                                  MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_6,
-                                  MCA_BASE_VAR_SCOPE_READONLY, &incin_require_offload);
-  return OMPI_SUCCESS;
+  // Strings, whatever the setting's type: the value goes through the same
+  // parser as the INCIN_* variable (coll.cc).
+  const int n = incin_param_count();
+  for (int i = 0; i < INCIN_MAX_PARAMS; i++) {
+    incin_param_var[i] = -1;
+    if (i >= n) continue;
+    const char* def = incin_param_default(i);
+    incin_param_storage[i] = *def ? (char*)def : NULL;
+    incin_param_var[i] =
+        mca_base_component_var_register(&mca_coll_incin_component.collm_version, incin_param_name(i),
+                                        incin_param_help(i), MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0,
+                                        (mca_base_var_info_lvl_t)(OPAL_INFO_LVL_1 + incin_param_level(i) - 1),
+                                        MCA_BASE_VAR_SCOPE_READONLY, &incin_param_storage[i]);
+  }
+  return n <= INCIN_MAX_PARAMS ? OMPI_SUCCESS : OMPI_ERR_NOT_SUPPORTED;
 }
 
 static int incin_close(void) {

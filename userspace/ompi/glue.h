@@ -49,9 +49,14 @@ int incin_comm_size(MPI_Comm comm);
 int incin_comm_world_ranks(MPI_Comm comm, int* out);
 // Whether the program asked for MPI_THREAD_MULTIPLE (and got it).
 int incin_thread_multiple(void);
-// The MCA parameter coll_incin_require_offload (INCIN_REQUIRE_OFFLOAD's
-// equivalent: either one makes a call that would fall back an error).
-int incin_mca_require_offload(void);
+// The value of params.h's i-th parameter (coll_incin_<name>) if the user
+// set it (command line, OMPI_MCA_* environment, a parameter file), else
+// NULL: a parameter left at its default leaves its INCIN_* variable in
+// charge. "" for one set to the empty string.
+const char* incin_mca_value(int i);
+// coll_incin_enable is false: at most an info line per rank saying so (from
+// MPI_COMM_WORLD's comm_query, inside MPI_Init: no MPI call).
+void incin_note_disabled(int rank);
 // Whether MPI_Type_get_envelope may be called on `dt` (mpi_types.h
 // Decodable): predefined, or derived with a constructor record; Open MPI's
 // internal datatypes have none.
