@@ -40,6 +40,9 @@ note "building the packages (cpack)"
 cpack -G DEB --config "$INCLAB_BUILD/CPackConfig.cmake" -B "$WORK/pkgs" >"$WORK/cpack.log" 2>&1 ||
   { cat "$WORK/cpack.log"; fail "cpack failed"; }
 PKGS=(incin-switch incin-manager incin-yang incin-cli incin-client incin-mpi incin-nccl libinc0 libinc-dev)
+# python3-incin (built with userspace/torch): installed and removed with the
+# others (it depends on libinc0); lab.torch_package tests it.
+if ls "$WORK/pkgs/python3-incin_"*.deb >/dev/null 2>&1; then PKGS+=(python3-incin); fi
 # Every package with programs or libraries has its debug info in -dbgsym.
 DBGSYM=(incin-switch incin-manager incin-cli incin-client incin-mpi incin-nccl libinc0)
 for p in "${PKGS[@]}"; do
