@@ -799,6 +799,7 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
   // accepts only the backend named "gloo").
   void monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_all_ranks) override {
     Usable(Coll::kMonitoredBarrier);
+    Drain();
     WaitPending();
     Count(Coll::kMonitoredBarrier, Reason::kUnsupportedCollective, 0);
     gloo_->monitoredBarrier(opts, wait_all_ranks);
