@@ -104,7 +104,9 @@ Status XdpAttachment::Attach(int prog_fd, uint32_t ifindex, const std::string& i
              << " is replaced by incin's for this transport's lifetime and put back on close: "
              << chained.message()
              << ". To run both, attach the other program through libxdp (xdp-loader load -m "
-             << (generic ? "skb " : "native ") << ifname << " PROG.o) or use another interface";
+             << (generic ? "skb " : "native ") << ifname
+             << " PROG.o; if xdp-loader status then shows no xdp_dispatcher, this kernel refuses the "
+                "dispatcher's freplace programs and one XDP program at a time is all it runs)";
   }
   int err = bpf_xdp_attach(static_cast<int>(ifindex), prog_fd, mode, nullptr);
   if (err) {
