@@ -22,7 +22,7 @@
 #if __has_include(<xdp/xdp_helpers.h>)
 #include <xdp/xdp_helpers.h>
 #else
-#define _CONCAT(x, y) x##y
+#define _CONCAT(x, y)	  x##y
 #define XDP_RUN_CONFIG(f) _CONCAT(_, f) SEC(".xdp_run_config")
 #endif
 

@@ -5,9 +5,8 @@
  * and every RoCEv2 frame (IPv4 UDP dport 4791) in an array map and passes
  * everything. Loaded with xdp-loader, i.e. through libxdp's dispatcher; the
  * test reads the counters with bpftool to see that it kept seeing the
- * traffic while incin's program ran after it in the chain. xdp.frags: the
- * lab's links have a 9000-byte MTU, which a veth takes for a program (and a
- * dispatcher) without multi-buffer support only up to a page.
+ * traffic while incin's program ran after it in the chain. xdp.frags, so it
+ * never is the reason a dispatcher lacks multi-buffer support.
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -17,7 +16,7 @@
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
-#define XDP_COUNT_ALL 0
+#define XDP_COUNT_ALL  0
 #define XDP_COUNT_ROCE 1
 
 struct {
