@@ -17,6 +17,15 @@
 
 #include "inc_wire.h"
 
+/* libxdp's run-configuration macro (libxdp-dev); the same definition when
+ * it is not installed, so the object builds either way. */
+#if __has_include(<xdp/xdp_helpers.h>)
+#include <xdp/xdp_helpers.h>
+#else
+#define _CONCAT(x, y)	  x##y
+#define XDP_RUN_CONFIG(f) _CONCAT(_, f) SEC(".xdp_run_config")
+#endif
+
 /* Load-time filter: network-order IPv4 of the worker (0 = any), QPN (0 = any). */
 const volatile __u32 worker_ip_be = 0;
 const volatile __u32 member_qpn = 0;
@@ -52,6 +61,19 @@ static __always_inline int count(__u32 stat, int action)
 		*c += 1;
 	return action;
 }
+
+/* Run configuration for libxdp's multi-program dispatcher, read when libinc
+ * chains this program next to others (userspace/client/xdp_attach.cc; docs/
+ * operations.md "Other XDP programs on the same interface"). Priority 60:
+ * after programs at libxdp's default 50 (firewalls, monitors loaded with
+ * xdp-loader's defaults), so they see - and may drop - incin's frames
+ * before this program takes them into the AF_XDP socket, where no later
+ * program would see them. Chain on XDP_PASS only: everything that is not
+ * this member's RoCEv2 traffic passes and goes on to the next program. */
+struct {
+	__uint(priority, 60);
+	__uint(XDP_PASS, 1);
+} XDP_RUN_CONFIG(xsk_redirect);
 
 SEC("xdp.frags")
 int xsk_redirect(struct xdp_md *ctx)

@@ -7,6 +7,9 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake pkg-config clang llvm clang-format libclang-rt-dev
   libbpf-dev bpftool linux-libc-dev
+  # libxdp: worker programs join another program's multi-program dispatcher;
+  # xdp-loader for lab.xdp_coexist (docs/operations.md).
+  libxdp-dev xdp-tools
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libssl-dev openssl
   libcli11-dev libgtest-dev libgmock-dev libsystemd-dev libcpp-httplib-dev libmicrohttpd-dev libgnutls28-dev libsqlite3-dev
   libibverbs-dev rdma-core ibverbs-utils

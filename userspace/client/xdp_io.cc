@@ -119,8 +119,16 @@ Status XdpIo::Init() {
   int wfd = wake_->fd();
   if (bpf_map_update_elem(bpf_map__fd(skel_->maps.wake_xsks), &zero, &wfd, 0))
     return ErrnoStatus("insert the wake-up socket into wake_xsks", errno);
-  INC_RETURN_IF_ERROR(
-      attachment_.Attach(bpf_program__fd(skel_->progs.member_io), ifindex_, opt_.ifname, opt_.xdp_generic));
+  // Exclusive: member_io is also the program Flush runs with BPF_PROG_RUN,
+  // which is cheap only while that very program is attached (see
+  // bpf/member_io.bpf.c); a dispatcher extension copy would not count.
+  XdpChainSource chain;
+  chain.exclusive_reason =
+      "the xdp transport's program cannot run in libxdp's dispatcher (its send path runs the attached "
+      "program "
+      "itself); the afxdp transport (--transport afxdp) can";
+  INC_RETURN_IF_ERROR(attachment_.Attach(bpf_program__fd(skel_->progs.member_io), ifindex_, opt_.ifname,
+                                         opt_.xdp_generic, chain));
   // The cookie that marks our live frames (member_io sends only for those).
   std::random_device rd;
   uint64_t cookie = 0;

@@ -101,8 +101,14 @@ Status XskSocket::AttachProgram() {
   skel_->rodata->member_qpn = opt_.filter_qpn;
   int err = xsk_redirect__load(skel_);
   if (err) return ErrnoStatus("load xsk_redirect BPF program", -err);
+  // xsk_redirect passes everything but this member's RoCEv2 frames, so it
+  // can join the chain of libxdp's dispatcher (xdp_attach.h).
+  XdpChainSource chain;
+  chain.elf = xsk_redirect__elf_bytes(&chain.elf_size);
+  chain.loaded = skel_->obj;
+  chain.prog_name = "xsk_redirect";
   INC_RETURN_IF_ERROR(attachment_.Attach(bpf_program__fd(skel_->progs.xsk_redirect), ifindex_, opt_.ifname,
-                                         opt_.xdp_generic));
+                                         opt_.xdp_generic, chain));
   int key = static_cast<int>(opt_.queue);
   const int xsk_fd = xsk_.fd();
   if (bpf_map_update_elem(bpf_map__fd(skel_->maps.xsks), &key, &xsk_fd, 0))

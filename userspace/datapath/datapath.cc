@@ -377,8 +377,28 @@ Status XdpDatapath::AttachPort(const std::string& ifname) {
     int e = errno;
     uint32_t key = info->ifindex;
     bpf_map_delete_elem(fd(skel_->maps.ports), &key);
-    if (e == EBUSY || e == EEXIST)
-      return FailedPrecondition("attach XDP to " + ifname + ": another XDP program is attached");
+    if (e == EBUSY || e == EEXIST) {
+      // Switch ports stay exclusive (docs/operations.md "Other XDP programs
+      // on the same interface"): name what is in the way and how to clear it.
+      std::string what = "another XDP program";
+      bpf_xdp_query_opts q{};
+      q.sz = sizeof(q);
+      if (bpf_xdp_query(static_cast<int>(info->ifindex), 0, &q) == 0 && q.prog_id) {
+        what += " (id " + std::to_string(q.prog_id);
+        if (int pfd = bpf_prog_get_fd_by_id(q.prog_id); pfd >= 0) {
+          bpf_prog_info pi{};
+          uint32_t len = sizeof(pi);
+          if (bpf_obj_get_info_by_fd(pfd, &pi, &len) == 0 && pi.name[0]) what += std::string(", ") + pi.name;
+          close(pfd);
+        }
+        what += ")";
+      }
+      return FailedPrecondition(
+          "attach XDP to " + ifname + ": " + what +
+          " is attached; a switch port runs incin's program alone: remove it (xdp-loader "
+          "unload " +
+          ifname + " --all, or ip link set dev " + ifname + " xdp off) or use another port");
+    }
     return ErrnoStatus("attach XDP to " + ifname, e);
   }
   std::string path = links_dir() + "/" + ifname;
