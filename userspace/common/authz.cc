@@ -153,11 +153,9 @@ std::string PeerCertificatePem(const grpc::ServerContext& ctx) {
 }
 
 Expected<PeerIdentity> Authorizer::Identify(const grpc::ServerContext& ctx) const {
-  auto auth = ctx.auth_context();
-  if (!auth || !auth->IsPeerAuthenticated()) return Unauthenticated("no verified client certificate");
-  auto pems = auth->FindPropertyValues(GRPC_X509_PEM_CERT_PROPERTY_NAME);
-  if (pems.empty()) return Unauthenticated("no verified client certificate");
-  return IdentityFromCertificate(std::string(pems.front().data(), pems.front().size()), ctx.peer());
+  std::string pem = PeerCertificatePem(ctx);
+  if (pem.empty()) return Unauthenticated("no verified client certificate");
+  return IdentityFromCertificate(pem, ctx.peer());
 }
 
 Status Authorizer::Deny(const char* method, const std::string& who, Status why) {
