@@ -29,9 +29,8 @@ command -v lintian >/dev/null || fail "lintian is not installed (scripts/deps.sh
 
 WORK=$(mktemp -d /tmp/incin-pkgtest.XXXXXX)
 ROOT="$WORK/root"
-pk_cleanup() {  # lazily: on a failure path the lab's daemons may still run from $ROOT
-  if mountpoint -q "$ROOT"; then umount "$ROOT" 2>/dev/null || umount -l "$ROOT"; fi
-  if mountpoint -q "$WORK/cow"; then umount "$WORK/cow" 2>/dev/null || umount -l "$WORK/cow"; fi
+pk_cleanup() {
+  cow_root_down "$WORK" "$ROOT"
   rm -rf "$WORK"
 }
 at_cleanup pk_cleanup
@@ -70,11 +69,7 @@ sed 's/^/  /' "$WORK/lintian.log"
 [ "$LINTIAN_OK" = 1 ] || fail "lintian found errors or warnings (above)"
 
 note "installing them with dpkg into a copy-on-write root of this machine"
-mkdir -p "$WORK/cow" "$ROOT"
-mount -t tmpfs tmpfs "$WORK/cow"
-mkdir -p "$WORK/cow/upper" "$WORK/cow/work"
-mount -t overlay overlay -o "lowerdir=/,upperdir=$WORK/cow/upper,workdir=$WORK/cow/work" "$ROOT" ||
-  { echo "SKIP: overlayfs over / is not available" >&2; TEST_OK=1; exit 77; }
+cow_root "$WORK" "$ROOT"
 dpkg --root="$ROOT" -i "$WORK/pkgs/"*.deb >"$WORK/dpkg.log" 2>&1 || { cat "$WORK/dpkg.log"; fail "dpkg -i failed"; }
 for p in "${PKGS[@]}"; do
   st=$(dpkg --root="$ROOT" -s "$p" | sed -n 's/^Status: //p')

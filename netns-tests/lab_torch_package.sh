@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # lab.torch_package: the torch backend as Debian installs it (python3-incin,
 # docs/pytorch.md "Installing"). Builds libinc0 and python3-incin with CPack
-# from this build, runs lintian on python3-incin (errors and warnings fail),
+# from this build (lab.packages runs lintian on it with every package),
 # installs both with dpkg into a copy-on-write root of this machine
 # (overlayfs over /, dependencies checked against what is installed here:
 # python3-torch), and checks: the package depends on libinc0 and
@@ -25,7 +25,6 @@ need_torch
 for t in cpack dpkg dpkg-deb chroot readelf; do
   command -v "$t" >/dev/null || skip "$t is not installed"
 done
-command -v lintian >/dev/null || fail "lintian is not installed (scripts/deps.sh installs it)"
 # need_torch put the build tree's package on PYTHONPATH: this test must not see it.
 unset PYTHONPATH
 TRAIN="$LAB_TESTS_DIR/torch_ddp_train.py"
@@ -34,10 +33,7 @@ STEPS=30
 WORK=$(mktemp -d /tmp/incin-torchpkg.XXXXXX)
 ROOT="$WORK/root"
 tk_cleanup() {
-  local m
-  for m in "$ROOT/dev" "$ROOT/proc" "$ROOT" "$WORK/cow"; do
-    if mountpoint -q "$m"; then umount "$m" 2>/dev/null || umount -l "$m"; fi
-  done
+  cow_root_down "$WORK" "$ROOT" "$ROOT/dev" "$ROOT/proc"
   rm -rf "$WORK"
 }
 at_cleanup tk_cleanup
@@ -54,19 +50,8 @@ grep -qF "libinc0 (= $version)" <<<"$deps" || fail "python3-incin does not depen
 grep -qF "python3-torch (>= 1.13)" <<<"$deps" || fail "python3-incin does not depend on python3-torch (>= 1.13)"
 [ "$(dpkg-deb -f "$DEB" Section)" = python ] || fail "python3-incin is not in section python"
 
-note "lintian on python3-incin (errors and warnings fail)"
-LINTIAN_OK=1
-lintian --fail-on error,warning --tag-display-limit 0 "$DEB" "$WORK/pkgs/python3-incin-dbgsym_"*.ddeb \
-  >"$WORK/lintian.log" 2>&1 || LINTIAN_OK=0
-sed 's/^/  /' "$WORK/lintian.log"
-[ "$LINTIAN_OK" = 1 ] || fail "lintian found errors or warnings (above)"
-
 note "installing them with dpkg into a copy-on-write root of this machine"
-mkdir -p "$WORK/cow" "$ROOT"
-mount -t tmpfs tmpfs "$WORK/cow"
-mkdir -p "$WORK/cow/upper" "$WORK/cow/work"
-mount -t overlay overlay -o "lowerdir=/,upperdir=$WORK/cow/upper,workdir=$WORK/cow/work" "$ROOT" ||
-  skip "overlayfs over / is not available"
+cow_root "$WORK" "$ROOT"
 dpkg --root="$ROOT" -i "$WORK/pkgs/libinc0_"*.deb "$DEB" >"$WORK/dpkg.log" 2>&1 ||
   { cat "$WORK/dpkg.log"; fail "dpkg -i failed"; }
 st=$(dpkg --root="$ROOT" -s python3-incin | sed -n 's/^Status: //p')

@@ -95,6 +95,27 @@ skip() {  # WHY: the test is skipped (ctest SKIP_RETURN_CODE 77), the lab logs s
   exit 77
 }
 
+# cow_root WORK ROOT: ROOT becomes a copy-on-write root of this machine
+# (overlayfs over /, its upper layer on a tmpfs at WORK/cow), so dpkg can
+# install packages against what is really installed here and the host stays
+# untouched; SKIP without overlayfs. The test's cleanup calls cow_root_down.
+cow_root() {
+  mkdir -p "$1/cow" "$2"
+  mount -t tmpfs tmpfs "$1/cow"
+  mkdir -p "$1/cow/upper" "$1/cow/work"
+  mount -t overlay overlay -o "lowerdir=/,upperdir=$1/cow/upper,workdir=$1/cow/work" "$2" ||
+    skip "overlayfs over / is not available"
+}
+# cow_root_down WORK ROOT [MOUNTS...]: unmounts MOUNTS (inside ROOT), ROOT and
+# WORK/cow, lazily where busy (a failed test's daemons may still run there).
+cow_root_down() {
+  local work=$1 root=$2 m
+  shift 2
+  for m in "$@" "$root" "$work/cow"; do
+    if mountpoint -q "$m"; then umount "$m" 2>/dev/null || umount -l "$m"; fi
+  done
+}
+
 # need_ompi_component: Open MPI and the built coll/incin; sets COMPONENT and
 # CPATH_MCA (Open MPI's own component directory first, ours after it).
 need_ompi_component() {
