@@ -51,9 +51,15 @@ class YieldSpin {
   }
 
  private:
-  // A sched_yield() that returns this late means another task ran a time
-  // slice on the core (peer ranks' bursts are tens of microseconds).
-  static constexpr auto kSlowYield = std::chrono::microseconds(300);
+  // A sched_yield() that returns this late means a task that is not one of
+  // our peers ran a time slice on the core: the fair scheduler's slice is
+  // 0.75 ms x (1 + log2 CPUs), 1.5 ms from two CPUs up. A peer rank sharing
+  // the core gives it back sooner (its send burst of a whole window, ~86
+  // frames at 256 KiB, takes ~0.45 ms on the lab VM); a gate below that
+  // (300 us before) stopped the spin in every shared-core run, and each
+  // result then woke a halted vCPU through an IPI (161 us mean there;
+  // docs/perf.md "Idle time").
+  static constexpr auto kSlowYield = std::chrono::milliseconds(1);
   static constexpr auto kNoSpinAfterSlowYield = std::chrono::milliseconds(100);
 
   uint32_t spin_us_;
