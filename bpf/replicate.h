@@ -15,17 +15,40 @@ const volatile __u8 inc_ip_tos = INC_IP_TOS_DEFAULT;
 
 #define INC_ERR_NO_ROOM (-2)
 
+/* Grows the frame by delta bytes at its head: the headers move toward it and
+ * the frame's end stays, so the payload bytes are stale and the caller writes
+ * them (every caller that grows rewrites the payload from the slot). For a
+ * buffer without tailroom: veth copies a frame that came from the stack
+ * (AF_PACKET, AF_XDP copy mode) into a page-pool fragment sized to fit, so a
+ * leaf could not add the certificate trailer to a partial of ~250-370
+ * four-byte elements, and the root then certified nothing. The headroom
+ * (XDP_PACKET_HEADROOM there) takes what a trailer needs. The headers are
+ * staged in this CPU's scratch, whose contribution is merged by then. */
+static __always_inline int inc_grow_at_head(struct xdp_md *ctx, int delta)
+{
+	__u32 zero = 0;
+	struct inc_scratch *b = bpf_map_lookup_elem(&scratch, &zero);
+
+	if (!b || bpf_xdp_load_bytes(ctx, 0, b->buf, INC_OFF_PAYLOAD))
+		return -1;
+	if (bpf_xdp_adjust_head(ctx, -delta))
+		return -1;
+	return bpf_xdp_store_bytes(ctx, 0, b->buf, INC_OFF_PAYLOAD) ? -1 : 0;
+}
+
 /* Resizes the frame to carry payload_len bytes of INC payload and sets every
- * length field. Pointers in p are re-derived. */
+ * length field. Pointers in p are re-derived. Growing takes tailroom, else
+ * headroom (inc_grow_at_head: the payload must then be rewritten). */
 static __always_inline int inc_resize(struct xdp_md *ctx, struct inc_pkt *p, __u32 payload_len)
 {
 	int delta = (int)payload_len - (int)p->payload_len;
 
 	if (payload_len > INC_MAX_WIRE_PAYLOAD_BYTES)
 		return -1;
-	/* Growing fails when the buffer has no tailroom, e.g. a count-0 ready
-	 * that veth copied out of an skb (AF_XDP copy-mode or stack TX). */
-	if (delta && bpf_xdp_adjust_tail(ctx, delta))
+	/* Growing fails when the buffer has neither tailroom nor headroom
+	 * enough, e.g. a count-0 ready that veth copied out of an skb
+	 * (AF_XDP copy-mode or stack TX) growing to a whole result. */
+	if (delta && bpf_xdp_adjust_tail(ctx, delta) && (delta < 0 || inc_grow_at_head(ctx, delta)))
 		return INC_ERR_NO_ROOM;
 	if (inc_pkt_load(ctx, p))
 		return -1;

@@ -61,6 +61,16 @@ for d in float32 float64 float16; do
     [ $ok = 1 ] || { echo "FAIL: edge-$d-$c sent $got messages ($uncertified uncertified, $gathered gathered blocks)" >&2; FAILED+=("edge-$d-$c-messages"); }
   done
 done
+# A leaf builds its partial in the frame of the message's last contribution;
+# veth copies a frame that came from the stack into a page-pool fragment
+# sized to fit, so partials of about 250-370 four-byte elements have no
+# tailroom for the certificate trailer and grow at the head instead
+# (bpf/replicate.h). Every element of inc-perf's data is certified by either
+# leaf alone (one of each leaf's ranks holds a nonzero value), so no block
+# may come back uncertified.
+run_perf $L cert-trailer -- allreduce -d float32 -o sum -b 1K -e 1300 -f 1.1 -n 3 -w 0
+read -r got uncertified gathered <<<"$(status_of cert-trailer)"
+[ "$uncertified" = 0 ] || { echo "FAIL: cert-trailer: $uncertified of $got messages uncertified" >&2; FAILED+=(cert-trailer); }
 run_perf $L "red-edge-float32" -- reduce -d float32 -o sum -r 3 --elems 240 -b 240 -e 245 -f 1.017 -n 2 -w 0
 run_perf $L "ar-small-fixed" -- allreduce -d float32 -o sum --small-sum fixed -b 4 -e 256 -f 4 -n 2 -w 0
 run_perf $L "red-max-root3" -- reduce -d int32 -o max -r 3 -b 4 -e 1M -f 16 -n 2 -w 0
