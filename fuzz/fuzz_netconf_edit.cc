@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// incswitchd's NETCONF edge (switch/netconf/yang_data.cc): the <config> of an
+// incswitchd's NETCONF edge (netconf/yang_data.cc): the <config> of an
 // edit-config, parsed strictly by libyang against the incin-switch module,
 // validated as a whole as the server validates the edited datastore, and each
 // <tree> entry translated by TreeFromYang into the TreeConfig the agent takes,
@@ -13,7 +13,7 @@
 #include <string>
 
 #include "fuzz_check.h"
-#include "switch/netconf/yang_data.h"
+#include "netconf/yang_data.h"
 #include "switch/tree/translate.h"
 
 namespace {

@@ -15,8 +15,8 @@
 #include <sstream>
 
 #include "common/log.h"
-#include "switch/netconf/ssh_keys.h"
-#include "switch/netconf/yang_data.h"
+#include "netconf/ssh_keys.h"
+#include "netconf/yang_data.h"
 
 namespace inc::am {
 namespace {

@@ -23,9 +23,9 @@
 #include <vector>
 
 #include "common/status.h"
+#include "netconf/ssh_keys.h"
+#include "netconf/yang_data.h"
 #include "switch/credit/credit_agent.h"
-#include "switch/netconf/ssh_keys.h"
-#include "switch/netconf/yang_data.h"
 #include "switch/routing/routing_agent.h"
 #include "switch/tree/agent.h"
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "switch/netconf/yang_data.h"
+#include "netconf/yang_data.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

@@ -2,7 +2,7 @@
 // The NETCONF front end's translation: incin-switch YANG data <-> the
 // TreeConfig the tree agent takes, the state tree, and the SSH keys of the
 // control-plane certificates.
-#include "switch/netconf/yang_data.h"
+#include "netconf/yang_data.h"
 
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
@@ -10,7 +10,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "switch/netconf/ssh_keys.h"
+#include "netconf/ssh_keys.h"
 
 namespace inc::sw::netconf {
 namespace {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "switch/netconf/ssh_keys.h"
+#include "netconf/ssh_keys.h"
 
 #include <openssl/bio.h>
 #include <openssl/core_names.h>
