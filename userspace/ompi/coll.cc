@@ -12,12 +12,13 @@
 // calls are allowed), and it ends when MPI_COMM_WORLD is destroyed in
 // MPI_Finalize.
 //
-// Invariant (as in libincmpi): every rank takes the same path for the same
-// call; decisions use only what every rank passes identically (and the
-// INCIN_* settings, which the ranks compare when the group forms), and a
-// failed offload is an MPI error, never a silent local fallback: that call
-// and every later one that would have been offloaded return MPI_ERR_OTHER
-// on every rank (docs/mpi.md "Errors").
+// The runtime (the group, offload or fall back, errors, counters, summary)
+// is libincmpi's (mpi/runtime.h), with its invariant; this file is the
+// coll skin: settings from the environment and the coll_incin_*
+// parameters, communicators judged from Open MPI's structures, the group
+// formed at the first eligible call, Open MPI's progress engine turned
+// while libinc waits, and errors returned to Open MPI's binding, which runs
+// the communicator's error handler (ErrorPolicy::kReturnCode).
 //
 // Nothing coll/incin does may fail a call that plain Open MPI completes.
 // Open MPI calls a communicator's collectives from its own algorithms too,
@@ -31,18 +32,12 @@
 #include <mpi.h>
 
 #include <atomic>
-#include <chrono>
-#include <cstdio>
 #include <cstdlib>
-#include <memory>
 #include <mutex>
-#include <set>
+#include <new>
 #include <string>
-#include <utility>
 #include <vector>
 
-#include "client/communicator.h"
-#include "common/job_credential.h"
 #include "common/log.h"
 #include "common/settings.h"
 #include "common/tls.h"
@@ -52,7 +47,7 @@
 #include "mpi/dtype.h"
 #include "mpi/mpi_types.h"
 #include "mpi/offload.h"
-#include "mpi/stats.h"
+#include "mpi/runtime.h"
 #include "params.h"
 
 extern char** environ;
@@ -74,36 +69,18 @@ struct incin_comm {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
+// The skin's own state beside the shared runtime.
 struct Global {
+  Global() : rt(FrontEnd{"Open MPI's next coll component", ErrorPolicy::kReturnCode}) {}
+  Runtime rt;
   // The environment with the coll_incin_* parameters the user set on top.
   inc::settings::EnvLookup env;
   std::vector<SettingOverride> overrides;
-  Config cfg;
-  bool cfg_parsed = true;
   // Atomic: under MPI_THREAD_MULTIPLE another thread's call on another
   // communicator may read them while the group is formed or ended.
   std::atomic<bool> attempted{false};  // group formation ran (once, at the first eligible call)
   std::atomic<bool> forming{false};    // inside formation: every call goes to the saved functions
   std::atomic<bool> done{false};       // shut down
-  int rank = 0;
-  int world = 1;
-  std::unique_ptr<inc::client::Communicator> inc;
-  // Until the group formed: this rank's own view (disabled, bad_config);
-  // from then on agreed by every rank, except kGroupFailed, which a rank
-  // sets when one of its offloaded calls fails.
-  std::atomic<Reason> group_reason{Reason::kNone};
-  std::string group_detail;
-  std::string job_id;
-  int tree_id = -1;
-  // The INC group numbers ranks host by host (mpi_types.h HostLayout):
-  // world rank -> INC group rank, empty when they are the same.
-  std::vector<int> inc_ranks;
-  uint32_t inc_rank = 0;
-  std::mutex log_mu;
-  std::set<std::pair<Call, Reason>> logged;
-  Stats stats;
 };
 
 Global& G() {
@@ -131,13 +108,24 @@ bool Overridden(const Global& g, const char* setting) {
   return false;
 }
 
-// The ranks must agree on every INCIN_* setting that decides a path
-// (config.h AgreementFingerprint); each reads its own environment.
-bool SettingsAgree(Global& g) {
-  const uint64_t fp = AgreementFingerprint(g.cfg, g.cfg_parsed, incin_thread_multiple() != 0);
-  unsigned long long mine[2] = {fp, ~fp}, min[2] = {0, 0};
-  PMPI_Allreduce(mine, min, 2, MPI_UNSIGNED_LONG_LONG, MPI_MIN, MPI_COMM_WORLD);
-  return FingerprintsAgree(min[0], min[1]);
+// libinc reads INCIN_TLS_* and INCIN_INSECURE itself; a parameter among
+// them means the choice is made here, from parameters and variables.
+inc::Status ChooseSecurity(const Global& g, inc::client::CommunicatorOptions& o) {
+  if (!Overridden(g, "INCIN_TLS_CERT") && !Overridden(g, "INCIN_TLS_KEY") && !Overridden(g, "INCIN_TLS_CA") &&
+      !Overridden(g, "INCIN_INSECURE"))
+    return Status();
+  const inc::settings::Reader r(g.env, nullptr);
+  inc::TlsFiles files{r.String("INCIN_TLS_CERT").value(), r.String("INCIN_TLS_KEY").value(),
+                      r.String("INCIN_TLS_CA").value()};
+  auto insecure = r.Choice("INCIN_INSECURE");
+  if (!insecure.ok()) return insecure.status();
+  auto security =
+      inc::ChooseTransportSecurity(files, *insecure == "1",
+                                   "coll_incin_tls_cert, coll_incin_tls_key and coll_incin_tls_ca or "
+                                   "coll_incin_insecure=1, or the INCIN_ variables");
+  if (!security.ok()) return security.status();
+  o.security = *security;
+  return Status();
 }
 
 // Runs on every rank at once: the first eligible call is on a communicator
@@ -145,10 +133,11 @@ bool SettingsAgree(Global& g) {
 // here go to the saved functions (G().forming).
 void FormGroup() {
   Global& g = G();
+  Runtime& rt = g.rt;
   g.attempted = true;
   g.forming = true;
-  PMPI_Comm_rank(MPI_COMM_WORLD, &g.rank);
-  PMPI_Comm_size(MPI_COMM_WORLD, &g.world);
+  PMPI_Comm_rank(MPI_COMM_WORLD, &rt.rank);
+  PMPI_Comm_size(MPI_COMM_WORLD, &rt.world);
   // Unlike in MPI_Init, ranks get here from arbitrary program states: one
   // may still wait in MPI for a message another has only queued, and the
   // blocking JoinGroup below does not run MPI's progress engine. The
@@ -156,118 +145,15 @@ void FormGroup() {
   PMPI_Barrier(MPI_COMM_WORLD);
   // Every rank comes here, also one with INC disabled or a bad setting:
   // only together can they tell whether all of them would offload alike.
-  if (!SettingsAgree(g)) {
-    g.group_reason = Reason::kBadConfig;
-    g.group_detail =
-        "the ranks do not agree on INCIN_MPI_ENABLE, INCIN_MPI_MIN_BYTES, INCIN_MPI_MAX_BYTES, "
-        "INCIN_MPI_FLOAT_SUM, INCIN_MPI_REDUCE_MODE, INCIN_MPI_BROADCAST_MODE, INCIN_REQUIRE_OFFLOAD or the "
-        "thread level (every rank must see the same values)";
-    LogLine(LogLevel::kError, "rank " + std::to_string(g.rank) + ": " + g.group_detail +
-                                  "; every collective falls back to MPI (reason=bad_config)");
-    g.forming = false;
-    return;
+  // Disabled or bad_config (this rank's view, now every rank's) forms nothing.
+  if (rt.SettingsAgree(incin_thread_multiple() != 0) && rt.group_reason == Reason::kNone) {
+    JoinHooks hooks;
+    // Open MPI moves queued data only while its progress engine runs.
+    hooks.progress = [] { incin_progress(); };
+    hooks.customize = [&g](inc::client::CommunicatorOptions& o) { return ChooseSecurity(g, o); };
+    rt.FormGroup(hooks);
   }
-  if (g.group_reason != Reason::kNone) {  // disabled or bad_config on every rank
-    g.forming = false;
-    return;
-  }
-  const Config& c = g.cfg;
-  const std::string credential = inc::settings::Env().String(inc::kJobCredentialEnv).value();
-  auto credential_job =
-      !credential.empty() ? inc::JobOfCredential(credential) : Expected<std::string>(std::string());
-  if (c.job_id.empty() && credential_job.ok() && !credential_job->empty()) {
-    g.job_id = *credential_job;
-  } else if (c.job_id.empty()) {
-    char buf[128] = {0};
-    if (g.rank == 0) std::snprintf(buf, sizeof(buf), "%s", MakeJobId().c_str());
-    PMPI_Bcast(buf, sizeof(buf), MPI_CHAR, 0, MPI_COMM_WORLD);
-    g.job_id = buf;
-  } else {
-    g.job_id = c.job_id;
-  }
-  const HostLayout hosts = DescribeHosts(MPI_COMM_WORLD);
-  int ok = 1;
-  std::string why;
-  if (!hosts.uniform()) {
-    ok = 0;
-    why = hosts.NotUniformReason();
-  } else if (!PackIsRaw()) {
-    ok = 0;
-    why = "MPI_Pack does not write the bare data bytes (a heterogeneous job?)";
-  } else if (c.am.empty()) {
-    ok = 0;
-    why = "INCIN_AM is not set";
-  } else {
-    inc::client::CommunicatorOptions o;
-    o.am_address = c.am;
-    o.job_id = g.job_id;
-    o.rank = hosts.inc_rank;
-    o.world_size = static_cast<uint32_t>(g.world);
-    o.local_size = static_cast<uint32_t>(hosts.local_size);
-    o.local_rank = static_cast<uint32_t>(hosts.local_rank);
-    o.iface = c.iface.empty() ? DefaultRouteInterface() : c.iface;
-    o.transport = c.transport;
-    o.join_timeout_ms = c.join_timeout_ms;
-    o.op_timeout_ms = c.op_timeout_ms;
-    // The group is left when MPI_COMM_WORLD is destroyed in MPI_Finalize,
-    // after Open MPI's fence: every rank has finished every collective by
-    // then, and the AM keeps the tree until the last rank left, so a rank
-    // still retransmitting for its last result finds it. No linger.
-    o.leave_linger_ms = 0;
-    // While this rank waits on the switch, another may wait inside MPI for
-    // data this rank's MPI has only queued; Open MPI moves it only while
-    // its progress engine runs.
-    o.on_wait = [] { incin_progress(); };
-    // libinc reads INCIN_TLS_* and INCIN_INSECURE itself; a parameter among
-    // them means the choice is made here, from parameters and variables.
-    if (Overridden(g, "INCIN_TLS_CERT") || Overridden(g, "INCIN_TLS_KEY") || Overridden(g, "INCIN_TLS_CA") ||
-        Overridden(g, "INCIN_INSECURE")) {
-      const inc::settings::Reader r(g.env, nullptr);
-      inc::TlsFiles files{r.String("INCIN_TLS_CERT").value(), r.String("INCIN_TLS_KEY").value(),
-                          r.String("INCIN_TLS_CA").value()};
-      auto insecure = r.Choice("INCIN_INSECURE");
-      auto security = insecure.ok() ? inc::ChooseTransportSecurity(
-                                          files, *insecure == "1",
-                                          "coll_incin_tls_cert, coll_incin_tls_key and coll_incin_tls_ca or "
-                                          "coll_incin_insecure=1, or the INCIN_ variables")
-                                    : Expected<inc::TransportSecurity>(insecure.status());
-      if (security.ok()) {
-        o.security = *security;
-      } else {
-        ok = 0;
-        why = security.status().ToString();
-      }
-    }
-    if (!c.reduce_mode.empty()) o.reduce_mode = c.reduce_mode;
-    if (!c.broadcast_mode.empty()) o.broadcast_mode = c.broadcast_mode;
-    if (ok) {
-      auto made = inc::client::Communicator::Create(o);
-      if (made.ok()) {
-        g.inc = std::move(*made);
-      } else {
-        ok = 0;
-        why = made.status().ToString();
-      }
-    }
-  }
-  // Every rank or none.
-  int all = 0;
-  PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   g.forming = false;
-  if (all) {
-    g.tree_id = static_cast<int>(g.inc->GetStatus().assignment.tree_id);
-    g.inc_ranks = hosts.inc_ranks;
-    g.inc_rank = hosts.inc_rank;
-    LogLine(LogLevel::kInfo, "rank " + std::to_string(g.rank) + ": MPI_COMM_WORLD on INC tree " +
-                                 std::to_string(g.tree_id) + " (job " + g.job_id + "; " + hosts.Summary() +
-                                 ")");
-    return;
-  }
-  g.inc.reset();
-  g.group_reason = Reason::kNoGroup;
-  g.group_detail = ok ? "another rank could not join the group" : why;
-  LogLine(LogLevel::kWarn, "no INC group for MPI_COMM_WORLD on rank " + std::to_string(g.rank) + ": " +
-                               g.group_detail + "; every collective falls back to MPI (reason=no_group)");
 }
 
 // Configuration is read once, at the first call (the environment is the
@@ -281,28 +167,27 @@ void ConfigureOnce() {
   auto cfg =
       ParseConfig(g.overrides, GetEnv, [](const std::string& text) { LogLine(LogLevel::kWarn, text); });
   if (cfg.ok()) {
-    g.cfg = *cfg;
+    g.rt.cfg = *cfg;
   } else {
-    g.cfg_parsed = false;
-    g.group_reason = Reason::kBadConfig;
-    g.group_detail = cfg.status().message();
+    g.rt.cfg_parsed = false;
+    g.rt.group_reason = Reason::kBadConfig;
+    g.rt.group_detail = cfg.status().message();
     // A garbled value counts as set: a job that asked for offload gets
     // errors instead of silent fallbacks (settings.h RequireOffload).
     auto require = inc::settings::Reader(g.env, nullptr).Bool("INCIN_REQUIRE_OFFLOAD");
-    g.cfg.require_offload = !require.ok() || *require;
+    g.rt.cfg.require_offload = !require.ok() || *require;
   }
-  inc::SetLogLevel(g.cfg.log_level);
-  PMPI_Comm_rank(MPI_COMM_WORLD, &g.rank);
-  PMPI_Comm_size(MPI_COMM_WORLD, &g.world);
+  inc::SetLogLevel(g.rt.cfg.log_level);
+  PMPI_Comm_rank(MPI_COMM_WORLD, &g.rt.rank);
+  PMPI_Comm_size(MPI_COMM_WORLD, &g.rt.world);
   if (!cfg.ok()) {
-    LogLine(LogLevel::kError,
-            "bad configuration: " + g.group_detail + "; every collective falls back to MPI");
-  } else if (!g.cfg.enable) {
-    g.group_reason = Reason::kDisabled;
+    g.rt.LogBadConfig();
+  } else if (!g.rt.cfg.enable) {
+    g.rt.group_reason = Reason::kDisabled;
   }
   for (const std::string& n : UnknownEnvNames(environ))
     LogLine(LogLevel::kWarn, "unknown variable " + n + " ignored (see docs/mpi.md for the INCIN_* names)");
-  LogLine(LogLevel::kInfo, "coll/incin selected on rank " + std::to_string(g.rank));
+  LogLine(LogLevel::kInfo, "coll/incin selected on rank " + std::to_string(g.rt.rank));
 }
 
 void Configure() {
@@ -341,64 +226,13 @@ Reason CommReason(incin_comm* st, MPI_Comm comm) {
   if (!st->classified) Classify(st, comm);
   Global& g = G();
   if (!g.attempted && st->reason == Reason::kNone) FormGroup();
-  const Reason group = g.group_reason;
+  const Reason group = g.rt.group_reason;
   if (group != Reason::kNone && group != Reason::kGroupFailed) return group;
   return st->reason;  // also for a subcomm before any collective with the world's group
 }
 
-// The first line per call and reason at `level` (INCIN_MPI_FALLBACK_LOG=all:
-// every one), later ones at debug.
-LogLevel FirstOrDebug(Call call, Reason reason, LogLevel level) {
-  Global& g = G();
-  std::lock_guard<std::mutex> l(g.log_mu);
-  bool first = g.logged.insert({call, reason}).second;
-  return first || g.cfg.fallback_log_all ? level : LogLevel::kDebug;
-}
-
-void LogFallback(Call call, Reason reason, MPI_Comm comm, uint64_t bytes) {
-  Global& g = G();
-  LogLevel level = FirstOrDebug(call, reason, g.cfg.fallback_log_level);
-  if (level < g.cfg.log_level) return;
-  std::string detail;
-  if ((reason == Reason::kNoGroup || reason == Reason::kBadConfig) && !g.group_detail.empty())
-    detail = " detail=\"" + g.group_detail + "\"";
-  LogLine(level, std::string("fallback reason=") + ReasonName(reason) + " call=" + CallName(call) + " rank=" +
-                     std::to_string(g.rank) + " comm=" + (comm == MPI_COMM_WORLD ? "world" : "derived") +
-                     " bytes=" + std::to_string(bytes) + detail);
-}
-
-double Since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-// INCIN_REQUIRE_OFFLOAD: a call that would fall back returns MPI_ERR_OTHER
-// with the reason instead (decision.h RequiredOffloadFails).
-int RequiredOffloadError(Call call, Reason reason, uint64_t bytes, Clock::time_point t0,
-                         std::string detail = "") {
-  Global& g = G();
-  if (reason == Reason::kNoGroup || reason == Reason::kBadConfig) detail = g.group_detail;
-  const std::string why = inc::settings::OffloadRequiredError(
-                              CallName(call), "Open MPI's next coll component", ReasonName(reason), detail)
-                              .message();
-  if (FirstOrDebug(call, reason, LogLevel::kError) >= g.cfg.log_level)
-    LogLine(LogLevel::kError, "rank " + std::to_string(g.rank) + ": " + why + "; returning MPI_ERR_OTHER");
-  g.stats.Record(call, reason, bytes, Since(t0));
-  return MPI_ERR_OTHER;
-}
-
-// A call on a communicator that is not offloaded: straight to the next
-// component, counted with the bytes Open MPI's own datatype record gives
-// (nothing decodes the datatype).
-template <typename Fallback>
-int PassOn(Call call, Reason reason, MPI_Comm comm, uint64_t bytes, Fallback&& fallback) {
-  auto t0 = Clock::now();
-  if (RequiredOffloadFails(G().cfg, reason)) return RequiredOffloadError(call, reason, bytes, t0);
-  LogFallback(call, reason, comm, bytes);
-  int rc = fallback();
-  G().stats.Record(call, reason, bytes, Since(t0));
-  return rc;
-}
-
+// Counted with the bytes Open MPI's own datatype record gives (a call
+// passed on decodes no datatype).
 uint64_t Bytes(int count, MPI_Datatype dt) {
   return count > 0 ? static_cast<uint64_t>(count) * incin_type_size(dt) : 0;
 }
@@ -407,68 +241,10 @@ bool HasTypeRecord(MPI_Datatype dt) {
   return incin_type_decodable(dt) != 0;
 }
 
-// `packable`: this rank can pack its layout (PackableItem); `agree`
-// reduces an int with MPI_MIN over the communicator on the next component.
-template <typename Agree, typename Offload, typename Fallback>
-int Dispatch(MPI_Comm comm, const Request& q, bool packed, bool packable, Agree&& agree, Offload&& offload,
-             Fallback&& fallback) {
-  Global& g = G();
-  auto t0 = Clock::now();
-  Decision d = Decide(g.cfg, q);
-  // Only a call of more than kMaxPackItem bytes can have an item MPI_Pack
-  // cannot take, on some rank: the ranks agree before any of them offloads.
-  // Also after INC failed, so that every rank still makes the same calls.
-  if (d.offload && q.bytes > kMaxPackItem && !agree(packable ? 1 : 0)) {
-    d.offload = false;
-    d.reason = Reason::kItemTooLarge;
-    d.fail = RequiredOffloadFails(g.cfg, d.reason);
-  }
-  if (d.fail) return RequiredOffloadError(q.call, d.reason, q.bytes, t0);
-  if (d.offload) {
-    Status s;
-    if (!g.inc || g.group_reason == Reason::kGroupFailed) {
-      // Another rank may still find the tree failed only now, in this very
-      // call; running it on MPI here would leave this rank alone there.
-      LogLine(FirstOrDebug(q.call, Reason::kGroupFailed, LogLevel::kError),
-              std::string(CallName(q.call)) + " on rank " + std::to_string(g.rank) +
-                  " would run on the switch, but INC failed earlier (" + g.group_detail +
-                  "): returning MPI_ERR_OTHER");
-      g.stats.Record(q.call, Reason::kGroupFailed, q.bytes, Since(t0));
-      return MPI_ERR_OTHER;
-    }
-    s = offload(d);
-    if (s.ok()) {
-      g.stats.Record(q.call, Reason::kNone, q.bytes, Since(t0), packed);
-      return MPI_SUCCESS;
-    }
-    if (!IsSwitchUnsupported(s)) {
-      g.group_detail = s.ToString();
-      g.group_reason = Reason::kGroupFailed;
-      {
-        std::lock_guard<std::mutex> l(g.log_mu);
-        g.logged.insert({q.call, Reason::kGroupFailed});
-      }
-      LogLine(LogLevel::kError, std::string("offloaded ") + CallName(q.call) + " failed on rank " +
-                                    std::to_string(g.rank) + ": " + s.ToString() +
-                                    " (returning MPI_ERR_OTHER; every later call that would run on the "
-                                    "switch fails too)");
-      g.stats.Record(q.call, Reason::kGroupFailed, q.bytes, Since(t0));
-      return MPI_ERR_OTHER;
-    }
-    d.reason = Reason::kSwitchUnsupported;
-    if (RequiredOffloadFails(g.cfg, d.reason))
-      return RequiredOffloadError(q.call, d.reason, q.bytes, t0, s.message());
-  }
-  LogFallback(q.call, d.reason, comm, q.bytes);
-  int rc = fallback();
-  g.stats.Record(q.call, d.reason, q.bytes, Since(t0));
-  return rc;
-}
-
 // The INC group ranks of a communicator's ranks (null: they are the
 // world's ranks). Only after the group formed, which fixes inc_ranks.
 RankMap ToWorld(incin_comm* st) {
-  const std::vector<int>& inc = G().inc_ranks;
+  const std::vector<int>& inc = G().rt.inc_ranks;
   if (inc.empty()) return st->permuted ? &st->to_world : nullptr;
   if (!st->permuted) return &inc;
   if (st->to_inc.empty())
@@ -513,24 +289,13 @@ void incin_comm_free(incin_comm* st, MPI_Comm comm) {
 void incin_shutdown(void) {
   Global& g = G();
   if (g.done.exchange(true)) return;
-  std::string libinc_json;
-  if (g.inc) {
-    libinc_json = g.inc->GetStatus().ToJson();
-    g.inc.reset();  // LeaveGroup: the AM dismantles the tree once every rank left
-  }
-  if (!g.attempted && g.group_reason == Reason::kNone && g.stats.Offloaded() + g.stats.FellBack() == 0)
+  // After Open MPI's fence: every rank has finished every collective.
+  const std::string libinc_json = g.rt.Leave();
+  // A component Open MPI selected but the program never used says nothing.
+  if (!g.attempted && g.rt.group_reason == Reason::kNone &&
+      g.rt.stats.Offloaded() + g.rt.stats.FellBack() == 0)
     return;
-  Stats::Header h;
-  h.rank = g.rank;
-  h.world = g.world;
-  h.enabled = g.cfg.enable;
-  const Reason group = g.group_reason;
-  h.group = group == Reason::kNone ? "ok" : ReasonName(group);
-  h.group_detail = g.group_detail;
-  h.job_id = g.job_id;
-  h.tree_id = g.tree_id;
-  h.libinc_status_json = libinc_json;
-  WriteSummary(g.stats, h, g.cfg);
+  g.rt.WriteSummary(libinc_json);
 }
 
 int incin_allreduce(incin_comm* st, void* m, const void* sbuf, void* rbuf, int count, MPI_Datatype dt,
@@ -539,7 +304,7 @@ int incin_allreduce(incin_comm* st, void* m, const void* sbuf, void* rbuf, int c
   if (Bypass()) return fallback();
   Reason comm_reason = CommReason(st, comm);
   if (comm_reason != Reason::kNone)
-    return PassOn(Call::kAllreduce, comm_reason, comm, Bytes(count, dt), fallback);
+    return G().rt.PassOn(Call::kAllreduce, comm_reason, comm, Bytes(count, dt), fallback);
   TypeInfo t = DescribeType(dt, HasTypeRecord);
   Request q = AllreduceRequest(comm_reason, rbuf, count, t, op);
   auto agree = [&](int mine) {
@@ -547,9 +312,9 @@ int incin_allreduce(incin_comm* st, void* m, const void* sbuf, void* rbuf, int c
     incin_prev_allreduce(m, &mine, &all, 1, MPI_INT, MPI_MIN, comm);
     return all != 0;
   };
-  return Dispatch(
+  return G().rt.Dispatch(
       comm, q, !t.contiguous, PackableItem(t), agree,
-      [&](const Decision& d) { return OffloadAllreduce(*G().inc, d, sbuf, rbuf, count, dt, t, q.bytes); },
+      [&](const Decision& d) { return OffloadAllreduce(*G().rt.inc, d, sbuf, rbuf, count, dt, t, q.bytes); },
       fallback);
 }
 
@@ -559,7 +324,7 @@ int incin_reduce(incin_comm* st, void* m, const void* sbuf, void* rbuf, int coun
   if (Bypass()) return fallback();
   Reason comm_reason = CommReason(st, comm);
   if (comm_reason != Reason::kNone)
-    return PassOn(Call::kReduce, comm_reason, comm, Bytes(count, dt), fallback);
+    return G().rt.PassOn(Call::kReduce, comm_reason, comm, Bytes(count, dt), fallback);
   TypeInfo t = DescribeType(dt, HasTypeRecord);
   int me = incin_comm_rank(comm);
   bool is_root = me == root;
@@ -569,10 +334,10 @@ int incin_reduce(incin_comm* st, void* m, const void* sbuf, void* rbuf, int coun
     incin_prev_allreduce(m, &mine, &all, 1, MPI_INT, MPI_MIN, comm);
     return all != 0;
   };
-  return Dispatch(
+  return G().rt.Dispatch(
       comm, q, !t.contiguous, PackableItem(t), agree,
       [&](const Decision& d) {
-        return OffloadReduce(*G().inc, d, sbuf, rbuf, count, dt, t, q.bytes, is_root,
+        return OffloadReduce(*G().rt.inc, d, sbuf, rbuf, count, dt, t, q.bytes, is_root,
                              WorldRank(ToWorld(st), root));
       },
       fallback);
@@ -583,7 +348,7 @@ int incin_bcast(incin_comm* st, void* m, void* buf, int count, MPI_Datatype dt, 
   if (Bypass()) return fallback();
   Reason comm_reason = CommReason(st, comm);
   if (comm_reason != Reason::kNone)
-    return PassOn(Call::kBcast, comm_reason, comm, Bytes(count, dt), fallback);
+    return G().rt.PassOn(Call::kBcast, comm_reason, comm, Bytes(count, dt), fallback);
   TypeInfo t = DescribeType(dt, HasTypeRecord);
   int me = incin_comm_rank(comm);
   Request q = BcastRequest(comm_reason, count, t, root, incin_comm_size(comm));
@@ -592,10 +357,11 @@ int incin_bcast(incin_comm* st, void* m, void* buf, int count, MPI_Datatype dt, 
     incin_prev_allreduce(m, &mine, &all, 1, MPI_INT, MPI_MIN, comm);
     return all != 0;
   };
-  return Dispatch(
+  return G().rt.Dispatch(
       comm, q, !t.contiguous, PackableItem(t), agree,
       [&](const Decision&) {
-        return OffloadBcast(*G().inc, buf, count, dt, t, q.bytes, me == root, WorldRank(ToWorld(st), root));
+        return OffloadBcast(*G().rt.inc, buf, count, dt, t, q.bytes, me == root,
+                            WorldRank(ToWorld(st), root));
       },
       fallback);
 }
@@ -604,11 +370,11 @@ int incin_barrier(incin_comm* st, void* m, MPI_Comm comm) {
   auto fallback = [&] { return incin_prev_barrier(m, comm); };
   if (Bypass()) return fallback();
   Reason comm_reason = CommReason(st, comm);
-  if (comm_reason != Reason::kNone) return PassOn(Call::kBarrier, comm_reason, comm, 0, fallback);
+  if (comm_reason != Reason::kNone) return G().rt.PassOn(Call::kBarrier, comm_reason, comm, 0, fallback);
   Request q;
   q.call = Call::kBarrier;
-  return Dispatch(
-      comm, q, false, true, [](int) { return true; }, [&](const Decision&) { return G().inc->Barrier(); },
+  return G().rt.Dispatch(
+      comm, q, false, true, [](int) { return true; }, [&](const Decision&) { return G().rt.inc->Barrier(); },
       fallback);
 }
 
@@ -618,8 +384,8 @@ int incin_reduce_scatter_block(incin_comm* st, void* m, const void* sbuf, void* 
   if (Bypass()) return fallback();
   Reason comm_reason = CommReason(st, comm);
   if (comm_reason != Reason::kNone)
-    return PassOn(Call::kReduceScatterBlock, comm_reason, comm,
-                  Bytes(rcount, dt) * static_cast<uint64_t>(incin_comm_size(comm)), fallback);
+    return G().rt.PassOn(Call::kReduceScatterBlock, comm_reason, comm,
+                         Bytes(rcount, dt) * static_cast<uint64_t>(incin_comm_size(comm)), fallback);
   TypeInfo t = DescribeType(dt, HasTypeRecord);
   int size = incin_comm_size(comm);
   Request q = ReduceScatterBlockRequest(comm_reason, rbuf, rcount, t, op, size);
@@ -628,10 +394,11 @@ int incin_reduce_scatter_block(incin_comm* st, void* m, const void* sbuf, void* 
     incin_prev_allreduce(m, &mine, &all, 1, MPI_INT, MPI_MIN, comm);
     return all != 0;
   };
-  return Dispatch(
+  return G().rt.Dispatch(
       comm, q, !t.contiguous, PackableItem(t), agree,
       [&](const Decision& d) {
-        return OffloadReduceScatterBlock(*G().inc, d, sbuf, rbuf, rcount, dt, t, q.bytes, size, ToWorld(st));
+        return OffloadReduceScatterBlock(*G().rt.inc, d, sbuf, rbuf, rcount, dt, t, q.bytes, size,
+                                         ToWorld(st));
       },
       fallback);
 }
@@ -642,7 +409,7 @@ int incin_allgather(incin_comm* st, void* m, const void* sbuf, int scount, MPI_D
   if (Bypass()) return fallback();
   Reason comm_reason = CommReason(st, comm);
   if (comm_reason != Reason::kNone)
-    return PassOn(Call::kAllgather, comm_reason, comm, Bytes(rcount, rdt), fallback);
+    return G().rt.PassOn(Call::kAllgather, comm_reason, comm, Bytes(rcount, rdt), fallback);
   TypeInfo rt = DescribeType(rdt, HasTypeRecord);
   TypeInfo stt = sbuf == MPI_IN_PLACE ? rt : DescribeType(sdt, HasTypeRecord);
   int me = incin_comm_rank(comm);
@@ -653,11 +420,11 @@ int incin_allgather(incin_comm* st, void* m, const void* sbuf, int scount, MPI_D
     incin_prev_allreduce(m, &mine, &all, 1, MPI_INT, MPI_MIN, comm);
     return all != 0;
   };
-  return Dispatch(
+  return G().rt.Dispatch(
       comm, q, !rt.contiguous || !stt.contiguous, PackableItem(rt) && PackableItem(stt), agree,
       [&](const Decision&) {
-        return OffloadAllgather(*G().inc, sbuf, scount, sdt, stt, rbuf, rcount, rdt, rt, q.bytes, me, size,
-                                G().inc_rank, ToWorld(st));
+        return OffloadAllgather(*G().rt.inc, sbuf, scount, sdt, stt, rbuf, rcount, rdt, rt, q.bytes, me, size,
+                                G().rt.inc_rank, ToWorld(st));
       },
       fallback);
 }

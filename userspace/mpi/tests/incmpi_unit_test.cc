@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // libincmpi without a running MPI: environment parsing, the fallback
 // decision table (every reason and every offloaded type/op), datatype
-// signatures and layouts, and the summary's JSON.
+// signatures and layouts, the summary's JSON, and the fallback log both
+// front ends share.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include "mpi/config.h"
 #include "mpi/decision.h"
 #include "mpi/dtype.h"
+#include "mpi/fallback_log.h"
 #include "mpi/stats.h"
 
 namespace inc::mpi {
@@ -614,6 +616,64 @@ TEST(IncMpiStats, JsonCountsPerCallAndReason) {
   std::string text = s.ToText(h);
   EXPECT_NE(text.find("fallback:user_op"), std::string::npos) << text;
   EXPECT_NE(text.find("offloaded"), std::string::npos) << text;
+}
+
+// Both front ends log through one FallbackLog: a (call, reason) pair once
+// at its level, then at debug, unless INCIN_MPI_FALLBACK_LOG=all. The steps
+// run in order on one log, so each row sees what the rows before logged.
+TEST(IncMpiFallbackLog, FirstLineAtItsLevelLaterOnesAtDebug) {
+  struct Step {
+    const char* name;
+    Call call;
+    Reason reason;
+    LogLevel level;
+    bool all;
+    LogLevel want;
+  };
+  const Step steps[] = {
+      {"first pair", Call::kAllreduce, Reason::kUserOp, LogLevel::kWarn, false, LogLevel::kWarn},
+      {"same pair again", Call::kAllreduce, Reason::kUserOp, LogLevel::kWarn, false, LogLevel::kDebug},
+      {"same reason, other call", Call::kReduce, Reason::kUserOp, LogLevel::kWarn, false, LogLevel::kWarn},
+      {"same call, other reason", Call::kAllreduce, Reason::kSubcomm, LogLevel::kInfo, false,
+       LogLevel::kInfo},
+      {"logged pair with all", Call::kAllreduce, Reason::kUserOp, LogLevel::kWarn, true, LogLevel::kWarn},
+      {"logged pair without all again", Call::kAllreduce, Reason::kUserOp, LogLevel::kWarn, false,
+       LogLevel::kDebug},
+      {"error line of a failed group", Call::kBcast, Reason::kGroupFailed, LogLevel::kError, false,
+       LogLevel::kError},
+      {"failed group again", Call::kBcast, Reason::kGroupFailed, LogLevel::kError, false, LogLevel::kDebug},
+  };
+  FallbackLog log;
+  for (const Step& s : steps) EXPECT_EQ(log.Level(s.call, s.reason, s.level, s.all), s.want) << s.name;
+}
+
+TEST(IncMpiFallbackLog, LineNamesReasonCallRankCommBytesAndGroupDetail) {
+  struct Case {
+    const char* name;
+    Call call;
+    Reason reason;
+    int rank;
+    bool world;
+    uint64_t bytes;
+    std::string detail;
+    std::string want;
+  };
+  const Case cases[] = {
+      {"derived communicator", Call::kAllreduce, Reason::kSubcomm, 3, false, 400, "",
+       "fallback reason=subcomm call=MPI_Allreduce rank=3 comm=derived bytes=400"},
+      {"world, argument reason", Call::kBcast, Reason::kBelowMinBytes, 0, true, 8, "",
+       "fallback reason=below_min_bytes call=MPI_Bcast rank=0 comm=world bytes=8"},
+      {"no group: the detail says why", Call::kBarrier, Reason::kNoGroup, 1, true, 0, "INCIN_AM is not set",
+       "fallback reason=no_group call=MPI_Barrier rank=1 comm=world bytes=0 detail=\"INCIN_AM is not set\""},
+      {"bad config: the detail says why", Call::kReduce, Reason::kBadConfig, 2, true, 4, "bad value",
+       "fallback reason=bad_config call=MPI_Reduce rank=2 comm=world bytes=4 detail=\"bad value\""},
+      {"group detail only for group reasons", Call::kAllgather, Reason::kUserOp, 0, true, 16, "stale",
+       "fallback reason=user_op call=MPI_Allgather rank=0 comm=world bytes=16"},
+      {"no group without detail", Call::kReduceScatterBlock, Reason::kNoGroup, 0, false, 32, "",
+       "fallback reason=no_group call=MPI_Reduce_scatter_block rank=0 comm=derived bytes=32"},
+  };
+  for (const Case& c : cases)
+    EXPECT_EQ(FallbackLine(c.call, c.reason, c.rank, c.world, c.bytes, c.detail), c.want) << c.name;
 }
 
 }  // namespace
