@@ -138,6 +138,7 @@ FELL_BACK=(noam:no_group disabled:disabled mixed:bad_config)
 # On a lab with mTLS: coll_incin_tls_ca naming no file wins over the lab's
 # INCIN_TLS_CA (the member certificates stay the variables'): no rank can
 # reach the AM, all fall back together.
+# shellcheck source=/dev/null  # the lab's generated settings
 if [ "$(. "/tmp/inclab-$L/lab.env" && echo "${TLS:-0}")" = 1 ]; then
   run badca --mca mca_component_path "$CPATH_MCA" --mca coll_incin_enable 1 \
     --mca coll_incin_tls_ca "$OUT/no-such-ca.pem" -x "INCIN_MPI_SUMMARY_JSON=$OUT/badca-%r.json" -- --quick
@@ -176,6 +177,7 @@ INCIN_JOB_CREDENTIAL=$("$INCLAB" ctl "$L" job credential "$JOB2") || fail "no jo
 # parameters and the variables (the member certificates the lab's agent
 # exports per host).
 TLS_MCA=()
+# shellcheck source=/dev/null  # the lab's generated settings
 if [ "$(. "/tmp/inclab-$L/lab.env" && echo "${TLS:-0}")" = 1 ]; then
   cp "/tmp/inclab-$L/pki/ca.pem" "$OUT/ca-param.pem"
   TLS_MCA=(--mca coll_incin_tls_ca "$OUT/ca-param.pem")

@@ -22,6 +22,7 @@ at_cleanup '[ "$rc" != 0 ] || rm -rf "$DIR"'
 
 lab_up l "$KIND"
 L="$P"l
+# shellcheck source=/dev/null  # the lab's generated settings
 AM=$(. "/tmp/inclab-$L/lab.env" && echo "$AM")
 RUNS=()
 for backend in ${TORCH_SUITE_BACKENDS:-incin gloo}; do

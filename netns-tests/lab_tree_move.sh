@@ -103,7 +103,7 @@ d = json.load(open(sys.argv[1]))
 s = d["switch_summary"]
 assert not s.get("tree_ids"), s.get("tree_ids")
 PY
-read -r pulls answers adopted <<<"$(switch_stats "$other")"
+read -r pulls _ adopted <<<"$(switch_stats "$other")"
 read -r _ leaf0_answers _ <<<"$(switch_stats leaf0)"
 read -r _ leaf1_answers _ <<<"$(switch_stats leaf1)"
 note "link leaf0-$root down: tree moved to $other after $((moved_at - t_down)) ms (AM event time)"

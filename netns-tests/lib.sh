@@ -1,11 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
+# shellcheck shell=bash
 # Sourced by the lab tests: one lab per test with a unique prefix, torn down
 # on every exit path (logs kept on failure), and small assertion helpers.
 # Usage in a test:  . lib.sh "$BUILD" <tag>; lab_up single ...; ...; pass
 set -euo pipefail
 LAB_TESTS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 INCLAB="$LAB_TESTS_DIR/inclab"
-export INCLAB_BUILD=$(readlink -f "${1:?usage: test.sh BUILD_DIR}")
+INCLAB_BUILD=$(readlink -f "${1:?usage: test.sh BUILD_DIR}")
+export INCLAB_BUILD
 TEST_TAG=${2:?test tag}
 # Unique per test process: concurrent ctest jobs and labs never collide.
 P="t${TEST_TAG}$(( $$ % 10000 ))"
@@ -125,6 +127,7 @@ need_ompi_component() {
   local pkglib
   pkglib=$(ompi_info --path pkglibdir --parsable | sed -n 's/^path:pkglibdir://p')
   [ -d "$pkglib" ] || skip "ompi_info names no pkglibdir (Open MPI's component directory)"
+  # shellcheck disable=SC2034  # read by lab_ompi_coll.sh
   CPATH_MCA="$pkglib:$(dirname "$COMPONENT")"
 }
 
@@ -143,7 +146,8 @@ sys.exit(importlib.util.find_spec('$mod') is None)" 2>/dev/null; then
   [ -n "$PY" ] || skip "$mod is not importable (apt-get install python3-torch)"
   pkg=$(find "$INCLAB_BUILD" -maxdepth 4 -name "_incin_torch*.so" | head -n1)
   [ -n "$pkg" ] || skip "the incin torch extension is not built in $INCLAB_BUILD (userspace/torch)"
-  export PYTHONPATH="$(dirname "$(dirname "$pkg")")${PYTHONPATH:+:$PYTHONPATH}"
+  PYTHONPATH="$(dirname "$(dirname "$pkg")")${PYTHONPATH:+:$PYTHONPATH}"
+  export PYTHONPATH
 }
 
 require_bins() {  # names...: skip (ctest SKIP_RETURN_CODE 77) if one is not built
@@ -210,7 +214,10 @@ PY
 
 # inc-perf from the build tree, for `inclab run`.
 INC_PERF_BIN=$(find "$INCLAB_BUILD" -maxdepth 4 -type f -name inc-perf -perm -u+x 2>/dev/null | head -n1)
-[ -z "$INC_PERF_BIN" ] || export PATH="$(dirname "$INC_PERF_BIN"):$PATH"
+if [ -n "$INC_PERF_BIN" ]; then
+  PATH="$(dirname "$INC_PERF_BIN"):$PATH"
+  export PATH
+fi
 
 # run_perf: perf, recording a failure for pass() instead of stopping the test.
 run_perf() { perf "$@" || true; }

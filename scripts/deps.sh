@@ -5,7 +5,7 @@
 set -euo pipefail
 
 PACKAGES=(
-  build-essential cmake pkg-config clang llvm clang-format libclang-rt-dev
+  build-essential cmake pkg-config clang llvm clang-format libclang-rt-dev shellcheck
   libbpf-dev bpftool linux-libc-dev
   # libxdp: worker programs join another program's multi-program dispatcher;
   # xdp-loader for lab.xdp_coexist (docs/operations.md).
@@ -27,7 +27,8 @@ PACKAGES=(
   # not started here (no init system runs it in a container).
   prometheus
 )
-PACKAGES+=(${INC_EXTRA_PACKAGES:-})
+read -r -a EXTRA_PACKAGES <<<"${INC_EXTRA_PACKAGES:-}"
+PACKAGES+=("${EXTRA_PACKAGES[@]}")
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -26,7 +26,8 @@ done
 PKG=$(find "$BUILD" -maxdepth 4 -name "_incin_torch*.so" | head -n1)
 [ -n "$PKG" ] || { echo "ddp_bench: no incin torch extension in $BUILD" >&2; exit 2; }
 PY=/usr/bin/python3
-export PYTHONPATH="$(dirname "$(dirname "$PKG")")"
+PYTHONPATH="$(dirname "$(dirname "$PKG")")"
+export PYTHONPATH
 INCLAB=$SRC/netns-tests/inclab
 L=tbench$$
 OUT=$(mktemp -d /tmp/incin-ddp-bench.XXXXXX)

@@ -68,6 +68,7 @@ for rank in "${!namespaces[@]}"; do
 done
 
 # Stop every rank on Ctrl-C/TERM (they leave their group on SIGTERM's exit).
+# shellcheck disable=SC2154  # p is the loop variable of the trap's own command
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done' INT TERM
 
 rc=0

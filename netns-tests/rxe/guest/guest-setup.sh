@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
+# shellcheck shell=bash
 # Sourced first by the guest's PID-1 scripts (rxe-guest.sh, lab-guest.sh),
 # with LOG_PREFIX set (the console lines rxe-lab shows start with it): the
 # incin.* arguments of the kernel command line, log/result to the console
@@ -12,7 +13,7 @@ BUILD=$(arg build)
 KDIR=$(arg kdir)
 OUT=/mnt/incin-out
 up() { cut -d' ' -f1 /proc/uptime; }
-log() { echo "$LOG_PREFIX[$(up)]: $*"; }
+log() { echo "${LOG_PREFIX}[$(up)]: $*"; }
 result() { echo "$*" >>"$OUT/results.txt"; log "RESULT $*"; }
 finish() {
   result "DONE guest uptime $(up) s"

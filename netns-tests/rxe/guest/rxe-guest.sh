@@ -23,9 +23,9 @@ check_rxe_netns() {
   ip -n rxchk addr add 192.168.250.1/24 dev rxchk0
   ip -n rxchk link set rxchk0 up
   ip -n rxchk link set rxchk1 up
-  local ok=1 i
+  local ok=1
   if ip netns exec rxchk rdma link add rxchk_rxe type rxe netdev rxchk0; then
-    for i in $(seq 50); do
+    for _ in $(seq 50); do
       grep -qs "ffff:c0a8:fa01" /sys/class/infiniband/rxchk_rxe/ports/1/gids/* && { ok=0; break; }
       sleep 0.1
     done
