@@ -16,7 +16,7 @@ while IFS= read -r -d '' f; do
     *.sh) files+=("$f") ;;
     *) head -n1 "$f" 2>/dev/null | grep -Eq '^#!.*(/|env )(ba)?sh( |$)' && files+=("$f") ;;
   esac
-done < <(find . \( -name .git -o -name 'build*' -o -name bench-results -o -name node_modules \) -prune -o \
+done < <(find . -type d \( -name .git -o -name 'build*' -o -name bench-results -o -name node_modules \) -prune -o \
   -type f ! -name '*.*' -print0 -o -type f -name '*.sh' -print0)
 [ "${#files[@]}" -gt 0 ] || { echo "no shell scripts under $ROOT" >&2; exit 1; }
 echo "shellcheck: ${#files[@]} scripts"
