@@ -29,3 +29,13 @@ function(inc_gtest_groups)
   list(APPEND _tests ${A_PREFIX}_other)
   set_tests_properties(${_tests} PROPERTIES LABELS ${A_LABEL} ${A_PROPERTIES})
 endfunction()
+
+# inc_skipped_test(<ctest name> <label> <reason>)
+#
+# Registers a test that only reports SKIP with the reason: where a folder's
+# dependency is missing at configure time its tests would otherwise vanish
+# from `ctest -N` and a run would look complete without them.
+function(inc_skipped_test name label reason)
+  add_test(NAME ${name} COMMAND sh -c "echo 'SKIP: ${reason}'; exit 77")
+  set_tests_properties(${name} PROPERTIES LABELS ${label} SKIP_RETURN_CODE 77)
+endfunction()
