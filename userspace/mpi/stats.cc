@@ -28,27 +28,6 @@ std::string TallyJson(const Tally& t) {
 }
 }  // namespace
 
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
-
 void Stats::Record(Call call, Reason reason, uint64_t bytes, double seconds, bool packed) {
   std::lock_guard<std::mutex> l(mu_);
   Tally& t = t_[static_cast<size_t>(call)][static_cast<size_t>(reason)];
@@ -95,9 +74,9 @@ std::string Stats::ToJson(const Header& h) const {
   std::lock_guard<std::mutex> l(mu_);
   std::ostringstream o;
   o << "{\"rank\": " << h.rank << ", \"world\": " << h.world
-    << ", \"enabled\": " << (h.enabled ? "true" : "false") << ", \"group\": " << JsonString(h.group)
-    << ", \"group_detail\": " << JsonString(h.group_detail) << ", \"job_id\": " << JsonString(h.job_id)
-    << ", \"tree_id\": " << h.tree_id << ", \"calls\": {";
+    << ", \"enabled\": " << (h.enabled ? "true" : "false") << ", \"group\": " << inc::JsonQuote(h.group)
+    << ", \"group_detail\": " << inc::JsonQuote(h.group_detail)
+    << ", \"job_id\": " << inc::JsonQuote(h.job_id) << ", \"tree_id\": " << h.tree_id << ", \"calls\": {";
   std::array<Tally, kReasons> by_reason{};
   Tally offloaded, fallback, failed;
   for (size_t c = 0; c < kCalls; c++) {
@@ -112,7 +91,7 @@ std::string Stats::ToJson(const Header& h) const {
       by_reason[r].calls += t.calls;
       by_reason[r].bytes += t.bytes;
       by_reason[r].seconds += t.seconds;
-      reasons += (reasons.empty() ? "" : ", ") + JsonString(ReasonName(static_cast<Reason>(r))) + ": " +
+      reasons += (reasons.empty() ? "" : ", ") + inc::JsonQuote(ReasonName(static_cast<Reason>(r))) + ": " +
                  TallyJson(t);
     }
     const Tally& off = t_[c][0];
@@ -126,7 +105,7 @@ std::string Stats::ToJson(const Header& h) const {
     failed.calls += err.calls;
     failed.bytes += err.bytes;
     failed.seconds += err.seconds;
-    o << (c ? ", " : "") << JsonString(CallName(static_cast<Call>(c)))
+    o << (c ? ", " : "") << inc::JsonQuote(CallName(static_cast<Call>(c)))
       << ": {\"offloaded\": " << TallyJson(off) << ", \"packed\": " << packed_[c]
       << ", \"fallback\": " << TallyJson(fb) << ", \"failed\": " << TallyJson(err)
       << ", \"fallback_reasons\": {" << reasons << "}}";
@@ -136,7 +115,8 @@ std::string Stats::ToJson(const Header& h) const {
   bool first = true;
   for (size_t r = 1; r < kReasons; r++) {
     if (!by_reason[r].calls || r == kFailed) continue;
-    o << (first ? "" : ", ") << JsonString(ReasonName(static_cast<Reason>(r))) << ": " << by_reason[r].calls;
+    o << (first ? "" : ", ") << inc::JsonQuote(ReasonName(static_cast<Reason>(r))) << ": "
+      << by_reason[r].calls;
     first = false;
   }
   o << "}";

@@ -56,7 +56,4 @@ class Stats {
 // text table on stderr, the JSON document in this rank's file.
 void WriteSummary(const Stats& stats, const Stats::Header& h, const Config& cfg);
 
-// JSON string literal (quotes included).
-std::string JsonString(const std::string& s);
-
 }  // namespace inc::mpi
