@@ -29,6 +29,19 @@ Scenarios (docs/pytorch.md "Failures" is the policy they check):
                 the cause, no rank hangs
   killed        rank N-1 is SIGKILLed: the others' next calls raise within
                 timeout + 10 s, later calls raise
+  async         offloaded Works are asynchronous: several all_reduce(async_op)
+                issued before any wait (rank 1 late: isCompleted false at
+                first on the others), waited out of order, right results;
+                wait(timeout) raises while the peer is late; a tensor the
+                caller dropped stays alive in the Work; an offloaded, a gloo
+                and an offloaded call issued back to back in that order
+  asyncfail     rank N-1 absent past the timeout (10 s) with two async
+                all_reduces queued: both Works raise through wait() (and
+                their futures), later calls raise
+  fallback      no AM (INCIN_AM unset, every call on gloo): bfloat16 all_reduce,
+                AVG (float32, bfloat16), all_gather_into_tensor,
+                reduce_scatter_tensor (SUM, AVG) equal to a local reference,
+                identical on every rank, counted as fallback no_group
 
 Writes {"check", "rank", "failures": [...], "info": {...}} to --out; exit 0
 when this rank saw no failure, 1 otherwise, 77 when torch is missing.
@@ -510,10 +523,181 @@ def check_killed(c):
     after_failure(c, "killed")
 
 
+# ------------------------------------------------------------------ async
+
+def check_async(c):
+    torch, dist, rank, world = c.torch, c.dist, c.rank, c.world
+    from datetime import timedelta
+    n = 1 << 16
+    if rank == 1:
+        time.sleep(2)  # the others' Works cannot complete before rank 1 comes
+    ts = [torch.full((n,), float(rank + 10 * i)) for i in range(4)]
+    ws = [dist.all_reduce(t, async_op=True) for t in ts]
+    first = [w.is_completed() for w in ws]
+    c.info["completed_at_issue"] = first
+    if rank != 1 and all(first):
+        c.fail("every all_reduce Work was complete when issued while rank 1 was 2 s late")
+    futs = [w.get_future() for w in ws]
+    for i in reversed(range(len(ws))):
+        ws[i].wait()
+    want_base = world * (world - 1) / 2
+    for i, t in enumerate(ts):
+        want = want_base + world * 10 * i
+        if not torch.equal(t, torch.full((n,), float(want))):
+            c.fail(f"async all_reduce {i}: got {t[:3].tolist()}, want {want}")
+        if not ws[i].is_completed():
+            c.fail(f"async all_reduce {i}: not completed after wait()")
+        if not torch.equal(futs[i].wait()[0], t):
+            c.fail(f"async all_reduce {i}: future value differs from the tensor")
+    # wait(timeout) is honoured: rank 1 comes 3 s late.
+    if rank == 1:
+        time.sleep(3)
+    w = dist.all_reduce(torch.ones(8), async_op=True)
+    if rank != 1:
+        t0 = time.time()
+        c.raises("wait(timeout=200 ms) while rank 1 is 3 s late",
+                 lambda: w.wait(timeout=timedelta(milliseconds=200)), "")
+        if time.time() - t0 > 2:
+            c.fail(f"wait(timeout=200 ms) returned after {time.time() - t0:.1f} s")
+    w.wait()
+    if not torch.equal(w.result()[0], torch.full((8,), float(world))):
+        c.fail(f"all_reduce after wait(timeout): {w.result()[0].tolist()}")
+    # A tensor the caller no longer holds lives in its Work until it completes.
+    w = dist.all_reduce(torch.full((n,), 2.0), async_op=True)
+    import gc
+    gc.collect()
+    w.wait()
+    if not torch.equal(w.result()[0], torch.full((n,), 2.0 * world)):
+        c.fail("all_reduce of a dropped tensor: wrong result")
+    # Offloaded, gloo (PRODUCT), offloaded, issued back to back: the same
+    # order on every rank, every result right.
+    a, p, b = torch.full((n,), 1.0), torch.full((n,), 2.0), torch.full((n,), float(rank))
+    w1 = dist.all_reduce(a, async_op=True)
+    w2 = dist.all_reduce(p, op=dist.ReduceOp.PRODUCT, async_op=True)
+    w3 = dist.all_reduce(b, async_op=True)
+    for w in (w3, w2, w1):
+        w.wait()
+    if not (torch.equal(a, torch.full((n,), float(world))) and torch.equal(p, torch.full((n,), 2.0 ** world))
+            and torch.equal(b, torch.full((n,), want_base))):
+        c.fail(f"mixed offloaded/gloo calls: {a[0].item()} {p[0].item()} {b[0].item()}")
+    dist.barrier()
+    s = c.summary()
+    if s is not None and c.calls(s, "allreduce") < 8:
+        c.fail(f"all_reduce not offloaded: {s['collectives'].get('allreduce')}")
+
+
+def check_asyncfail(c):
+    torch, dist, rank, world = c.torch, c.dist, c.rank, c.world
+    timeout = c.a.timeout
+    dist.all_reduce(torch.ones(10))  # the group works
+    if rank == world - 1:
+        time.sleep(timeout + 5)  # absent past the timeout
+    t0 = time.time()
+    w1 = dist.all_reduce(torch.ones(10), async_op=True)
+    w2 = dist.all_reduce(torch.ones(10), async_op=True)
+    if time.time() - t0 > 1:
+        c.fail(f"issuing two async all_reduces took {time.time() - t0:.1f} s")
+    f2 = w2.get_future()
+    msg2 = c.raises("wait() on the second queued all_reduce", w2.wait, "")
+    msg1 = c.raises("wait() on the first all_reduce", w1.wait, "")
+    el = time.time() - t0
+    c.info["raise_seconds"] = round(el, 2)
+    c.info["errors"] = [m.splitlines()[0][:200] if m else "" for m in (msg1, msg2)]
+    if el > timeout + 10:
+        c.fail(f"the failed all_reduces raised after {el:.1f} s, more than timeout + 10 s")
+    try:
+        f2.wait()
+        c.fail("the failed all_reduce's future did not raise")
+    except RuntimeError:
+        pass
+    after_failure(c, "asyncfail")
+
+
+# --------------------------------------------------------------- fallback
+
+def check_fallback(c):
+    torch, dist, rank, world = c.torch, c.dist, c.rank, c.world
+    s = c.summary()
+    if s["group"] != "no_group":
+        c.fail(f"group state {s['group']}, want no_group (INCIN_AM unset)")
+    g = torch.Generator().manual_seed(7)
+    per_rank = [torch.randn(1000, generator=g) * 100 for _ in range(world)]  # every rank's input, on each rank
+    mine = per_rank[rank]
+
+    def same_everywhere(what, t):
+        b = t.contiguous().view(torch.uint8)  # the bytes (gloo 1.13 gathers no bfloat16)
+        outs = [torch.empty_like(b) for _ in range(world)]
+        dist.all_gather(outs, b)
+        if any(not torch.equal(o, b) for o in outs):
+            c.fail(f"{what}: results differ between ranks")
+
+    # bfloat16 SUM of exactly representable small values: exact.
+    t = (torch.arange(64, dtype=torch.float32) * 0.5 + rank).to(torch.bfloat16)
+    dist.all_reduce(t)
+    ref = sum(torch.arange(64, dtype=torch.float32) * 0.5 + r for r in range(world)).to(torch.bfloat16)
+    if not torch.equal(t, ref):
+        c.fail(f"bfloat16 all_reduce SUM: {t[:4].tolist()}, want {ref[:4].tolist()}")
+    # bfloat16 MAX.
+    t = mine.to(torch.bfloat16)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    ref = torch.stack(per_rank).to(torch.bfloat16).max(dim=0).values
+    if not torch.equal(t, ref):
+        c.fail("bfloat16 all_reduce MAX differs from the local reference")
+    # AVG, float32 and bfloat16: within rounding of the local mean, and the
+    # same bytes on every rank.
+    for dt, tol in ((torch.float32, 1e-5), (torch.bfloat16, 1e-2)):
+        t = mine.to(dt).clone()  # .to() of the same dtype is mine itself
+        dist.all_reduce(t, op=dist.ReduceOp.AVG)
+        ref = torch.stack([x.to(dt).double() for x in per_rank]).mean(dim=0)
+        err = ((t.double() - ref).abs() / ref.abs().clamp(min=1.0)).max().item()
+        if err > tol:
+            c.fail(f"AVG {dt}: relative error {err:.3g} > {tol}")
+        same_everywhere(f"AVG {dt}", t)
+    # Exact AVG: integers summed, divided by a power of two.
+    t = torch.arange(16, dtype=torch.float32) * (rank + 1)
+    dist.all_reduce(t, op=dist.ReduceOp.AVG)
+    ref = torch.arange(16, dtype=torch.float32) * sum(r + 1 for r in range(world)) / world
+    if not torch.equal(t, ref):
+        c.fail(f"AVG float32 of integers: {t[:4].tolist()}, want {ref[:4].tolist()}")
+    # all_gather_into_tensor.
+    out = torch.empty(world * 1000)
+    dist.all_gather_into_tensor(out, mine)
+    if not torch.equal(out, torch.cat(per_rank)):
+        c.fail("all_gather_into_tensor differs from the local reference")
+    # reduce_scatter_tensor SUM (integers: exact) and AVG.
+    ints = [torch.arange(world * 8, dtype=torch.int64) * (r + 1) for r in range(world)]
+    out = torch.empty(8, dtype=torch.int64)
+    dist.reduce_scatter_tensor(out, ints[rank])
+    ref = sum(ints).narrow(0, rank * 8, 8)
+    if not torch.equal(out, ref):
+        c.fail(f"reduce_scatter_tensor SUM: {out.tolist()}, want {ref.tolist()}")
+    big = [x.repeat(world)[: world * 250] for x in per_rank]
+    out = torch.empty(250)
+    dist.reduce_scatter_tensor(out, big[rank], op=dist.ReduceOp.AVG)
+    ref = torch.stack([x.double() for x in big]).mean(dim=0).narrow(0, rank * 250, 250)
+    if ((out.double() - ref).abs() / ref.abs().clamp(min=1.0)).max().item() > 1e-5:
+        c.fail("reduce_scatter_tensor AVG differs from the local reference")
+    # bfloat16 reduce_scatter_tensor SUM (small integers: exact).
+    bf = [(torch.arange(world * 4, dtype=torch.float32) + r).to(torch.bfloat16) for r in range(world)]
+    out = torch.empty(4, dtype=torch.bfloat16)
+    dist.reduce_scatter_tensor(out, bf[rank])
+    ref = sum(x.float() for x in bf).to(torch.bfloat16).narrow(0, rank * 4, 4)
+    if not torch.equal(out, ref):
+        c.fail(f"bfloat16 reduce_scatter_tensor: {out.tolist()}, want {ref.tolist()}")
+    s = c.summary()
+    ar = s["collectives"].get("allreduce", {})
+    if ar.get("fallback_reasons", {}).get("no_group", 0) < 5:
+        c.fail(f"allreduce fallbacks not counted as no_group: {ar}")
+    for coll in ("_allgather_base", "_reduce_scatter_base"):
+        if s["collectives"].get(coll, {}).get("fallback", {}).get("calls", 0) < 1:
+            c.fail(f"{coll} fallback not counted: {s['collectives'].get(coll)}")
+
+
 CHECKS = {"numerics": check_numerics, "late": check_late, "barrier_async": check_barrier_async,
           "argerrors": check_argerrors, "sparse": check_sparse, "empty": check_empty,
           "monitored": check_monitored, "subgroup": check_subgroup, "absent": check_absent,
-          "killed": check_killed}
+          "killed": check_killed, "async": check_async, "asyncfail": check_asyncfail,
+          "fallback": check_fallback}
 
 
 def main():
@@ -529,7 +713,9 @@ def main():
     from datetime import timedelta
     os.environ.setdefault("GLOO_SOCKET_IFNAME", a.iface)
     if a.backend == "incin":
-        if a.am:
+        if a.check == "fallback":
+            os.environ.pop("INCIN_AM", None)  # no AM: every call on gloo
+        elif a.am:
             os.environ["INCIN_AM"] = a.am
         if a.job:
             os.environ["INCIN_JOB_ID"] = a.job
@@ -540,7 +726,7 @@ def main():
     dist.init_process_group(a.backend, init_method=f"tcp://{a.master}", rank=a.rank, world_size=a.world,
                             timeout=timedelta(seconds=a.timeout))
     c = Ctx(a, torch, dist)
-    if a.backend == "incin":
+    if a.backend == "incin" and a.check != "fallback":
         s = c.summary()
         if s["group"] != "ok":
             c.fail(f"no libinc group: {s['group']} ({s['group_detail']})")
@@ -561,7 +747,7 @@ def main():
     sys.stdout.flush()
     # A failed group may not be torn down cleanly (gloo peers gone): leave
     # without waiting for its destructor.
-    if a.check in ("absent", "killed", "monitored"):
+    if a.check in ("absent", "asyncfail", "killed", "monitored"):
         os._exit(0 if not c.failures else 1)
     dist.destroy_process_group()
     return 0 if not c.failures else 1

@@ -20,10 +20,21 @@
 // - A caller's argument error raises (like gloo's) and changes nothing.
 // - 0-element calls complete locally (gloo 1.13 dies of SIGFPE on some).
 //
-// Offloaded collectives run synchronously on the calling thread: the
-// returned Work is already complete. barrier() first waits for every gloo
-// Work this group handed out. One translation unit: the torch headers are
-// heavy.
+// Threading (docs/pytorch.md "Threading"): offloaded collectives run on the
+// group's own worker thread, one FIFO queue per process group, so every rank
+// issues them to libinc in call order (libinc's group is not re-entrant: one
+// collective at a time). The caller gets an AsyncWork at once (wait(),
+// isCompleted(), getFuture() as gloo's; an error reaches wait() and the
+// future); the Work and the queued task hold the tensors until it completes.
+// A call that goes to gloo first waits until the queue is empty (the
+// offloaded calls before it were issued), then calls gloo on the caller's
+// thread: gloo sees its calls in the same order on every rank, also a
+// switch_unsupported redo that the worker issues. barrier() waits for every
+// offloaded and gloo Work handed out before it. A failed offload fails the
+// group: queued calls behind it complete with the "failed earlier" error.
+// What gloo 1.13 lacks (bfloat16 and AVG all_reduce, the _base forms) is
+// composed here from gloo's primitives. One translation unit: the torch
+// headers are heavy.
 #include <inc/inc.h>
 #include <pybind11/chrono.h>
 #include <pybind11/pybind11.h>
@@ -34,17 +45,21 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <deque>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <mutex>
 #include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 #include <utility>
@@ -240,6 +255,35 @@ class DoneWork : public c10d::Work {
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 
+// An offloaded collective queued on the group's worker thread: complete
+// (its Future too) when the worker ran it. wait(timeout), isCompleted() and
+// exceptions are c10d::Work's (as gloo's AsyncWork); it holds the output
+// tensors until then.
+class AsyncWork : public c10d::Work {
+ public:
+  AsyncWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs)
+      : c10d::Work(rank, type),
+        outputs_(std::move(outputs)),
+        future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {}
+  // On the worker thread (or gloo's, for a redo on gloo). The Work first,
+  // then the Future, whose callbacks (DDP's) run here.
+  void Complete(std::exception_ptr error) {
+    if (error) {
+      finish(error);
+      future_->setError(error);
+    } else {
+      finish();
+      future_->markCompleted(c10::IValue(outputs_));
+    }
+  }
+  std::vector<at::Tensor> result() override { return outputs_; }
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+
+ private:
+  std::vector<at::Tensor> outputs_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
 // A collective composed of a gloo Work and a step after it (copying a
 // reduce_scatter's block out of an allreduce): complete when the step ran.
 // The step runs on gloo's thread as a callback of the inner Work's future.
@@ -373,18 +417,20 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
     inc_op op = INC_SUM;
     if (r == Reason::kNone) r = ReduceTypes(tensors[0], opts.reduceOp, &dt, &op);
     if (r == Reason::kNone) {
-      at::Tensor& t = tensors[0];
+      at::Tensor t = tensors[0];
       size_t n = static_cast<size_t>(t.numel());
-      auto work = Offload(c, c10d::OpType::ALLREDUCE, bytes, tensors, &r, [&] {
-        if (t.is_contiguous()) return inc_allreduce(comm_, t.data_ptr(), t.data_ptr(), n, dt, op);
-        at::Tensor cont = t.contiguous();
-        inc_status s = inc_allreduce(comm_, cont.data_ptr(), cont.data_ptr(), n, dt, op);
-        if (s == INC_OK) t.copy_(cont);
-        return s;
-      });
-      if (work) return work;
+      return Offload(
+          c, c10d::OpType::ALLREDUCE, bytes, tensors,
+          [this, t, n, dt, op]() mutable {
+            if (t.is_contiguous()) return inc_allreduce(comm_, t.data_ptr(), t.data_ptr(), n, dt, op);
+            at::Tensor cont = t.contiguous();
+            inc_status s = inc_allreduce(comm_, cont.data_ptr(), cont.data_ptr(), n, dt, op);
+            if (s == INC_OK) t.copy_(cont);
+            return s;
+          },
+          [this, tensors, opts]() mutable { return GlooAllreduce(tensors, opts); });
     }
-    return Gloo(c, r, bytes, [&] { return gloo_->allreduce(tensors, opts); });
+    return Gloo(c, r, bytes, [&] { return GlooAllreduce(tensors, opts); });
   }
 
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
@@ -399,24 +445,26 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
     uint64_t bytes = BytesOf(tensors);
     Reason r = TensorsReason(tensors);
     if (r == Reason::kNone) {
-      at::Tensor& t = tensors[0];
+      at::Tensor t = tensors[0];
       uint32_t root = static_cast<uint32_t>(opts.rootRank);
-      auto work = Offload(c, c10d::OpType::BROADCAST, bytes, tensors, &r, [&] {
-        // Bytes as int32 words (libinc's broadcast is exact for them); an odd
-        // byte count or a non-contiguous tensor through a padded copy.
-        if (bytes % 4 == 0 && t.is_contiguous())
-          return inc_broadcast(comm_, t.data_ptr(), bytes / 4, INC_INT32, root);
-        at::Tensor cont = t.contiguous();
-        std::vector<uint8_t> pad(RoundUp4(bytes), 0);
-        std::memcpy(pad.data(), cont.data_ptr(), bytes);
-        inc_status s = inc_broadcast(comm_, pad.data(), pad.size() / 4, INC_INT32, root);
-        if (s == INC_OK) {
-          std::memcpy(cont.data_ptr(), pad.data(), bytes);
-          if (!cont.is_same(t)) t.copy_(cont);
-        }
-        return s;
-      });
-      if (work) return work;
+      return Offload(
+          c, c10d::OpType::BROADCAST, bytes, tensors,
+          [this, t, bytes, root]() mutable {
+            // Bytes as int32 words (libinc's broadcast is exact for them); an odd
+            // byte count or a non-contiguous tensor through a padded copy.
+            if (bytes % 4 == 0 && t.is_contiguous())
+              return inc_broadcast(comm_, t.data_ptr(), bytes / 4, INC_INT32, root);
+            at::Tensor cont = t.contiguous();
+            std::vector<uint8_t> pad(RoundUp4(bytes), 0);
+            std::memcpy(pad.data(), cont.data_ptr(), bytes);
+            inc_status s = inc_broadcast(comm_, pad.data(), pad.size() / 4, INC_INT32, root);
+            if (s == INC_OK) {
+              std::memcpy(cont.data_ptr(), pad.data(), bytes);
+              if (!cont.is_same(t)) t.copy_(cont);
+            }
+            return s;
+          },
+          [this, tensors, opts]() mutable { return gloo_->broadcast(tensors, opts); });
     }
     return Gloo(c, r, bytes, [&] { return gloo_->broadcast(tensors, opts); });
   }
@@ -424,13 +472,15 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override {
     const Coll c = Coll::kBarrier;
     Usable(c);
-    // Like gloo's barrier: after every earlier Work of this group.
+    // Like gloo's barrier: after every earlier Work of this group, the
+    // offloaded ones (the queue) and the gloo ones.
+    Drain();
     WaitPending();
     Reason r = group_reason_;
     if (r == Reason::kNone) {
-      std::vector<at::Tensor> none;
-      auto work = Offload(c, c10d::OpType::BARRIER, 0, none, &r, [&] { return inc_barrier(comm_); });
-      if (work) return work;
+      return Offload(
+          c, c10d::OpType::BARRIER, 0, {}, [this] { return inc_barrier(comm_); },
+          [this, opts]() mutable { return gloo_->barrier(opts); });
     }
     return Gloo(c, r, 0, [&] { return gloo_->barrier(opts); });
   }
@@ -463,15 +513,17 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
     if (r == Reason::kNone) {
       at::Tensor in = inputs[0].contiguous();
       std::vector<at::Tensor> outs = outputs[0];
-      auto work = Offload(c, c10d::OpType::ALLGATHER, bytes, outs, &r, [&] {
-        at::Tensor all = at::empty({size_ * in.numel()}, in.options());
-        inc_status s = GatherInto(in, all.data_ptr());
-        if (s != INC_OK) return s;
-        for (int i = 0; i < size_; i++)
-          outs[i].copy_(all.narrow(0, i * in.numel(), in.numel()).view(in.sizes()));
-        return s;
-      });
-      if (work) return work;
+      return Offload(
+          c, c10d::OpType::ALLGATHER, bytes, outs,
+          [this, in, outs]() mutable {
+            at::Tensor all = at::empty({size_ * in.numel()}, in.options());
+            inc_status s = GatherInto(in, all.data_ptr());
+            if (s != INC_OK) return s;
+            for (int i = 0; i < size_; i++)
+              outs[i].copy_(all.narrow(0, i * in.numel(), in.numel()).view(in.sizes()));
+            return s;
+          },
+          [this, outputs, inputs, opts]() mutable { return gloo_->allgather(outputs, inputs, opts); });
     }
     return Gloo(c, r, bytes, [&] { return gloo_->allgather(outputs, inputs, opts); });
   }
@@ -491,15 +543,16 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
     Reason r = TensorsReason(ins);
     if (r == Reason::kNone && !output.device().is_cpu()) r = Reason::kNotCpu;
     if (r == Reason::kNone) {
-      std::vector<at::Tensor> outs{output};
-      auto work = Offload(c, c10d::OpType::_ALLGATHER_BASE, bytes, outs, &r, [&] {
-        at::Tensor in = input.contiguous();
-        at::Tensor dst = output.is_contiguous() ? output : at::empty({output.numel()}, output.options());
-        inc_status s = GatherInto(in, dst.data_ptr());
-        if (s == INC_OK && !dst.is_same(output)) output.copy_(dst.view(output.sizes()));
-        return s;
-      });
-      if (work) return work;
+      return Offload(
+          c, c10d::OpType::_ALLGATHER_BASE, bytes, {output},
+          [this, output, input]() mutable {
+            at::Tensor in = input.contiguous();
+            at::Tensor dst = output.is_contiguous() ? output : at::empty({output.numel()}, output.options());
+            inc_status s = GatherInto(in, dst.data_ptr());
+            if (s == INC_OK && !dst.is_same(output)) output.copy_(dst.view(output.sizes()));
+            return s;
+          },
+          [this, output, input, opts]() mutable { return GlooAllgatherBase(output, input, opts); });
     }
     // gloo 1.13 has no _allgather_base: its allgather into views of output.
     return Gloo(c, r, bytes, [&] { return GlooAllgatherBase(output, input, opts); });
@@ -534,28 +587,23 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
     inc_op op = INC_SUM;
     if (r == Reason::kNone) r = ReduceTypes(outputs[0], opts.reduceOp, &dt, &op);
     if (r == Reason::kNone) {
-      at::Tensor& out = outputs[0];
+      at::Tensor out = outputs[0];
+      std::vector<at::Tensor> ins = inputs[0];
       int64_t n = out.numel();
-      auto work = Offload(c, c10d::OpType::REDUCE_SCATTER, bytes, outputs, &r, [&] {
-        at::Tensor send = at::empty({n * size_}, out.options());
-        for (int i = 0; i < size_; i++) send.narrow(0, i * n, n).copy_(inputs[0][i].reshape({n}));
-        at::Tensor dst = out.is_contiguous() ? out : at::empty({n}, out.options());
-        inc_status s =
-            inc_reduce_scatter(comm_, send.data_ptr(), dst.data_ptr(), static_cast<size_t>(n), dt, op);
-        if (s == INC_OK && !dst.is_same(out)) out.copy_(dst.view(out.sizes()));
-        return s;
-      });
-      if (work) return work;
+      return Offload(
+          c, c10d::OpType::REDUCE_SCATTER, bytes, outputs,
+          [this, out, ins, n, dt, op]() mutable {
+            at::Tensor send = at::empty({n * size_}, out.options());
+            for (int i = 0; i < size_; i++) send.narrow(0, i * n, n).copy_(ins[i].reshape({n}));
+            at::Tensor dst = out.is_contiguous() ? out : at::empty({n}, out.options());
+            inc_status s =
+                inc_reduce_scatter(comm_, send.data_ptr(), dst.data_ptr(), static_cast<size_t>(n), dt, op);
+            if (s == INC_OK && !dst.is_same(out)) out.copy_(dst.view(out.sizes()));
+            return s;
+          },
+          [this, outputs, inputs, opts]() mutable { return GlooReduceScatterList(outputs, inputs, opts); });
     }
-    // gloo 1.13 has no reduce_scatter: an allreduce of the concatenated
-    // inputs, this rank's block copied out.
-    return Gloo(c, r, bytes, [&] {
-      if (outputs.size() != 1)
-        ArgError(c, "on gloo, reduce_scatter takes one output tensor (multi-device lists)");
-      std::vector<at::Tensor> flat;
-      for (const at::Tensor& t : inputs[0]) flat.push_back(t.reshape({-1}));
-      return GlooReduceScatter(c10d::OpType::REDUCE_SCATTER, outputs[0], at::cat(flat), opts);
-    });
+    return Gloo(c, r, bytes, [&] { return GlooReduceScatterList(outputs, inputs, opts); });
   }
 
   c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
@@ -575,16 +623,20 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
     inc_op op = INC_SUM;
     if (r == Reason::kNone) r = ReduceTypes(output, opts.reduceOp, &dt, &op);
     if (r == Reason::kNone) {
-      std::vector<at::Tensor> outs{output};
-      auto work = Offload(c, c10d::OpType::_REDUCE_SCATTER_BASE, bytes, outs, &r, [&] {
-        at::Tensor in = input.contiguous();
-        at::Tensor dst = output.is_contiguous() ? output : at::empty({output.numel()}, output.options());
-        inc_status s = inc_reduce_scatter(comm_, in.data_ptr(), dst.data_ptr(),
-                                          static_cast<size_t>(output.numel()), dt, op);
-        if (s == INC_OK && !dst.is_same(output)) output.copy_(dst.view(output.sizes()));
-        return s;
-      });
-      if (work) return work;
+      return Offload(
+          c, c10d::OpType::_REDUCE_SCATTER_BASE, bytes, {output},
+          [this, output, input, dt, op]() mutable {
+            at::Tensor in = input.contiguous();
+            at::Tensor dst = output.is_contiguous() ? output : at::empty({output.numel()}, output.options());
+            inc_status s = inc_reduce_scatter(comm_, in.data_ptr(), dst.data_ptr(),
+                                              static_cast<size_t>(output.numel()), dt, op);
+            if (s == INC_OK && !dst.is_same(output)) output.copy_(dst.view(output.sizes()));
+            return s;
+          },
+          [this, output, input, opts]() mutable {
+            return GlooReduceScatter(c10d::OpType::_REDUCE_SCATTER_BASE, output, input.reshape({-1}).clone(),
+                                     opts);
+          });
     }
     // A copy: the allreduce must not change the caller's input.
     return Gloo(c, r, bytes, [&] {
@@ -747,6 +799,7 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
   // accepts only the backend named "gloo").
   void monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_all_ranks) override {
     Usable(Coll::kMonitoredBarrier);
+    Drain();
     WaitPending();
     Count(Coll::kMonitoredBarrier, Reason::kUnsupportedCollective, 0);
     gloo_->monitoredBarrier(opts, wait_all_ranks);
@@ -757,6 +810,8 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
   // Summary (INCIN_TORCH_SUMMARY, INCIN_TORCH_SUMMARY_JSON), then leaves
   // libinc's group. Idempotent: the destructor and Python's atexit call it.
   void Shutdown() {
+    // Queued offloaded calls complete first (libinc's group is still there).
+    StopWorker();
     std::lock_guard<std::mutex> l(mu_);
     if (shut_down_) return;
     shut_down_ = true;
@@ -941,6 +996,48 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
     return c10::make_intrusive<ThenWork>(rank_, c10d::OpType::_ALLGATHER_BASE, inner, fut);
   }
 
+  // all_reduce on gloo, with what gloo 1.13 lacks composed here: bfloat16
+  // (reduced in float32, rounded back once) and AVG on floating types (SUM,
+  // then divided by the world size; float16/bfloat16 summed in float32).
+  // gloo's allreduce leaves the same bytes on every rank and the steps after
+  // it are local and deterministic, so every rank gets the same result.
+  // Everything else is gloo's own call (and gloo's errors).
+  c10::intrusive_ptr<c10d::Work> GlooAllreduce(std::vector<at::Tensor>& tensors,
+                                               const c10d::AllreduceOptions& opts) {
+    if (tensors.size() != 1 || tensors[0].layout() != c10::kStrided) return gloo_->allreduce(tensors, opts);
+    at::Tensor t = tensors[0];
+    const bool avg = opts.reduceOp == c10d::ReduceOp::AVG && at::isFloatingType(t.scalar_type());
+    const bool bf16 = t.scalar_type() == at::kBFloat16;
+    if (!avg && !bf16) return gloo_->allreduce(tensors, opts);
+    const bool widen = bf16 || t.scalar_type() == at::kHalf;
+    at::Tensor scratch = widen ? t.to(at::kFloat).contiguous() : t.clone(at::MemoryFormat::Contiguous);
+    c10d::AllreduceOptions ao = opts;
+    if (avg) ao.reduceOp = c10d::ReduceOp::SUM;
+    std::vector<at::Tensor> v{scratch};
+    auto inner = gloo_->allreduce(v, ao);
+    const int64_t world = size_;
+    auto fut = inner->getFuture()->then(
+        [t, scratch, avg, world](c10::ivalue::Future& f) mutable {
+          f.value();  // rethrows gloo's error
+          if (avg) scratch.div_(world);
+          t.copy_(scratch);
+          return c10::IValue(std::vector<at::Tensor>{t});
+        },
+        c10::ListType::create(c10::TensorType::get()));
+    return c10::make_intrusive<ThenWork>(rank_, c10d::OpType::ALLREDUCE, inner, fut);
+  }
+
+  // reduce_scatter (list form) on gloo: the inputs concatenated.
+  c10::intrusive_ptr<c10d::Work> GlooReduceScatterList(std::vector<at::Tensor>& outputs,
+                                                       std::vector<std::vector<at::Tensor>>& inputs,
+                                                       const c10d::ReduceScatterOptions& opts) {
+    if (outputs.size() != 1)
+      ArgError(Coll::kReduceScatter, "on gloo, reduce_scatter takes one output tensor (multi-device lists)");
+    std::vector<at::Tensor> flat;
+    for (const at::Tensor& t : inputs[0]) flat.push_back(t.reshape({-1}));
+    return GlooReduceScatter(c10d::OpType::REDUCE_SCATTER, outputs[0], at::cat(flat), opts);
+  }
+
   // reduce_scatter on gloo 1.13 (which has none): an allreduce of `flat`
   // (this rank's world x count inputs, a tensor of our own) with the
   // caller's op, then this rank's block copied into output. gloo's
@@ -951,7 +1048,7 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
     ao.reduceOp = opts.reduceOp;
     ao.timeout = opts.timeout;
     std::vector<at::Tensor> v{flat};
-    auto inner = gloo_->allreduce(v, ao);
+    auto inner = GlooAllreduce(v, ao);
     at::Tensor out = output;
     int64_t n = output.numel();
     int64_t at_ = static_cast<int64_t>(rank_) * n;
@@ -965,51 +1062,160 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
     return c10::make_intrusive<ThenWork>(rank_, type, inner, fut);
   }
 
-  // Runs fn (a libinc call). Returns the completed Work when it ran on the
-  // switch, or failed there (the Work carries the error, and the group is
-  // failed from now on); nullptr with *reason = switch_unsupported when the
-  // tree refused it before sending anything (identically on every rank),
-  // for the caller to use gloo. libinc's INVALID_ARGUMENT (checked before
-  // anything is sent) is the caller's argument error: it raises and changes
-  // nothing.
-  template <typename Fn>
+  using IncFn = std::function<inc_status()>;
+  using GlooFn = std::function<c10::intrusive_ptr<c10d::Work>()>;
+
+  // Queues fn (a libinc call; it owns copies of the tensor handles) on the
+  // worker thread and returns its Work at once. On the worker: OK completes
+  // the Work; switch_unsupported (the tree refused before sending anything,
+  // identically on every rank) runs redo, the same call on gloo, and the
+  // Work completes with it; libinc's INVALID_ARGUMENT (checked before
+  // anything is sent) is the caller's argument error: the Work raises it
+  // and the group stays as it was; anything else fails the group (the Work
+  // raises, and every later call).
   c10::intrusive_ptr<c10d::Work> Offload(Coll coll, c10d::OpType type, uint64_t bytes,
-                                         const std::vector<at::Tensor>& outputs, Reason* reason, Fn&& fn) {
-    std::unique_lock<std::mutex> l(mu_);
-    if (failed_ || shut_down_ || !comm_) {
-      l.unlock();
-      Usable(coll);
-      C10_THROW_ERROR(Error, std::string("incin: ") + Name(coll) + ": no libinc group");
+                                         std::vector<at::Tensor> outputs, IncFn fn, GlooFn redo) {
+    {
+      std::unique_lock<std::mutex> l(mu_);
+      if (failed_ || shut_down_ || !comm_) {
+        l.unlock();
+        Usable(coll);
+        C10_THROW_ERROR(Error, std::string("incin: ") + Name(coll) + ": no libinc group");
+      }
     }
+    auto work = c10::make_intrusive<AsyncWork>(rank_, type, std::move(outputs));
+    if (!Enqueue([this, coll, bytes, work, fn = std::move(fn), redo = std::move(redo)] {
+          RunOffload(coll, bytes, work, fn, redo);
+        }))
+      C10_THROW_ERROR(Error,
+                      std::string("incin: ") + Name(coll) + " refused: the process group was shut down");
+    return work;
+  }
+
+  // On the worker thread.
+  void RunOffload(Coll coll, uint64_t bytes, const c10::intrusive_ptr<AsyncWork>& work, const IncFn& fn,
+                  const GlooFn& redo) {
+    std::exception_ptr error;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (failed_ || shut_down_) {
+        refused_calls_++;
+        error = std::make_exception_ptr(c10::Error(
+            std::string("incin: ") + Name(coll) + " refused: " +
+                (shut_down_ ? std::string("the process group was shut down")
+                            : "this process group failed earlier and takes no more calls: " + failure_ +
+                                  " (destroy it and create a new one)"),
+            ""));
+      }
+    }
+    if (error) return work->Complete(error);
     auto t0 = std::chrono::steady_clock::now();
-    inc_status s = fn();
+    inc_status s;
+    try {
+      s = fn();
+    } catch (...) {  // a tensor copy that failed (out of memory): this call's error
+      return work->Complete(std::current_exception());
+    }
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (s == INC_OK) {
-      Tally& t = tally_[static_cast<size_t>(coll)][0];
-      t.calls++;
-      t.bytes += bytes;
-      t.seconds += secs;
-      return c10::make_intrusive<DoneWork>(rank_, type, outputs, nullptr);
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        Tally& t = tally_[static_cast<size_t>(coll)][0];
+        t.calls++;
+        t.bytes += bytes;
+        t.seconds += secs;
+      }
+      return work->Complete(nullptr);
     }
     std::string err = inc_last_error();
     if (s == INC_FAILED_PRECONDITION && err.find(" does not ") != std::string::npos) {
-      *reason = Reason::kSwitchUnsupported;
-      return {};
+      c10::intrusive_ptr<c10d::Work> g;
+      try {
+        g = Gloo(coll, Reason::kSwitchUnsupported, bytes, redo);
+      } catch (...) {
+        return work->Complete(std::current_exception());
+      }
+      if (!g) return work->Complete(nullptr);
+      g->getFuture()->addCallback(
+          [work](c10::ivalue::Future& f) { work->Complete(f.hasError() ? f.exception_ptr() : nullptr); });
+      return;
     }
     if (s == INC_INVALID_ARGUMENT) {
-      arg_errors_[static_cast<size_t>(coll)]++;
-      l.unlock();
-      ArgError(coll, err);
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        arg_errors_[static_cast<size_t>(coll)]++;
+      }
+      return work->Complete(std::make_exception_ptr(
+          c10::Error(std::string("ProcessGroupIncin::") + Name(coll) + ": " + err, "")));
     }
-    failed_ = true;
-    // inc_last_error() starts with the status name ("DEADLINE_EXCEEDED: ...").
-    failure_ = std::string("offloaded ") + Name(coll) + " failed on rank " + std::to_string(rank_) +
-               " after " + std::to_string(static_cast<int64_t>(secs * 1000)) + " ms: " +
-               (err.rfind(inc_status_name(s), 0) == 0 ? err : std::string(inc_status_name(s)) + ": " + err);
-    failed_calls_++;
-    Log(Level::kError, failure_ + " (every later call on this process group raises)");
-    return c10::make_intrusive<DoneWork>(rank_, type, outputs,
-                                         std::make_exception_ptr(std::runtime_error("incin: " + failure_)));
+    std::string why;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      failed_ = true;
+      // inc_last_error() starts with the status name ("DEADLINE_EXCEEDED: ...").
+      failure_ = std::string("offloaded ") + Name(coll) + " failed on rank " + std::to_string(rank_) +
+                 " after " + std::to_string(static_cast<int64_t>(secs * 1000)) + " ms: " +
+                 (err.rfind(inc_status_name(s), 0) == 0 ? err : std::string(inc_status_name(s)) + ": " + err);
+      failed_calls_++;
+      why = failure_;
+    }
+    Log(Level::kError, why + " (every later call on this process group raises)");
+    work->Complete(std::make_exception_ptr(std::runtime_error("incin: " + why)));
+  }
+
+  // The worker: one thread per process group, started at the first
+  // offloaded call, tasks in FIFO order.
+  bool Enqueue(std::function<void()> task) {
+    std::lock_guard<std::mutex> l(q_mu_);
+    if (stop_) return false;  // shutting down
+    if (!worker_.joinable()) worker_ = std::thread([this] { WorkerLoop(); });
+    queue_.push_back(std::move(task));
+    queued_++;
+    q_cv_.notify_all();
+    return true;
+  }
+
+  void WorkerLoop() {
+    std::unique_lock<std::mutex> l(q_mu_);
+    for (;;) {
+      q_cv_.wait(l, [&] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stop_, and nothing left to run
+      std::function<void()> task = std::move(queue_.front());
+      queue_.pop_front();
+      l.unlock();
+      task();
+      task = nullptr;  // drop the tensors before reporting done
+      l.lock();
+      done_++;
+      q_cv_.notify_all();
+    }
+  }
+
+  // Until every task queued so far ran (its libinc call returned, or its
+  // redo was issued to gloo). Not on the worker itself (a Work's future
+  // callback calling the group): the task it runs in is what it would wait
+  // for.
+  void Drain() {
+    std::unique_lock<std::mutex> l(q_mu_);
+    if (!worker_.joinable() || std::this_thread::get_id() == worker_.get_id()) return;
+    uint64_t target = queued_;
+    q_cv_.wait(l, [&] { return done_ >= target; });
+  }
+
+  void StopWorker() {
+    std::thread t;
+    {
+      std::lock_guard<std::mutex> l(q_mu_);
+      stop_ = true;
+      q_cv_.notify_all();
+      if (!worker_.joinable()) return;
+      if (std::this_thread::get_id() == worker_.get_id()) {
+        worker_.detach();  // the last reference dropped in a callback on it
+        return;
+      }
+      t = std::move(worker_);
+    }
+    t.join();  // runs what is queued first
   }
 
   void Count(Coll coll, Reason reason, uint64_t bytes) {
@@ -1043,6 +1249,8 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
       Log(Level::kError, why);
       C10_THROW_ERROR(Error, why);
     }
+    // After the offloaded calls before it (the rule in the header).
+    Drain();
     c10::intrusive_ptr<c10d::Work> w = fn();
     Count(coll, reason, bytes);
     if (w) {
@@ -1222,6 +1430,13 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
   std::set<std::pair<Coll, Reason>> logged_;
   std::mutex pending_mu_;
   std::vector<c10::weak_intrusive_ptr<c10d::Work>> pending_;  // gloo Works barrier() waits for
+  // The worker thread and its FIFO queue of offloaded calls.
+  std::mutex q_mu_;
+  std::condition_variable q_cv_;
+  std::deque<std::function<void()>> queue_;
+  uint64_t queued_ = 0, done_ = 0;
+  bool stop_ = false;
+  std::thread worker_;
 };
 
 }  // namespace
