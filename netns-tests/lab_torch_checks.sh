@@ -16,6 +16,8 @@
 #   killed         a rank SIGKILLed: the others raise in time
 #   async          offloaded Works are asynchronous, wait/wait(timeout)/futures
 #   asyncfail      queued async Works raise through wait() after a failure
+#   teardown       destroy_process_group() with calls queued runs them first
+#   dropcb         the group's last reference dropped on its worker thread
 #   fallback       no AM: bf16/AVG all_reduce, _tensor forms on gloo, exact
 #   numerics       inf/NaN and wide-range float SUM (libinc's codec)
 # barrier_async, argerrors and sparse also run with gloo: the checks hold
@@ -28,7 +30,7 @@ KIND=${2:-single}
 case "$KIND" in single | two) ;; *) fail "kind must be single or two, not '$KIND'" ;; esac
 shift 2
 CHECKS=("$@")
-[ ${#CHECKS[@]} -gt 0 ] || CHECKS=(late barrier_async argerrors sparse empty monitored subgroup absent killed async asyncfail fallback)
+[ ${#CHECKS[@]} -gt 0 ] || CHECKS=(late barrier_async argerrors sparse empty monitored subgroup absent killed async asyncfail teardown dropcb fallback)
 require_bins incswitchd incamd incinctl
 need_torch
 CHECK_PY="$LAB_TESTS_DIR/torch_checks.py"

@@ -38,6 +38,15 @@ Scenarios (docs/pytorch.md "Failures" is the policy they check):
   asyncfail     rank N-1 absent past the timeout (10 s) with two async
                 all_reduces queued: both Works raise through wait() (and
                 their futures), later calls raise
+  teardown      destroy_process_group() with four offloaded all_reduces queued
+                (rank 1 late), one with a Python future callback, one whose
+                tensor the caller dropped: all complete with right results
+                by the time it returns, the callback ran, the shutdown
+                summary counts every one (before: a hang, the GIL held while
+                waiting for the worker)
+  dropcb        the last reference to the group dropped in a future
+                callback on its worker with calls queued behind: they
+                complete right, the group ends (summary written)
   fallback      no AM (INCIN_AM unset, every call on gloo): bfloat16 all_reduce,
                 AVG (float32, bfloat16), all_gather_into_tensor,
                 reduce_scatter_tensor (SUM, AVG) equal to a local reference,
@@ -613,6 +622,117 @@ def check_asyncfail(c):
     after_failure(c, "asyncfail")
 
 
+# ------------------------------------------------------ teardown, dropcb
+
+def shutdown_summary(c, wait_s=15):
+    """The summary the group's shutdown wrote (INCIN_TORCH_SUMMARY_JSON, set
+    by main for these checks), or None when none came within wait_s."""
+    t0 = time.time()
+    while time.time() - t0 < wait_s:
+        try:
+            with open(c.shutdown_json) as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            time.sleep(0.05)
+    return None
+
+
+def queue_four(c, n):
+    """Four async all_reduces, issued while rank 1 is 2 s late (so they are
+    still queued on the others), and one whose tensor and Work the caller
+    drops at once (the worker then drops the last reference of a tensor
+    Python let go of, which takes the GIL)."""
+    torch, dist, rank = c.torch, c.dist, c.rank
+    if rank == 1:
+        time.sleep(2)
+    ts = [torch.full((n,), float(rank + 10 * i)) for i in range(4)]
+    ws = [dist.all_reduce(t, async_op=True) for t in ts]
+    dist.all_reduce(torch.full((n,), 1.0), async_op=True)
+    return ts, ws
+
+
+def check_queued_results(c, label, ts, ws, n):
+    want_base = c.world * (c.world - 1) / 2
+    for i, (t, w) in enumerate(zip(ts, ws)):
+        try:
+            w.wait()
+        except Exception as e:  # noqa: BLE001
+            c.fail(f"{label}: queued all_reduce {i} raised {type(e).__name__}: {str(e)[:300]}")
+            continue
+        want = want_base + c.world * 10 * i
+        if not torch_equal_full(c, t, n, want):
+            c.fail(f"{label}: queued all_reduce {i}: got {t[:3].tolist()}, want {want}")
+
+
+def torch_equal_full(c, t, n, v):
+    return c.torch.equal(t, c.torch.full((n,), float(v)))
+
+
+def check_teardown(c):
+    """destroy_process_group() with offloaded calls still queued, one of them
+    with a Python callback on its future: the group's end runs them first
+    (as gloo's does) and does not hold the GIL while it waits for the
+    worker, which needs it for the callback (this hung before)."""
+    torch, dist = c.torch, c.dist
+    import threading
+    n = 1 << 14
+    dist.all_reduce(torch.ones(4))  # the worker thread runs
+    ts, ws = queue_four(c, n)
+    ran = []
+    ws[3].get_future().then(lambda f: ran.append(threading.get_ident()) or f.value())
+    c.info["completed_at_destroy"] = [w.is_completed() for w in ws]
+    t0 = time.time()
+    dist.destroy_process_group()
+    c.info["destroy_seconds"] = round(time.time() - t0, 2)
+    for w in ws:
+        if not w.is_completed():
+            c.fail("a queued all_reduce was not complete when destroy_process_group returned")
+            break
+    check_queued_results(c, "teardown", ts, ws, n)
+    if not ran:
+        c.fail("the Python callback on a queued all_reduce's future never ran")
+    elif ran[0] == threading.get_ident() and c.rank != 1 and not all(c.info["completed_at_destroy"]):
+        c.fail("the future callback ran on the main thread, not on the worker")
+    s = shutdown_summary(c)
+    if s is None:
+        c.fail(f"destroy_process_group wrote no summary ({c.shutdown_json})")
+    elif c.calls(s, "allreduce") != 6:
+        c.fail(f"summary at shutdown: {c.calls(s, 'allreduce')} all_reduces offloaded, want 6 (every queued one)")
+
+
+def check_dropcb(c):
+    """The last reference to the group drops inside a future callback, on
+    the group's worker thread, with offloaded calls queued behind it: the
+    group ends there without waiting for itself, runs the queued calls first
+    (right results), and its thread touches nothing of it afterwards (a
+    use-after-free before)."""
+    torch, dist = c.torch, c.dist
+    import threading
+    n = 1 << 14
+    dist.all_reduce(torch.ones(4))
+    holder = [dist.distributed_c10d._get_default_group()]
+    ts, ws = queue_four(c, n)
+    where = []
+
+    def drop(f):
+        where.append(threading.get_ident())
+        holder.clear()  # the last reference: the group ends here
+        return f.value()
+
+    ws[1].get_future().then(drop)
+    dist.destroy_process_group()  # c10d lets go; holder keeps the group
+    check_queued_results(c, "dropcb", ts, ws, n)
+    if not where:
+        c.fail("the callback that drops the group never ran")
+    else:
+        c.info["dropped_on_worker"] = where[0] != threading.get_ident()
+    s = shutdown_summary(c)
+    if s is None:
+        c.fail(f"the group did not end when its last reference dropped (no summary at {c.shutdown_json})")
+    elif c.calls(s, "allreduce") != 6:
+        c.fail(f"summary at shutdown: {c.calls(s, 'allreduce')} all_reduces offloaded, want 6 (every queued one)")
+
+
 # --------------------------------------------------------------- fallback
 
 def check_fallback(c):
@@ -697,7 +817,9 @@ CHECKS = {"numerics": check_numerics, "late": check_late, "barrier_async": check
           "argerrors": check_argerrors, "sparse": check_sparse, "empty": check_empty,
           "monitored": check_monitored, "subgroup": check_subgroup, "absent": check_absent,
           "killed": check_killed, "async": check_async, "asyncfail": check_asyncfail,
-          "fallback": check_fallback}
+          "fallback": check_fallback, "teardown": check_teardown, "dropcb": check_dropcb}
+# Checks that destroy their group themselves (main does not).
+SELF_DESTROYING = ("teardown", "dropcb")
 
 
 def main():
@@ -722,10 +844,17 @@ def main():
         os.environ["INCIN_IFACE"] = a.iface
         os.environ.setdefault("INCIN_TORCH_SUMMARY", "all")
         import incin  # noqa: F401
+    shutdown_json = f"{a.out}.shutdown-{a.rank}.json"
+    if a.backend == "incin" and a.check in SELF_DESTROYING:
+        # The group's summary at shutdown, which these checks read back.
+        if os.path.exists(shutdown_json):
+            os.unlink(shutdown_json)
+        os.environ["INCIN_TORCH_SUMMARY_JSON"] = a.out + ".shutdown-%r.json"
     torch.set_num_threads(1)
     dist.init_process_group(a.backend, init_method=f"tcp://{a.master}", rank=a.rank, world_size=a.world,
                             timeout=timedelta(seconds=a.timeout))
     c = Ctx(a, torch, dist)
+    c.shutdown_json = shutdown_json
     if a.backend == "incin" and a.check != "fallback":
         s = c.summary()
         if s["group"] != "ok":
@@ -736,7 +865,7 @@ def main():
     except Exception:  # noqa: BLE001 (reported as a failure of this rank)
         c.fail("unexpected exception: " + traceback.format_exc()[-1500:])
     c.info["seconds"] = round(time.time() - t0, 2)
-    if a.backend == "incin":
+    if a.backend == "incin" and a.check not in SELF_DESTROYING:
         c.info["summary"] = c.summary()
     doc = {"check": a.check, "backend": a.backend, "rank": a.rank, "failures": c.failures, "info": c.info}
     with open(a.out, "w") as f:
@@ -749,7 +878,8 @@ def main():
     # without waiting for its destructor.
     if a.check in ("absent", "asyncfail", "killed", "monitored"):
         os._exit(0 if not c.failures else 1)
-    dist.destroy_process_group()
+    if a.check not in SELF_DESTROYING:
+        dist.destroy_process_group()
     return 0 if not c.failures else 1
 
 

@@ -35,6 +35,7 @@
 // What gloo 1.13 lacks (bfloat16 and AVG all_reduce, the _base forms) is
 // composed here from gloo's primitives. One translation unit: the torch
 // headers are heavy.
+#include <Python.h>
 #include <inc/inc.h>
 #include <pybind11/chrono.h>
 #include <pybind11/pybind11.h>
@@ -54,6 +55,7 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -385,6 +387,38 @@ void CheckLayouts(Coll c, const std::vector<at::Tensor>& tensors) {
     if (t.layout() != tensors[0].layout()) ArgError(c, "tensors must all have the same layout");
 }
 
+// The state of a process group's worker thread, owned jointly by the group
+// and the thread (the thread may outlive the group: StopWorker).
+struct WorkerState {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::function<void()>> queue;
+  uint64_t queued = 0, done = 0;  // tasks queued and run so far
+  bool stop = false;              // no more tasks: the thread ends when the queue is empty
+  std::thread::id id;             // the worker's, once started
+};
+
+// Releases the GIL for a wait when this thread holds it, and takes it back
+// after. A wait for the worker must not hold the GIL: the worker takes it to
+// run a Python Future callback, or to drop the last reference to a tensor
+// whose Python object Python already let go of (torch then owns the object
+// and decrefs it under the GIL). The group's destructor runs under the GIL
+// when Python drops the last reference (destroy_process_group).
+class WithoutGil {
+ public:
+  WithoutGil() {
+    if (Py_IsInitialized() && PyGILState_Check()) state_ = PyEval_SaveThread();
+  }
+  ~WithoutGil() {
+    if (state_) PyEval_RestoreThread(state_);
+  }
+  WithoutGil(const WithoutGil&) = delete;
+  WithoutGil& operator=(const WithoutGil&) = delete;
+
+ private:
+  PyThreadState* state_ = nullptr;
+};
+
 class ProcessGroupIncin : public c10d::ProcessGroup {
  public:
   ProcessGroupIncin(int rank, int size, c10::intrusive_ptr<c10d::ProcessGroup> gloo,
@@ -464,9 +498,9 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
             }
             return s;
           },
-          [this, tensors, opts]() mutable { return gloo_->broadcast(tensors, opts); });
+          [this, tensors, opts]() mutable { return GlooBroadcast(tensors, opts); });
     }
-    return Gloo(c, r, bytes, [&] { return gloo_->broadcast(tensors, opts); });
+    return Gloo(c, r, bytes, [&] { return GlooBroadcast(tensors, opts); });
   }
 
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override {
@@ -810,7 +844,11 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
   // Summary (INCIN_TORCH_SUMMARY, INCIN_TORCH_SUMMARY_JSON), then leaves
   // libinc's group. Idempotent: the destructor and Python's atexit call it.
   void Shutdown() {
-    // Queued offloaded calls complete first (libinc's group is still there).
+    // Without the GIL throughout: the worker may need it, and leaving
+    // libinc's group is a call to the AM.
+    WithoutGil nogil;
+    // Queued offloaded calls complete first, and no task runs after this
+    // (libinc's group is still there until below).
     StopWorker();
     std::lock_guard<std::mutex> l(mu_);
     if (shut_down_) return;
@@ -1008,7 +1046,9 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
     at::Tensor t = tensors[0];
     const bool avg = opts.reduceOp == c10d::ReduceOp::AVG && at::isFloatingType(t.scalar_type());
     const bool bf16 = t.scalar_type() == at::kBFloat16;
-    if (!avg && !bf16) return gloo_->allreduce(tensors, opts);
+    // gloo 1.13 reduces numel() elements from data_ptr() whatever the
+    // strides: a non-contiguous tensor through a contiguous copy.
+    if (!avg && !bf16 && t.is_contiguous()) return gloo_->allreduce(tensors, opts);
     const bool widen = bf16 || t.scalar_type() == at::kHalf;
     at::Tensor scratch = widen ? t.to(at::kFloat).contiguous() : t.clone(at::MemoryFormat::Contiguous);
     c10d::AllreduceOptions ao = opts;
@@ -1025,6 +1065,26 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
         },
         c10::ListType::create(c10::TensorType::get()));
     return c10::make_intrusive<ThenWork>(rank_, c10d::OpType::ALLREDUCE, inner, fut);
+  }
+
+  // broadcast on gloo; a non-contiguous tensor through a contiguous copy
+  // (gloo 1.13 sends numel() elements from data_ptr() whatever the strides).
+  c10::intrusive_ptr<c10d::Work> GlooBroadcast(std::vector<at::Tensor>& tensors,
+                                               const c10d::BroadcastOptions& opts) {
+    if (tensors.size() != 1 || tensors[0].layout() != c10::kStrided || tensors[0].is_contiguous())
+      return gloo_->broadcast(tensors, opts);
+    at::Tensor t = tensors[0];
+    at::Tensor scratch = t.contiguous();
+    std::vector<at::Tensor> v{scratch};
+    auto inner = gloo_->broadcast(v, opts);
+    auto fut = inner->getFuture()->then(
+        [t, scratch](c10::ivalue::Future& f) mutable {
+          f.value();  // rethrows gloo's error
+          t.copy_(scratch);
+          return c10::IValue(std::vector<at::Tensor>{t});
+        },
+        c10::ListType::create(c10::TensorType::get()));
+    return c10::make_intrusive<ThenWork>(rank_, c10d::OpType::BROADCAST, inner, fut);
   }
 
   // reduce_scatter (list form) on gloo: the inputs concatenated.
@@ -1164,31 +1224,43 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
   }
 
   // The worker: one thread per process group, started at the first
-  // offloaded call, tasks in FIFO order.
+  // offloaded call, tasks in FIFO order. The thread holds the queue's state
+  // (WorkerState) by shared_ptr and nothing of the group, so the group may
+  // end while the thread is still finishing a task (below, StopWorker).
   bool Enqueue(std::function<void()> task) {
-    std::lock_guard<std::mutex> l(q_mu_);
-    if (stop_) return false;  // shutting down
-    if (!worker_.joinable()) worker_ = std::thread([this] { WorkerLoop(); });
-    queue_.push_back(std::move(task));
-    queued_++;
-    q_cv_.notify_all();
+    std::lock_guard<std::mutex> l(ws_->mu);
+    if (ws_->stop) return false;  // shutting down
+    if (!worker_.joinable()) {
+      worker_ = std::thread(WorkerLoop, ws_);
+      ws_->id = worker_.get_id();
+    }
+    ws_->queue.push_back(std::move(task));
+    ws_->queued++;
+    ws_->cv.notify_all();
     return true;
   }
 
-  void WorkerLoop() {
-    std::unique_lock<std::mutex> l(q_mu_);
+  static void WorkerLoop(std::shared_ptr<WorkerState> s) {
+    std::unique_lock<std::mutex> l(s->mu);
     for (;;) {
-      q_cv_.wait(l, [&] { return stop_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stop_, and nothing left to run
-      std::function<void()> task = std::move(queue_.front());
-      queue_.pop_front();
-      l.unlock();
-      task();
-      task = nullptr;  // drop the tensors before reporting done
-      l.lock();
-      done_++;
-      q_cv_.notify_all();
+      s->cv.wait(l, [&] { return s->stop || !s->queue.empty(); });
+      if (s->queue.empty()) return;  // stop, and nothing left to run
+      RunFront(*s, l);
     }
+  }
+
+  // Runs the queue's first task with the lock released (l holds s.mu).
+  // The task's tensors are dropped before it counts as done: dropping the
+  // last reference of a tensor Python let go of takes the GIL.
+  static void RunFront(WorkerState& s, std::unique_lock<std::mutex>& l) {
+    std::function<void()> task = std::move(s.queue.front());
+    s.queue.pop_front();
+    l.unlock();
+    task();
+    task = nullptr;
+    l.lock();
+    s.done++;
+    s.cv.notify_all();
   }
 
   // Until every task queued so far ran (its libinc call returned, or its
@@ -1196,25 +1268,40 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
   // callback calling the group): the task it runs in is what it would wait
   // for.
   void Drain() {
-    std::unique_lock<std::mutex> l(q_mu_);
-    if (!worker_.joinable() || std::this_thread::get_id() == worker_.get_id()) return;
-    uint64_t target = queued_;
-    q_cv_.wait(l, [&] { return done_ >= target; });
+    std::unique_lock<std::mutex> l(ws_->mu);
+    if (ws_->id == std::thread::id() || std::this_thread::get_id() == ws_->id) return;
+    uint64_t target = ws_->queued;
+    WithoutGil nogil;
+    ws_->cv.wait(l, [&] { return ws_->done >= target; });
   }
 
+  // No new tasks; the queued ones run (drained, as gloo's destructor does:
+  // every rank issued them, so running them keeps the ranks together), and
+  // only then may Shutdown destroy libinc's group. From another thread:
+  // join the worker, without the GIL (a task or a Future callback on the
+  // worker may need it: a Python callback, or the last reference of a
+  // tensor whose Python object is gone). On the worker itself (a Work's
+  // callback shut the group down or dropped its last reference, so this
+  // may be the destructor): it cannot wait for itself, so it runs what is
+  // queued behind the current task right here, in order, and lets the
+  // thread go (detached); the thread then ends after the current task,
+  // touching only its WorkerState.
   void StopWorker() {
     std::thread t;
     {
-      std::lock_guard<std::mutex> l(q_mu_);
-      stop_ = true;
-      q_cv_.notify_all();
-      if (!worker_.joinable()) return;
-      if (std::this_thread::get_id() == worker_.get_id()) {
-        worker_.detach();  // the last reference dropped in a callback on it
+      std::unique_lock<std::mutex> l(ws_->mu);
+      ws_->stop = true;
+      ws_->cv.notify_all();
+      if (ws_->id != std::thread::id() && std::this_thread::get_id() == ws_->id) {
+        WithoutGil nogil;
+        while (!ws_->queue.empty()) RunFront(*ws_, l);
+        if (worker_.joinable()) worker_.detach();
         return;
       }
       t = std::move(worker_);
     }
+    if (!t.joinable()) return;
+    WithoutGil nogil;
     t.join();  // runs what is queued first
   }
 
@@ -1430,12 +1517,9 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
   std::set<std::pair<Coll, Reason>> logged_;
   std::mutex pending_mu_;
   std::vector<c10::weak_intrusive_ptr<c10d::Work>> pending_;  // gloo Works barrier() waits for
-  // The worker thread and its FIFO queue of offloaded calls.
-  std::mutex q_mu_;
-  std::condition_variable q_cv_;
-  std::deque<std::function<void()>> queue_;
-  uint64_t queued_ = 0, done_ = 0;
-  bool stop_ = false;
+  // The worker thread (joined, or detached when the group ends on it) and
+  // its FIFO queue of offloaded calls, shared with the thread.
+  std::shared_ptr<WorkerState> ws_ = std::make_shared<WorkerState>();
   std::thread worker_;
 };
 
