@@ -603,11 +603,19 @@ def check_asyncfail(c):
         time.sleep(timeout + 5)  # absent past the timeout
     t0 = time.time()
     w1 = dist.all_reduce(torch.ones(10), async_op=True)
-    w2 = dist.all_reduce(torch.ones(10), async_op=True)
+    try:
+        w2 = dist.all_reduce(torch.ones(10), async_op=True)
+    except RuntimeError as e:
+        # The absent rank comes after the tree failed: its worker may fail
+        # the first call (at once) before the second is issued, which then
+        # raises on issue, as every call after a failure does.
+        if rank != world - 1 or "failed earlier" not in str(e):
+            raise
+        w2 = None
     if time.time() - t0 > 1:
         c.fail(f"issuing two async all_reduces took {time.time() - t0:.1f} s")
-    f2 = w2.get_future()
-    msg2 = c.raises("wait() on the second queued all_reduce", w2.wait, "")
+    f2 = w2.get_future() if w2 is not None else None
+    msg2 = c.raises("wait() on the second queued all_reduce", w2.wait, "") if w2 is not None else "raised on issue"
     msg1 = c.raises("wait() on the first all_reduce", w1.wait, "")
     el = time.time() - t0
     c.info["raise_seconds"] = round(el, 2)
@@ -615,8 +623,9 @@ def check_asyncfail(c):
     if el > timeout + 10:
         c.fail(f"the failed all_reduces raised after {el:.1f} s, more than timeout + 10 s")
     try:
-        f2.wait()
-        c.fail("the failed all_reduce's future did not raise")
+        if f2 is not None:
+            f2.wait()
+            c.fail("the failed all_reduce's future did not raise")
     except RuntimeError:
         pass
     after_failure(c, "asyncfail")
