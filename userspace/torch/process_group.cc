@@ -387,6 +387,14 @@ void CheckLayouts(Coll c, const std::vector<at::Tensor>& tensors) {
     if (t.layout() != tensors[0].layout()) ArgError(c, "tensors must all have the same layout");
 }
 
+// Worker threads still running. A group that ends on its own worker lets
+// the thread go (detached) while it is still ending the group (leaving
+// libinc's group, destroying gloo's): incin's exit hook waits for them, or
+// the process would exit under them.
+std::mutex g_threads_mu;
+std::condition_variable g_threads_cv;
+int g_threads = 0;
+
 // The state of a process group's worker thread, owned jointly by the group
 // and the thread (the thread may outlive the group: StopWorker).
 struct WorkerState {
@@ -1231,6 +1239,10 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
     std::lock_guard<std::mutex> l(ws_->mu);
     if (ws_->stop) return false;  // shutting down
     if (!worker_.joinable()) {
+      {
+        std::lock_guard<std::mutex> g(g_threads_mu);
+        g_threads++;
+      }
       worker_ = std::thread(WorkerLoop, ws_);
       ws_->id = worker_.get_id();
     }
@@ -1244,7 +1256,12 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
     std::unique_lock<std::mutex> l(s->mu);
     for (;;) {
       s->cv.wait(l, [&] { return s->stop || !s->queue.empty(); });
-      if (s->queue.empty()) return;  // stop, and nothing left to run
+      if (s->queue.empty()) {  // stop, and nothing left to run
+        std::lock_guard<std::mutex> g(g_threads_mu);
+        g_threads--;
+        g_threads_cv.notify_all();
+        return;
+      }
       RunFront(*s, l);
     }
   }
@@ -1548,6 +1565,15 @@ PYBIND11_MODULE(_incin_torch, m) {
       .def("group_state", &PG::GroupState, py::call_guard<py::gil_scoped_release>(),
            "\"ok\" when the libinc group formed, \"failed\" after a failed offload, else the fallback reason")
       .def("timeout_ms", &PG::TimeoutMs, "the process group's timeout (libinc's op_timeout_ms)");
+  m.def(
+      "_wait_for_workers",
+      [](double seconds) {
+        std::unique_lock<std::mutex> g(incin_torch::g_threads_mu);
+        return incin_torch::g_threads_cv.wait_for(g, std::chrono::duration<double>(seconds),
+                                                  [] { return incin_torch::g_threads == 0; });
+      },
+      py::arg("seconds"), py::call_guard<py::gil_scoped_release>(),
+      "waits until every group's worker thread ended (at exit); false when some still ran after `seconds`");
   m.def("libinc_version", [] { return std::string(inc_version()); });
   m.def(
       "credential_job",
