@@ -14,6 +14,11 @@
 #   subgroup       all_gather_into_tensor / reduce_scatter(_tensor) in subgroups
 #   absent         a rank absent past the timeout: every rank raises in time
 #   killed         a rank SIGKILLed: the others raise in time
+#   async          offloaded Works are asynchronous, wait/wait(timeout)/futures
+#   asyncfail      queued async Works raise through wait() after a failure
+#   teardown       destroy_process_group() with calls queued runs them first
+#   dropcb         the group's last reference dropped on its worker thread
+#   fallback       no AM: bf16/AVG all_reduce, _tensor forms on gloo, exact
 #   numerics       inf/NaN and wide-range float SUM (libinc's codec)
 # barrier_async, argerrors and sparse also run with gloo: the checks hold
 # for the backend incin stands in for. Passes when every rank of every run
@@ -25,7 +30,7 @@ KIND=${2:-single}
 case "$KIND" in single | two) ;; *) fail "kind must be single or two, not '$KIND'" ;; esac
 shift 2
 CHECKS=("$@")
-[ ${#CHECKS[@]} -gt 0 ] || CHECKS=(late barrier_async argerrors sparse empty monitored subgroup absent killed)
+[ ${#CHECKS[@]} -gt 0 ] || CHECKS=(late barrier_async argerrors sparse empty monitored subgroup absent killed async asyncfail teardown dropcb fallback)
 require_bins incswitchd incamd incinctl
 need_torch
 CHECK_PY="$LAB_TESTS_DIR/torch_checks.py"
@@ -99,11 +104,11 @@ note "$KIND-level lab: checks ${CHECKS[*]}"
 for check in "${CHECKS[@]}"; do
   case "$check" in
   late) run_check incin late 60 180 ;;
-  absent | killed) run_check incin "$check" 10 90 ;;
+  absent | killed | asyncfail) run_check incin "$check" 10 90 ;;
   numerics) run_check incin numerics 60 300 ;;
   *) run_check incin "$check" 60 120 ;;
   esac
-  case "$check" in barrier_async | argerrors | sparse) run_check gloo "$check" 60 120 ;; esac
+  case "$check" in barrier_async | argerrors | sparse | async) run_check gloo "$check" 60 120 ;; esac
 done
 [ ${#BAD[@]} = 0 ] || fail "${#BAD[@]} runs failed: ${BAD[*]} (logs in $DIR)"
 pass

@@ -29,6 +29,28 @@ Scenarios (docs/pytorch.md "Failures" is the policy they check):
                 the cause, no rank hangs
   killed        rank N-1 is SIGKILLed: the others' next calls raise within
                 timeout + 10 s, later calls raise
+  async         offloaded Works are asynchronous: several all_reduce(async_op)
+                issued before any wait (rank 1 late: isCompleted false at
+                first on the others), waited out of order, right results;
+                wait(timeout) raises while the peer is late; a tensor the
+                caller dropped stays alive in the Work; an offloaded, a gloo
+                and an offloaded call issued back to back in that order
+  asyncfail     rank N-1 absent past the timeout (10 s) with two async
+                all_reduces queued: both Works raise through wait() (and
+                their futures), later calls raise
+  teardown      destroy_process_group() with four offloaded all_reduces queued
+                (rank 1 late), one with a Python future callback, one whose
+                tensor the caller dropped: all complete with right results
+                by the time it returns, the callback ran, the shutdown
+                summary counts every one (before: a hang, the GIL held while
+                waiting for the worker)
+  dropcb        the last reference to the group dropped in a future
+                callback on its worker with calls queued behind: they
+                complete right, the group ends (summary written)
+  fallback      no AM (INCIN_AM unset, every call on gloo): bfloat16 all_reduce,
+                AVG (float32, bfloat16), all_gather_into_tensor,
+                reduce_scatter_tensor (SUM, AVG) equal to a local reference,
+                identical on every rank, counted as fallback no_group
 
 Writes {"check", "rank", "failures": [...], "info": {...}} to --out; exit 0
 when this rank saw no failure, 1 otherwise, 77 when torch is missing.
@@ -510,10 +532,303 @@ def check_killed(c):
     after_failure(c, "killed")
 
 
+# ------------------------------------------------------------------ async
+
+def check_async(c):
+    torch, dist, rank, world = c.torch, c.dist, c.rank, c.world
+    from datetime import timedelta
+    n = 1 << 16
+    if rank == 1:
+        time.sleep(2)  # the others' Works cannot complete before rank 1 comes
+    ts = [torch.full((n,), float(rank + 10 * i)) for i in range(4)]
+    ws = [dist.all_reduce(t, async_op=True) for t in ts]
+    first = [w.is_completed() for w in ws]
+    c.info["completed_at_issue"] = first
+    if rank != 1 and all(first):
+        c.fail("every all_reduce Work was complete when issued while rank 1 was 2 s late")
+    futs = [w.get_future() for w in ws]
+    for i in reversed(range(len(ws))):
+        ws[i].wait()
+    want_base = world * (world - 1) / 2
+    for i, t in enumerate(ts):
+        want = want_base + world * 10 * i
+        if not torch.equal(t, torch.full((n,), float(want))):
+            c.fail(f"async all_reduce {i}: got {t[:3].tolist()}, want {want}")
+        if not ws[i].is_completed():
+            c.fail(f"async all_reduce {i}: not completed after wait()")
+        if not torch.equal(futs[i].wait()[0], t):
+            c.fail(f"async all_reduce {i}: future value differs from the tensor")
+    # wait(timeout) is honoured: rank 1 comes 3 s late.
+    if rank == 1:
+        time.sleep(3)
+    w = dist.all_reduce(torch.ones(8), async_op=True)
+    if rank != 1:
+        t0 = time.time()
+        c.raises("wait(timeout=200 ms) while rank 1 is 3 s late",
+                 lambda: w.wait(timeout=timedelta(milliseconds=200)), "")
+        if time.time() - t0 > 2:
+            c.fail(f"wait(timeout=200 ms) returned after {time.time() - t0:.1f} s")
+    w.wait()
+    if not torch.equal(w.result()[0], torch.full((8,), float(world))):
+        c.fail(f"all_reduce after wait(timeout): {w.result()[0].tolist()}")
+    # A tensor the caller no longer holds lives in its Work until it completes.
+    w = dist.all_reduce(torch.full((n,), 2.0), async_op=True)
+    import gc
+    gc.collect()
+    w.wait()
+    if not torch.equal(w.result()[0], torch.full((n,), 2.0 * world)):
+        c.fail("all_reduce of a dropped tensor: wrong result")
+    # Offloaded, gloo (PRODUCT), offloaded, issued back to back: the same
+    # order on every rank, every result right.
+    a, p, b = torch.full((n,), 1.0), torch.full((n,), 2.0), torch.full((n,), float(rank))
+    w1 = dist.all_reduce(a, async_op=True)
+    w2 = dist.all_reduce(p, op=dist.ReduceOp.PRODUCT, async_op=True)
+    w3 = dist.all_reduce(b, async_op=True)
+    for w in (w3, w2, w1):
+        w.wait()
+    if not (torch.equal(a, torch.full((n,), float(world))) and torch.equal(p, torch.full((n,), 2.0 ** world))
+            and torch.equal(b, torch.full((n,), want_base))):
+        c.fail(f"mixed offloaded/gloo calls: {a[0].item()} {p[0].item()} {b[0].item()}")
+    dist.barrier()
+    s = c.summary()
+    if s is not None and c.calls(s, "allreduce") < 8:
+        c.fail(f"all_reduce not offloaded: {s['collectives'].get('allreduce')}")
+
+
+def check_asyncfail(c):
+    torch, dist, rank, world = c.torch, c.dist, c.rank, c.world
+    timeout = c.a.timeout
+    dist.all_reduce(torch.ones(10))  # the group works
+    if rank == world - 1:
+        time.sleep(timeout + 5)  # absent past the timeout
+    t0 = time.time()
+    w1 = dist.all_reduce(torch.ones(10), async_op=True)
+    try:
+        w2 = dist.all_reduce(torch.ones(10), async_op=True)
+    except RuntimeError as e:
+        # The absent rank comes after the tree failed: its worker may fail
+        # the first call (at once) before the second is issued, which then
+        # raises on issue, as every call after a failure does.
+        if rank != world - 1 or "failed earlier" not in str(e):
+            raise
+        w2 = None
+    if time.time() - t0 > 1:
+        c.fail(f"issuing two async all_reduces took {time.time() - t0:.1f} s")
+    f2 = w2.get_future() if w2 is not None else None
+    msg2 = c.raises("wait() on the second queued all_reduce", w2.wait, "") if w2 is not None else "raised on issue"
+    msg1 = c.raises("wait() on the first all_reduce", w1.wait, "")
+    el = time.time() - t0
+    c.info["raise_seconds"] = round(el, 2)
+    c.info["errors"] = [m.splitlines()[0][:200] if m else "" for m in (msg1, msg2)]
+    if el > timeout + 10:
+        c.fail(f"the failed all_reduces raised after {el:.1f} s, more than timeout + 10 s")
+    try:
+        if f2 is not None:
+            f2.wait()
+            c.fail("the failed all_reduce's future did not raise")
+    except RuntimeError:
+        pass
+    after_failure(c, "asyncfail")
+
+
+# ------------------------------------------------------ teardown, dropcb
+
+def shutdown_summary(c, wait_s=15):
+    """The summary the group's shutdown wrote (INCIN_TORCH_SUMMARY_JSON, set
+    by main for these checks), or None when none came within wait_s."""
+    t0 = time.time()
+    while time.time() - t0 < wait_s:
+        try:
+            with open(c.shutdown_json) as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            time.sleep(0.05)
+    return None
+
+
+def queue_four(c, n):
+    """Four async all_reduces, issued while rank 1 is 2 s late (so they are
+    still queued on the others), and one whose tensor and Work the caller
+    drops at once (the worker then drops the last reference of a tensor
+    Python let go of, which takes the GIL)."""
+    torch, dist, rank = c.torch, c.dist, c.rank
+    if rank == 1:
+        time.sleep(2)
+    ts = [torch.full((n,), float(rank + 10 * i)) for i in range(4)]
+    ws = [dist.all_reduce(t, async_op=True) for t in ts]
+    dist.all_reduce(torch.full((n,), 1.0), async_op=True)
+    return ts, ws
+
+
+def check_queued_results(c, label, ts, ws, n):
+    want_base = c.world * (c.world - 1) / 2
+    for i, (t, w) in enumerate(zip(ts, ws)):
+        try:
+            w.wait()
+        except Exception as e:  # noqa: BLE001
+            c.fail(f"{label}: queued all_reduce {i} raised {type(e).__name__}: {str(e)[:300]}")
+            continue
+        want = want_base + c.world * 10 * i
+        if not torch_equal_full(c, t, n, want):
+            c.fail(f"{label}: queued all_reduce {i}: got {t[:3].tolist()}, want {want}")
+
+
+def torch_equal_full(c, t, n, v):
+    return c.torch.equal(t, c.torch.full((n,), float(v)))
+
+
+def check_teardown(c):
+    """destroy_process_group() with offloaded calls still queued, one of them
+    with a Python callback on its future: the group's end runs them first
+    (as gloo's does) and does not hold the GIL while it waits for the
+    worker, which needs it for the callback (this hung before)."""
+    torch, dist = c.torch, c.dist
+    import threading
+    n = 1 << 14
+    dist.all_reduce(torch.ones(4))  # the worker thread runs
+    ts, ws = queue_four(c, n)
+    ran = []
+    ws[3].get_future().then(lambda f: ran.append(threading.get_ident()) or f.value())
+    c.info["completed_at_destroy"] = [w.is_completed() for w in ws]
+    t0 = time.time()
+    dist.destroy_process_group()
+    c.info["destroy_seconds"] = round(time.time() - t0, 2)
+    for w in ws:
+        if not w.is_completed():
+            c.fail("a queued all_reduce was not complete when destroy_process_group returned")
+            break
+    check_queued_results(c, "teardown", ts, ws, n)
+    if not ran:
+        c.fail("the Python callback on a queued all_reduce's future never ran")
+    elif ran[0] == threading.get_ident() and c.rank != 1 and not all(c.info["completed_at_destroy"]):
+        c.fail("the future callback ran on the main thread, not on the worker")
+    s = shutdown_summary(c)
+    if s is None:
+        c.fail(f"destroy_process_group wrote no summary ({c.shutdown_json})")
+    elif c.calls(s, "allreduce") != 6:
+        c.fail(f"summary at shutdown: {c.calls(s, 'allreduce')} all_reduces offloaded, want 6 (every queued one)")
+
+
+def check_dropcb(c):
+    """The last reference to the group drops inside a future callback, on
+    the group's worker thread, with offloaded calls queued behind it: the
+    group ends there without waiting for itself, runs the queued calls first
+    (right results), and its thread touches nothing of it afterwards (a
+    use-after-free before)."""
+    torch, dist = c.torch, c.dist
+    import threading
+    n = 1 << 14
+    dist.all_reduce(torch.ones(4))
+    holder = [dist.distributed_c10d._get_default_group()]
+    ts, ws = queue_four(c, n)
+    where = []
+
+    def drop(f):
+        where.append(threading.get_ident())
+        holder.clear()  # the last reference: the group ends here
+        return f.value()
+
+    ws[1].get_future().then(drop)
+    dist.destroy_process_group()  # c10d lets go; holder keeps the group
+    check_queued_results(c, "dropcb", ts, ws, n)
+    if not where:
+        c.fail("the callback that drops the group never ran")
+    else:
+        c.info["dropped_on_worker"] = where[0] != threading.get_ident()
+    s = shutdown_summary(c)
+    if s is None:
+        c.fail(f"the group did not end when its last reference dropped (no summary at {c.shutdown_json})")
+    elif c.calls(s, "allreduce") != 6:
+        c.fail(f"summary at shutdown: {c.calls(s, 'allreduce')} all_reduces offloaded, want 6 (every queued one)")
+
+
+# --------------------------------------------------------------- fallback
+
+def check_fallback(c):
+    torch, dist, rank, world = c.torch, c.dist, c.rank, c.world
+    s = c.summary()
+    if s["group"] != "no_group":
+        c.fail(f"group state {s['group']}, want no_group (INCIN_AM unset)")
+    g = torch.Generator().manual_seed(7)
+    per_rank = [torch.randn(1000, generator=g) * 100 for _ in range(world)]  # every rank's input, on each rank
+    mine = per_rank[rank]
+
+    def same_everywhere(what, t):
+        b = t.contiguous().view(torch.uint8)  # the bytes (gloo 1.13 gathers no bfloat16)
+        outs = [torch.empty_like(b) for _ in range(world)]
+        dist.all_gather(outs, b)
+        if any(not torch.equal(o, b) for o in outs):
+            c.fail(f"{what}: results differ between ranks")
+
+    # bfloat16 SUM of exactly representable small values: exact.
+    t = (torch.arange(64, dtype=torch.float32) * 0.5 + rank).to(torch.bfloat16)
+    dist.all_reduce(t)
+    ref = sum(torch.arange(64, dtype=torch.float32) * 0.5 + r for r in range(world)).to(torch.bfloat16)
+    if not torch.equal(t, ref):
+        c.fail(f"bfloat16 all_reduce SUM: {t[:4].tolist()}, want {ref[:4].tolist()}")
+    # bfloat16 MAX.
+    t = mine.to(torch.bfloat16)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    ref = torch.stack(per_rank).to(torch.bfloat16).max(dim=0).values
+    if not torch.equal(t, ref):
+        c.fail("bfloat16 all_reduce MAX differs from the local reference")
+    # AVG, float32 and bfloat16: within rounding of the local mean, and the
+    # same bytes on every rank.
+    for dt, tol in ((torch.float32, 1e-5), (torch.bfloat16, 1e-2)):
+        t = mine.to(dt).clone()  # .to() of the same dtype is mine itself
+        dist.all_reduce(t, op=dist.ReduceOp.AVG)
+        ref = torch.stack([x.to(dt).double() for x in per_rank]).mean(dim=0)
+        err = ((t.double() - ref).abs() / ref.abs().clamp(min=1.0)).max().item()
+        if err > tol:
+            c.fail(f"AVG {dt}: relative error {err:.3g} > {tol}")
+        same_everywhere(f"AVG {dt}", t)
+    # Exact AVG: integers summed, divided by a power of two.
+    t = torch.arange(16, dtype=torch.float32) * (rank + 1)
+    dist.all_reduce(t, op=dist.ReduceOp.AVG)
+    ref = torch.arange(16, dtype=torch.float32) * sum(r + 1 for r in range(world)) / world
+    if not torch.equal(t, ref):
+        c.fail(f"AVG float32 of integers: {t[:4].tolist()}, want {ref[:4].tolist()}")
+    # all_gather_into_tensor.
+    out = torch.empty(world * 1000)
+    dist.all_gather_into_tensor(out, mine)
+    if not torch.equal(out, torch.cat(per_rank)):
+        c.fail("all_gather_into_tensor differs from the local reference")
+    # reduce_scatter_tensor SUM (integers: exact) and AVG.
+    ints = [torch.arange(world * 8, dtype=torch.int64) * (r + 1) for r in range(world)]
+    out = torch.empty(8, dtype=torch.int64)
+    dist.reduce_scatter_tensor(out, ints[rank])
+    ref = sum(ints).narrow(0, rank * 8, 8)
+    if not torch.equal(out, ref):
+        c.fail(f"reduce_scatter_tensor SUM: {out.tolist()}, want {ref.tolist()}")
+    big = [x.repeat(world)[: world * 250] for x in per_rank]
+    out = torch.empty(250)
+    dist.reduce_scatter_tensor(out, big[rank], op=dist.ReduceOp.AVG)
+    ref = torch.stack([x.double() for x in big]).mean(dim=0).narrow(0, rank * 250, 250)
+    if ((out.double() - ref).abs() / ref.abs().clamp(min=1.0)).max().item() > 1e-5:
+        c.fail("reduce_scatter_tensor AVG differs from the local reference")
+    # bfloat16 reduce_scatter_tensor SUM (small integers: exact).
+    bf = [(torch.arange(world * 4, dtype=torch.float32) + r).to(torch.bfloat16) for r in range(world)]
+    out = torch.empty(4, dtype=torch.bfloat16)
+    dist.reduce_scatter_tensor(out, bf[rank])
+    ref = sum(x.float() for x in bf).to(torch.bfloat16).narrow(0, rank * 4, 4)
+    if not torch.equal(out, ref):
+        c.fail(f"bfloat16 reduce_scatter_tensor: {out.tolist()}, want {ref.tolist()}")
+    s = c.summary()
+    ar = s["collectives"].get("allreduce", {})
+    if ar.get("fallback_reasons", {}).get("no_group", 0) < 5:
+        c.fail(f"allreduce fallbacks not counted as no_group: {ar}")
+    for coll in ("_allgather_base", "_reduce_scatter_base"):
+        if s["collectives"].get(coll, {}).get("fallback", {}).get("calls", 0) < 1:
+            c.fail(f"{coll} fallback not counted: {s['collectives'].get(coll)}")
+
+
 CHECKS = {"numerics": check_numerics, "late": check_late, "barrier_async": check_barrier_async,
           "argerrors": check_argerrors, "sparse": check_sparse, "empty": check_empty,
           "monitored": check_monitored, "subgroup": check_subgroup, "absent": check_absent,
-          "killed": check_killed}
+          "killed": check_killed, "async": check_async, "asyncfail": check_asyncfail,
+          "fallback": check_fallback, "teardown": check_teardown, "dropcb": check_dropcb}
+# Checks that destroy their group themselves (main does not).
+SELF_DESTROYING = ("teardown", "dropcb")
 
 
 def main():
@@ -529,18 +844,27 @@ def main():
     from datetime import timedelta
     os.environ.setdefault("GLOO_SOCKET_IFNAME", a.iface)
     if a.backend == "incin":
-        if a.am:
+        if a.check == "fallback":
+            os.environ.pop("INCIN_AM", None)  # no AM: every call on gloo
+        elif a.am:
             os.environ["INCIN_AM"] = a.am
         if a.job:
             os.environ["INCIN_JOB_ID"] = a.job
         os.environ["INCIN_IFACE"] = a.iface
         os.environ.setdefault("INCIN_TORCH_SUMMARY", "all")
         import incin  # noqa: F401
+    shutdown_json = f"{a.out}.shutdown-{a.rank}.json"
+    if a.backend == "incin" and a.check in SELF_DESTROYING:
+        # The group's summary at shutdown, which these checks read back.
+        if os.path.exists(shutdown_json):
+            os.unlink(shutdown_json)
+        os.environ["INCIN_TORCH_SUMMARY_JSON"] = a.out + ".shutdown-%r.json"
     torch.set_num_threads(1)
     dist.init_process_group(a.backend, init_method=f"tcp://{a.master}", rank=a.rank, world_size=a.world,
                             timeout=timedelta(seconds=a.timeout))
     c = Ctx(a, torch, dist)
-    if a.backend == "incin":
+    c.shutdown_json = shutdown_json
+    if a.backend == "incin" and a.check != "fallback":
         s = c.summary()
         if s["group"] != "ok":
             c.fail(f"no libinc group: {s['group']} ({s['group_detail']})")
@@ -550,7 +874,7 @@ def main():
     except Exception:  # noqa: BLE001 (reported as a failure of this rank)
         c.fail("unexpected exception: " + traceback.format_exc()[-1500:])
     c.info["seconds"] = round(time.time() - t0, 2)
-    if a.backend == "incin":
+    if a.backend == "incin" and a.check not in SELF_DESTROYING:
         c.info["summary"] = c.summary()
     doc = {"check": a.check, "backend": a.backend, "rank": a.rank, "failures": c.failures, "info": c.info}
     with open(a.out, "w") as f:
@@ -561,9 +885,10 @@ def main():
     sys.stdout.flush()
     # A failed group may not be torn down cleanly (gloo peers gone): leave
     # without waiting for its destructor.
-    if a.check in ("absent", "killed", "monitored"):
+    if a.check in ("absent", "asyncfail", "killed", "monitored"):
         os._exit(0 if not c.failures else 1)
-    dist.destroy_process_group()
+    if a.check not in SELF_DESTROYING:
+        dist.destroy_process_group()
     return 0 if not c.failures else 1
 
 

@@ -20,10 +20,22 @@
 // - A caller's argument error raises (like gloo's) and changes nothing.
 // - 0-element calls complete locally (gloo 1.13 dies of SIGFPE on some).
 //
-// Offloaded collectives run synchronously on the calling thread: the
-// returned Work is already complete. barrier() first waits for every gloo
-// Work this group handed out. One translation unit: the torch headers are
-// heavy.
+// Threading (docs/pytorch.md "Threading"): offloaded collectives run on the
+// group's own worker thread, one FIFO queue per process group, so every rank
+// issues them to libinc in call order (libinc's group is not re-entrant: one
+// collective at a time). The caller gets an AsyncWork at once (wait(),
+// isCompleted(), getFuture() as gloo's; an error reaches wait() and the
+// future); the Work and the queued task hold the tensors until it completes.
+// A call that goes to gloo first waits until the queue is empty (the
+// offloaded calls before it were issued), then calls gloo on the caller's
+// thread: gloo sees its calls in the same order on every rank, also a
+// switch_unsupported redo that the worker issues. barrier() waits for every
+// offloaded and gloo Work handed out before it. A failed offload fails the
+// group: queued calls behind it complete with the "failed earlier" error.
+// What gloo 1.13 lacks (bfloat16 and AVG all_reduce, the _base forms) is
+// composed here from gloo's primitives. One translation unit: the torch
+// headers are heavy.
+#include <Python.h>
 #include <inc/inc.h>
 #include <pybind11/chrono.h>
 #include <pybind11/pybind11.h>
@@ -34,17 +46,22 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <deque>
 #include <fstream>
+#include <functional>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 #include <utility>
@@ -240,6 +257,35 @@ class DoneWork : public c10d::Work {
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 
+// An offloaded collective queued on the group's worker thread: complete
+// (its Future too) when the worker ran it. wait(timeout), isCompleted() and
+// exceptions are c10d::Work's (as gloo's AsyncWork); it holds the output
+// tensors until then.
+class AsyncWork : public c10d::Work {
+ public:
+  AsyncWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs)
+      : c10d::Work(rank, type),
+        outputs_(std::move(outputs)),
+        future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {}
+  // On the worker thread (or gloo's, for a redo on gloo). The Work first,
+  // then the Future, whose callbacks (DDP's) run here.
+  void Complete(std::exception_ptr error) {
+    if (error) {
+      finish(error);
+      future_->setError(error);
+    } else {
+      finish();
+      future_->markCompleted(c10::IValue(outputs_));
+    }
+  }
+  std::vector<at::Tensor> result() override { return outputs_; }
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+
+ private:
+  std::vector<at::Tensor> outputs_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
 // A collective composed of a gloo Work and a step after it (copying a
 // reduce_scatter's block out of an allreduce): complete when the step ran.
 // The step runs on gloo's thread as a callback of the inner Work's future.
@@ -341,6 +387,46 @@ void CheckLayouts(Coll c, const std::vector<at::Tensor>& tensors) {
     if (t.layout() != tensors[0].layout()) ArgError(c, "tensors must all have the same layout");
 }
 
+// Worker threads still running. A group that ends on its own worker lets
+// the thread go (detached) while it is still ending the group (leaving
+// libinc's group, destroying gloo's): incin's exit hook waits for them, or
+// the process would exit under them.
+std::mutex g_threads_mu;
+std::condition_variable g_threads_cv;
+int g_threads = 0;
+
+// The state of a process group's worker thread, owned jointly by the group
+// and the thread (the thread may outlive the group: StopWorker).
+struct WorkerState {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::function<void()>> queue;
+  uint64_t queued = 0, done = 0;  // tasks queued and run so far
+  bool stop = false;              // no more tasks: the thread ends when the queue is empty
+  std::thread::id id;             // the worker's, once started
+};
+
+// Releases the GIL for a wait when this thread holds it, and takes it back
+// after. A wait for the worker must not hold the GIL: the worker takes it to
+// run a Python Future callback, or to drop the last reference to a tensor
+// whose Python object Python already let go of (torch then owns the object
+// and decrefs it under the GIL). The group's destructor runs under the GIL
+// when Python drops the last reference (destroy_process_group).
+class WithoutGil {
+ public:
+  WithoutGil() {
+    if (Py_IsInitialized() && PyGILState_Check()) state_ = PyEval_SaveThread();
+  }
+  ~WithoutGil() {
+    if (state_) PyEval_RestoreThread(state_);
+  }
+  WithoutGil(const WithoutGil&) = delete;
+  WithoutGil& operator=(const WithoutGil&) = delete;
+
+ private:
+  PyThreadState* state_ = nullptr;
+};
+
 class ProcessGroupIncin : public c10d::ProcessGroup {
  public:
   ProcessGroupIncin(int rank, int size, c10::intrusive_ptr<c10d::ProcessGroup> gloo,
@@ -373,18 +459,20 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
     inc_op op = INC_SUM;
     if (r == Reason::kNone) r = ReduceTypes(tensors[0], opts.reduceOp, &dt, &op);
     if (r == Reason::kNone) {
-      at::Tensor& t = tensors[0];
+      at::Tensor t = tensors[0];
       size_t n = static_cast<size_t>(t.numel());
-      auto work = Offload(c, c10d::OpType::ALLREDUCE, bytes, tensors, &r, [&] {
-        if (t.is_contiguous()) return inc_allreduce(comm_, t.data_ptr(), t.data_ptr(), n, dt, op);
-        at::Tensor cont = t.contiguous();
-        inc_status s = inc_allreduce(comm_, cont.data_ptr(), cont.data_ptr(), n, dt, op);
-        if (s == INC_OK) t.copy_(cont);
-        return s;
-      });
-      if (work) return work;
+      return Offload(
+          c, c10d::OpType::ALLREDUCE, bytes, tensors,
+          [this, t, n, dt, op]() mutable {
+            if (t.is_contiguous()) return inc_allreduce(comm_, t.data_ptr(), t.data_ptr(), n, dt, op);
+            at::Tensor cont = t.contiguous();
+            inc_status s = inc_allreduce(comm_, cont.data_ptr(), cont.data_ptr(), n, dt, op);
+            if (s == INC_OK) t.copy_(cont);
+            return s;
+          },
+          [this, tensors, opts]() mutable { return GlooAllreduce(tensors, opts); });
     }
-    return Gloo(c, r, bytes, [&] { return gloo_->allreduce(tensors, opts); });
+    return Gloo(c, r, bytes, [&] { return GlooAllreduce(tensors, opts); });
   }
 
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
@@ -399,38 +487,42 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
     uint64_t bytes = BytesOf(tensors);
     Reason r = TensorsReason(tensors);
     if (r == Reason::kNone) {
-      at::Tensor& t = tensors[0];
+      at::Tensor t = tensors[0];
       uint32_t root = static_cast<uint32_t>(opts.rootRank);
-      auto work = Offload(c, c10d::OpType::BROADCAST, bytes, tensors, &r, [&] {
-        // Bytes as int32 words (libinc's broadcast is exact for them); an odd
-        // byte count or a non-contiguous tensor through a padded copy.
-        if (bytes % 4 == 0 && t.is_contiguous())
-          return inc_broadcast(comm_, t.data_ptr(), bytes / 4, INC_INT32, root);
-        at::Tensor cont = t.contiguous();
-        std::vector<uint8_t> pad(RoundUp4(bytes), 0);
-        std::memcpy(pad.data(), cont.data_ptr(), bytes);
-        inc_status s = inc_broadcast(comm_, pad.data(), pad.size() / 4, INC_INT32, root);
-        if (s == INC_OK) {
-          std::memcpy(cont.data_ptr(), pad.data(), bytes);
-          if (!cont.is_same(t)) t.copy_(cont);
-        }
-        return s;
-      });
-      if (work) return work;
+      return Offload(
+          c, c10d::OpType::BROADCAST, bytes, tensors,
+          [this, t, bytes, root]() mutable {
+            // Bytes as int32 words (libinc's broadcast is exact for them); an odd
+            // byte count or a non-contiguous tensor through a padded copy.
+            if (bytes % 4 == 0 && t.is_contiguous())
+              return inc_broadcast(comm_, t.data_ptr(), bytes / 4, INC_INT32, root);
+            at::Tensor cont = t.contiguous();
+            std::vector<uint8_t> pad(RoundUp4(bytes), 0);
+            std::memcpy(pad.data(), cont.data_ptr(), bytes);
+            inc_status s = inc_broadcast(comm_, pad.data(), pad.size() / 4, INC_INT32, root);
+            if (s == INC_OK) {
+              std::memcpy(cont.data_ptr(), pad.data(), bytes);
+              if (!cont.is_same(t)) t.copy_(cont);
+            }
+            return s;
+          },
+          [this, tensors, opts]() mutable { return GlooBroadcast(tensors, opts); });
     }
-    return Gloo(c, r, bytes, [&] { return gloo_->broadcast(tensors, opts); });
+    return Gloo(c, r, bytes, [&] { return GlooBroadcast(tensors, opts); });
   }
 
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override {
     const Coll c = Coll::kBarrier;
     Usable(c);
-    // Like gloo's barrier: after every earlier Work of this group.
+    // Like gloo's barrier: after every earlier Work of this group, the
+    // offloaded ones (the queue) and the gloo ones.
+    Drain();
     WaitPending();
     Reason r = group_reason_;
     if (r == Reason::kNone) {
-      std::vector<at::Tensor> none;
-      auto work = Offload(c, c10d::OpType::BARRIER, 0, none, &r, [&] { return inc_barrier(comm_); });
-      if (work) return work;
+      return Offload(
+          c, c10d::OpType::BARRIER, 0, {}, [this] { return inc_barrier(comm_); },
+          [this, opts]() mutable { return gloo_->barrier(opts); });
     }
     return Gloo(c, r, 0, [&] { return gloo_->barrier(opts); });
   }
@@ -463,15 +555,17 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
     if (r == Reason::kNone) {
       at::Tensor in = inputs[0].contiguous();
       std::vector<at::Tensor> outs = outputs[0];
-      auto work = Offload(c, c10d::OpType::ALLGATHER, bytes, outs, &r, [&] {
-        at::Tensor all = at::empty({size_ * in.numel()}, in.options());
-        inc_status s = GatherInto(in, all.data_ptr());
-        if (s != INC_OK) return s;
-        for (int i = 0; i < size_; i++)
-          outs[i].copy_(all.narrow(0, i * in.numel(), in.numel()).view(in.sizes()));
-        return s;
-      });
-      if (work) return work;
+      return Offload(
+          c, c10d::OpType::ALLGATHER, bytes, outs,
+          [this, in, outs]() mutable {
+            at::Tensor all = at::empty({size_ * in.numel()}, in.options());
+            inc_status s = GatherInto(in, all.data_ptr());
+            if (s != INC_OK) return s;
+            for (int i = 0; i < size_; i++)
+              outs[i].copy_(all.narrow(0, i * in.numel(), in.numel()).view(in.sizes()));
+            return s;
+          },
+          [this, outputs, inputs, opts]() mutable { return gloo_->allgather(outputs, inputs, opts); });
     }
     return Gloo(c, r, bytes, [&] { return gloo_->allgather(outputs, inputs, opts); });
   }
@@ -491,15 +585,16 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
     Reason r = TensorsReason(ins);
     if (r == Reason::kNone && !output.device().is_cpu()) r = Reason::kNotCpu;
     if (r == Reason::kNone) {
-      std::vector<at::Tensor> outs{output};
-      auto work = Offload(c, c10d::OpType::_ALLGATHER_BASE, bytes, outs, &r, [&] {
-        at::Tensor in = input.contiguous();
-        at::Tensor dst = output.is_contiguous() ? output : at::empty({output.numel()}, output.options());
-        inc_status s = GatherInto(in, dst.data_ptr());
-        if (s == INC_OK && !dst.is_same(output)) output.copy_(dst.view(output.sizes()));
-        return s;
-      });
-      if (work) return work;
+      return Offload(
+          c, c10d::OpType::_ALLGATHER_BASE, bytes, {output},
+          [this, output, input]() mutable {
+            at::Tensor in = input.contiguous();
+            at::Tensor dst = output.is_contiguous() ? output : at::empty({output.numel()}, output.options());
+            inc_status s = GatherInto(in, dst.data_ptr());
+            if (s == INC_OK && !dst.is_same(output)) output.copy_(dst.view(output.sizes()));
+            return s;
+          },
+          [this, output, input, opts]() mutable { return GlooAllgatherBase(output, input, opts); });
     }
     // gloo 1.13 has no _allgather_base: its allgather into views of output.
     return Gloo(c, r, bytes, [&] { return GlooAllgatherBase(output, input, opts); });
@@ -534,28 +629,23 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
     inc_op op = INC_SUM;
     if (r == Reason::kNone) r = ReduceTypes(outputs[0], opts.reduceOp, &dt, &op);
     if (r == Reason::kNone) {
-      at::Tensor& out = outputs[0];
+      at::Tensor out = outputs[0];
+      std::vector<at::Tensor> ins = inputs[0];
       int64_t n = out.numel();
-      auto work = Offload(c, c10d::OpType::REDUCE_SCATTER, bytes, outputs, &r, [&] {
-        at::Tensor send = at::empty({n * size_}, out.options());
-        for (int i = 0; i < size_; i++) send.narrow(0, i * n, n).copy_(inputs[0][i].reshape({n}));
-        at::Tensor dst = out.is_contiguous() ? out : at::empty({n}, out.options());
-        inc_status s =
-            inc_reduce_scatter(comm_, send.data_ptr(), dst.data_ptr(), static_cast<size_t>(n), dt, op);
-        if (s == INC_OK && !dst.is_same(out)) out.copy_(dst.view(out.sizes()));
-        return s;
-      });
-      if (work) return work;
+      return Offload(
+          c, c10d::OpType::REDUCE_SCATTER, bytes, outputs,
+          [this, out, ins, n, dt, op]() mutable {
+            at::Tensor send = at::empty({n * size_}, out.options());
+            for (int i = 0; i < size_; i++) send.narrow(0, i * n, n).copy_(ins[i].reshape({n}));
+            at::Tensor dst = out.is_contiguous() ? out : at::empty({n}, out.options());
+            inc_status s =
+                inc_reduce_scatter(comm_, send.data_ptr(), dst.data_ptr(), static_cast<size_t>(n), dt, op);
+            if (s == INC_OK && !dst.is_same(out)) out.copy_(dst.view(out.sizes()));
+            return s;
+          },
+          [this, outputs, inputs, opts]() mutable { return GlooReduceScatterList(outputs, inputs, opts); });
     }
-    // gloo 1.13 has no reduce_scatter: an allreduce of the concatenated
-    // inputs, this rank's block copied out.
-    return Gloo(c, r, bytes, [&] {
-      if (outputs.size() != 1)
-        ArgError(c, "on gloo, reduce_scatter takes one output tensor (multi-device lists)");
-      std::vector<at::Tensor> flat;
-      for (const at::Tensor& t : inputs[0]) flat.push_back(t.reshape({-1}));
-      return GlooReduceScatter(c10d::OpType::REDUCE_SCATTER, outputs[0], at::cat(flat), opts);
-    });
+    return Gloo(c, r, bytes, [&] { return GlooReduceScatterList(outputs, inputs, opts); });
   }
 
   c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
@@ -575,16 +665,20 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
     inc_op op = INC_SUM;
     if (r == Reason::kNone) r = ReduceTypes(output, opts.reduceOp, &dt, &op);
     if (r == Reason::kNone) {
-      std::vector<at::Tensor> outs{output};
-      auto work = Offload(c, c10d::OpType::_REDUCE_SCATTER_BASE, bytes, outs, &r, [&] {
-        at::Tensor in = input.contiguous();
-        at::Tensor dst = output.is_contiguous() ? output : at::empty({output.numel()}, output.options());
-        inc_status s = inc_reduce_scatter(comm_, in.data_ptr(), dst.data_ptr(),
-                                          static_cast<size_t>(output.numel()), dt, op);
-        if (s == INC_OK && !dst.is_same(output)) output.copy_(dst.view(output.sizes()));
-        return s;
-      });
-      if (work) return work;
+      return Offload(
+          c, c10d::OpType::_REDUCE_SCATTER_BASE, bytes, {output},
+          [this, output, input, dt, op]() mutable {
+            at::Tensor in = input.contiguous();
+            at::Tensor dst = output.is_contiguous() ? output : at::empty({output.numel()}, output.options());
+            inc_status s = inc_reduce_scatter(comm_, in.data_ptr(), dst.data_ptr(),
+                                              static_cast<size_t>(output.numel()), dt, op);
+            if (s == INC_OK && !dst.is_same(output)) output.copy_(dst.view(output.sizes()));
+            return s;
+          },
+          [this, output, input, opts]() mutable {
+            return GlooReduceScatter(c10d::OpType::_REDUCE_SCATTER_BASE, output, input.reshape({-1}).clone(),
+                                     opts);
+          });
     }
     // A copy: the allreduce must not change the caller's input.
     return Gloo(c, r, bytes, [&] {
@@ -747,6 +841,7 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
   // accepts only the backend named "gloo").
   void monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_all_ranks) override {
     Usable(Coll::kMonitoredBarrier);
+    Drain();
     WaitPending();
     Count(Coll::kMonitoredBarrier, Reason::kUnsupportedCollective, 0);
     gloo_->monitoredBarrier(opts, wait_all_ranks);
@@ -757,6 +852,12 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
   // Summary (INCIN_TORCH_SUMMARY, INCIN_TORCH_SUMMARY_JSON), then leaves
   // libinc's group. Idempotent: the destructor and Python's atexit call it.
   void Shutdown() {
+    // Without the GIL throughout: the worker may need it, and leaving
+    // libinc's group is a call to the AM.
+    WithoutGil nogil;
+    // Queued offloaded calls complete first, and no task runs after this
+    // (libinc's group is still there until below).
+    StopWorker();
     std::lock_guard<std::mutex> l(mu_);
     if (shut_down_) return;
     shut_down_ = true;
@@ -941,6 +1042,70 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
     return c10::make_intrusive<ThenWork>(rank_, c10d::OpType::_ALLGATHER_BASE, inner, fut);
   }
 
+  // all_reduce on gloo, with what gloo 1.13 lacks composed here: bfloat16
+  // (reduced in float32, rounded back once) and AVG on floating types (SUM,
+  // then divided by the world size; float16/bfloat16 summed in float32).
+  // gloo's allreduce leaves the same bytes on every rank and the steps after
+  // it are local and deterministic, so every rank gets the same result.
+  // Everything else is gloo's own call (and gloo's errors).
+  c10::intrusive_ptr<c10d::Work> GlooAllreduce(std::vector<at::Tensor>& tensors,
+                                               const c10d::AllreduceOptions& opts) {
+    if (tensors.size() != 1 || tensors[0].layout() != c10::kStrided) return gloo_->allreduce(tensors, opts);
+    at::Tensor t = tensors[0];
+    const bool avg = opts.reduceOp == c10d::ReduceOp::AVG && at::isFloatingType(t.scalar_type());
+    const bool bf16 = t.scalar_type() == at::kBFloat16;
+    // gloo 1.13 reduces numel() elements from data_ptr() whatever the
+    // strides: a non-contiguous tensor through a contiguous copy.
+    if (!avg && !bf16 && t.is_contiguous()) return gloo_->allreduce(tensors, opts);
+    const bool widen = bf16 || t.scalar_type() == at::kHalf;
+    at::Tensor scratch = widen ? t.to(at::kFloat).contiguous() : t.clone(at::MemoryFormat::Contiguous);
+    c10d::AllreduceOptions ao = opts;
+    if (avg) ao.reduceOp = c10d::ReduceOp::SUM;
+    std::vector<at::Tensor> v{scratch};
+    auto inner = gloo_->allreduce(v, ao);
+    const int64_t world = size_;
+    auto fut = inner->getFuture()->then(
+        [t, scratch, avg, world](c10::ivalue::Future& f) mutable {
+          f.value();  // rethrows gloo's error
+          if (avg) scratch.div_(world);
+          t.copy_(scratch);
+          return c10::IValue(std::vector<at::Tensor>{t});
+        },
+        c10::ListType::create(c10::TensorType::get()));
+    return c10::make_intrusive<ThenWork>(rank_, c10d::OpType::ALLREDUCE, inner, fut);
+  }
+
+  // broadcast on gloo; a non-contiguous tensor through a contiguous copy
+  // (gloo 1.13 sends numel() elements from data_ptr() whatever the strides).
+  c10::intrusive_ptr<c10d::Work> GlooBroadcast(std::vector<at::Tensor>& tensors,
+                                               const c10d::BroadcastOptions& opts) {
+    if (tensors.size() != 1 || tensors[0].layout() != c10::kStrided || tensors[0].is_contiguous())
+      return gloo_->broadcast(tensors, opts);
+    at::Tensor t = tensors[0];
+    at::Tensor scratch = t.contiguous();
+    std::vector<at::Tensor> v{scratch};
+    auto inner = gloo_->broadcast(v, opts);
+    auto fut = inner->getFuture()->then(
+        [t, scratch](c10::ivalue::Future& f) mutable {
+          f.value();  // rethrows gloo's error
+          t.copy_(scratch);
+          return c10::IValue(std::vector<at::Tensor>{t});
+        },
+        c10::ListType::create(c10::TensorType::get()));
+    return c10::make_intrusive<ThenWork>(rank_, c10d::OpType::BROADCAST, inner, fut);
+  }
+
+  // reduce_scatter (list form) on gloo: the inputs concatenated.
+  c10::intrusive_ptr<c10d::Work> GlooReduceScatterList(std::vector<at::Tensor>& outputs,
+                                                       std::vector<std::vector<at::Tensor>>& inputs,
+                                                       const c10d::ReduceScatterOptions& opts) {
+    if (outputs.size() != 1)
+      ArgError(Coll::kReduceScatter, "on gloo, reduce_scatter takes one output tensor (multi-device lists)");
+    std::vector<at::Tensor> flat;
+    for (const at::Tensor& t : inputs[0]) flat.push_back(t.reshape({-1}));
+    return GlooReduceScatter(c10d::OpType::REDUCE_SCATTER, outputs[0], at::cat(flat), opts);
+  }
+
   // reduce_scatter on gloo 1.13 (which has none): an allreduce of `flat`
   // (this rank's world x count inputs, a tensor of our own) with the
   // caller's op, then this rank's block copied into output. gloo's
@@ -951,7 +1116,7 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
     ao.reduceOp = opts.reduceOp;
     ao.timeout = opts.timeout;
     std::vector<at::Tensor> v{flat};
-    auto inner = gloo_->allreduce(v, ao);
+    auto inner = GlooAllreduce(v, ao);
     at::Tensor out = output;
     int64_t n = output.numel();
     int64_t at_ = static_cast<int64_t>(rank_) * n;
@@ -965,51 +1130,196 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
     return c10::make_intrusive<ThenWork>(rank_, type, inner, fut);
   }
 
-  // Runs fn (a libinc call). Returns the completed Work when it ran on the
-  // switch, or failed there (the Work carries the error, and the group is
-  // failed from now on); nullptr with *reason = switch_unsupported when the
-  // tree refused it before sending anything (identically on every rank),
-  // for the caller to use gloo. libinc's INVALID_ARGUMENT (checked before
-  // anything is sent) is the caller's argument error: it raises and changes
-  // nothing.
-  template <typename Fn>
+  using IncFn = std::function<inc_status()>;
+  using GlooFn = std::function<c10::intrusive_ptr<c10d::Work>()>;
+
+  // Queues fn (a libinc call; it owns copies of the tensor handles) on the
+  // worker thread and returns its Work at once. On the worker: OK completes
+  // the Work; switch_unsupported (the tree refused before sending anything,
+  // identically on every rank) runs redo, the same call on gloo, and the
+  // Work completes with it; libinc's INVALID_ARGUMENT (checked before
+  // anything is sent) is the caller's argument error: the Work raises it
+  // and the group stays as it was; anything else fails the group (the Work
+  // raises, and every later call).
   c10::intrusive_ptr<c10d::Work> Offload(Coll coll, c10d::OpType type, uint64_t bytes,
-                                         const std::vector<at::Tensor>& outputs, Reason* reason, Fn&& fn) {
-    std::unique_lock<std::mutex> l(mu_);
-    if (failed_ || shut_down_ || !comm_) {
-      l.unlock();
-      Usable(coll);
-      C10_THROW_ERROR(Error, std::string("incin: ") + Name(coll) + ": no libinc group");
+                                         std::vector<at::Tensor> outputs, IncFn fn, GlooFn redo) {
+    {
+      std::unique_lock<std::mutex> l(mu_);
+      if (failed_ || shut_down_ || !comm_) {
+        l.unlock();
+        Usable(coll);
+        C10_THROW_ERROR(Error, std::string("incin: ") + Name(coll) + ": no libinc group");
+      }
     }
+    auto work = c10::make_intrusive<AsyncWork>(rank_, type, std::move(outputs));
+    if (!Enqueue([this, coll, bytes, work, fn = std::move(fn), redo = std::move(redo)] {
+          RunOffload(coll, bytes, work, fn, redo);
+        }))
+      C10_THROW_ERROR(Error,
+                      std::string("incin: ") + Name(coll) + " refused: the process group was shut down");
+    return work;
+  }
+
+  // On the worker thread.
+  void RunOffload(Coll coll, uint64_t bytes, const c10::intrusive_ptr<AsyncWork>& work, const IncFn& fn,
+                  const GlooFn& redo) {
+    std::exception_ptr error;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (failed_ || shut_down_) {
+        refused_calls_++;
+        error = std::make_exception_ptr(c10::Error(
+            std::string("incin: ") + Name(coll) + " refused: " +
+                (shut_down_ ? std::string("the process group was shut down")
+                            : "this process group failed earlier and takes no more calls: " + failure_ +
+                                  " (destroy it and create a new one)"),
+            ""));
+      }
+    }
+    if (error) return work->Complete(error);
     auto t0 = std::chrono::steady_clock::now();
-    inc_status s = fn();
+    inc_status s;
+    try {
+      s = fn();
+    } catch (...) {  // a tensor copy that failed (out of memory): this call's error
+      return work->Complete(std::current_exception());
+    }
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (s == INC_OK) {
-      Tally& t = tally_[static_cast<size_t>(coll)][0];
-      t.calls++;
-      t.bytes += bytes;
-      t.seconds += secs;
-      return c10::make_intrusive<DoneWork>(rank_, type, outputs, nullptr);
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        Tally& t = tally_[static_cast<size_t>(coll)][0];
+        t.calls++;
+        t.bytes += bytes;
+        t.seconds += secs;
+      }
+      return work->Complete(nullptr);
     }
     std::string err = inc_last_error();
     if (s == INC_FAILED_PRECONDITION && err.find(" does not ") != std::string::npos) {
-      *reason = Reason::kSwitchUnsupported;
-      return {};
+      c10::intrusive_ptr<c10d::Work> g;
+      try {
+        g = Gloo(coll, Reason::kSwitchUnsupported, bytes, redo);
+      } catch (...) {
+        return work->Complete(std::current_exception());
+      }
+      if (!g) return work->Complete(nullptr);
+      g->getFuture()->addCallback(
+          [work](c10::ivalue::Future& f) { work->Complete(f.hasError() ? f.exception_ptr() : nullptr); });
+      return;
     }
     if (s == INC_INVALID_ARGUMENT) {
-      arg_errors_[static_cast<size_t>(coll)]++;
-      l.unlock();
-      ArgError(coll, err);
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        arg_errors_[static_cast<size_t>(coll)]++;
+      }
+      return work->Complete(std::make_exception_ptr(
+          c10::Error(std::string("ProcessGroupIncin::") + Name(coll) + ": " + err, "")));
     }
-    failed_ = true;
-    // inc_last_error() starts with the status name ("DEADLINE_EXCEEDED: ...").
-    failure_ = std::string("offloaded ") + Name(coll) + " failed on rank " + std::to_string(rank_) +
-               " after " + std::to_string(static_cast<int64_t>(secs * 1000)) + " ms: " +
-               (err.rfind(inc_status_name(s), 0) == 0 ? err : std::string(inc_status_name(s)) + ": " + err);
-    failed_calls_++;
-    Log(Level::kError, failure_ + " (every later call on this process group raises)");
-    return c10::make_intrusive<DoneWork>(rank_, type, outputs,
-                                         std::make_exception_ptr(std::runtime_error("incin: " + failure_)));
+    std::string why;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      failed_ = true;
+      // inc_last_error() starts with the status name ("DEADLINE_EXCEEDED: ...").
+      failure_ = std::string("offloaded ") + Name(coll) + " failed on rank " + std::to_string(rank_) +
+                 " after " + std::to_string(static_cast<int64_t>(secs * 1000)) + " ms: " +
+                 (err.rfind(inc_status_name(s), 0) == 0 ? err : std::string(inc_status_name(s)) + ": " + err);
+      failed_calls_++;
+      why = failure_;
+    }
+    Log(Level::kError, why + " (every later call on this process group raises)");
+    work->Complete(std::make_exception_ptr(std::runtime_error("incin: " + why)));
+  }
+
+  // The worker: one thread per process group, started at the first
+  // offloaded call, tasks in FIFO order. The thread holds the queue's state
+  // (WorkerState) by shared_ptr and nothing of the group, so the group may
+  // end while the thread is still finishing a task (below, StopWorker).
+  bool Enqueue(std::function<void()> task) {
+    std::lock_guard<std::mutex> l(ws_->mu);
+    if (ws_->stop) return false;  // shutting down
+    if (!worker_.joinable()) {
+      {
+        std::lock_guard<std::mutex> g(g_threads_mu);
+        g_threads++;
+      }
+      worker_ = std::thread(WorkerLoop, ws_);
+      ws_->id = worker_.get_id();
+    }
+    ws_->queue.push_back(std::move(task));
+    ws_->queued++;
+    ws_->cv.notify_all();
+    return true;
+  }
+
+  static void WorkerLoop(std::shared_ptr<WorkerState> s) {
+    std::unique_lock<std::mutex> l(s->mu);
+    for (;;) {
+      s->cv.wait(l, [&] { return s->stop || !s->queue.empty(); });
+      if (s->queue.empty()) {  // stop, and nothing left to run
+        std::lock_guard<std::mutex> g(g_threads_mu);
+        g_threads--;
+        g_threads_cv.notify_all();
+        return;
+      }
+      RunFront(*s, l);
+    }
+  }
+
+  // Runs the queue's first task with the lock released (l holds s.mu).
+  // The task's tensors are dropped before it counts as done: dropping the
+  // last reference of a tensor Python let go of takes the GIL.
+  static void RunFront(WorkerState& s, std::unique_lock<std::mutex>& l) {
+    std::function<void()> task = std::move(s.queue.front());
+    s.queue.pop_front();
+    l.unlock();
+    task();
+    task = nullptr;
+    l.lock();
+    s.done++;
+    s.cv.notify_all();
+  }
+
+  // Until every task queued so far ran (its libinc call returned, or its
+  // redo was issued to gloo). Not on the worker itself (a Work's future
+  // callback calling the group): the task it runs in is what it would wait
+  // for.
+  void Drain() {
+    std::unique_lock<std::mutex> l(ws_->mu);
+    if (ws_->id == std::thread::id() || std::this_thread::get_id() == ws_->id) return;
+    uint64_t target = ws_->queued;
+    WithoutGil nogil;
+    ws_->cv.wait(l, [&] { return ws_->done >= target; });
+  }
+
+  // No new tasks; the queued ones run (drained, as gloo's destructor does:
+  // every rank issued them, so running them keeps the ranks together), and
+  // only then may Shutdown destroy libinc's group. From another thread:
+  // join the worker, without the GIL (a task or a Future callback on the
+  // worker may need it: a Python callback, or the last reference of a
+  // tensor whose Python object is gone). On the worker itself (a Work's
+  // callback shut the group down or dropped its last reference, so this
+  // may be the destructor): it cannot wait for itself, so it runs what is
+  // queued behind the current task right here, in order, and lets the
+  // thread go (detached); the thread then ends after the current task,
+  // touching only its WorkerState.
+  void StopWorker() {
+    std::thread t;
+    {
+      std::unique_lock<std::mutex> l(ws_->mu);
+      ws_->stop = true;
+      ws_->cv.notify_all();
+      if (ws_->id != std::thread::id() && std::this_thread::get_id() == ws_->id) {
+        WithoutGil nogil;
+        while (!ws_->queue.empty()) RunFront(*ws_, l);
+        if (worker_.joinable()) worker_.detach();
+        return;
+      }
+      t = std::move(worker_);
+    }
+    if (!t.joinable()) return;
+    WithoutGil nogil;
+    t.join();  // runs what is queued first
   }
 
   void Count(Coll coll, Reason reason, uint64_t bytes) {
@@ -1043,6 +1353,8 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
       Log(Level::kError, why);
       C10_THROW_ERROR(Error, why);
     }
+    // After the offloaded calls before it (the rule in the header).
+    Drain();
     c10::intrusive_ptr<c10d::Work> w = fn();
     Count(coll, reason, bytes);
     if (w) {
@@ -1222,6 +1534,10 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
   std::set<std::pair<Coll, Reason>> logged_;
   std::mutex pending_mu_;
   std::vector<c10::weak_intrusive_ptr<c10d::Work>> pending_;  // gloo Works barrier() waits for
+  // The worker thread (joined, or detached when the group ends on it) and
+  // its FIFO queue of offloaded calls, shared with the thread.
+  std::shared_ptr<WorkerState> ws_ = std::make_shared<WorkerState>();
+  std::thread worker_;
 };
 
 }  // namespace
@@ -1249,6 +1565,15 @@ PYBIND11_MODULE(_incin_torch, m) {
       .def("group_state", &PG::GroupState, py::call_guard<py::gil_scoped_release>(),
            "\"ok\" when the libinc group formed, \"failed\" after a failed offload, else the fallback reason")
       .def("timeout_ms", &PG::TimeoutMs, "the process group's timeout (libinc's op_timeout_ms)");
+  m.def(
+      "_wait_for_workers",
+      [](double seconds) {
+        std::unique_lock<std::mutex> g(incin_torch::g_threads_mu);
+        return incin_torch::g_threads_cv.wait_for(g, std::chrono::duration<double>(seconds),
+                                                  [] { return incin_torch::g_threads == 0; });
+      },
+      py::arg("seconds"), py::call_guard<py::gil_scoped_release>(),
+      "waits until every group's worker thread ended (at exit); false when some still ran after `seconds`");
   m.def("libinc_version", [] { return std::string(inc_version()); });
   m.def(
       "credential_job",

@@ -30,7 +30,7 @@ import weakref
 import torch.distributed as dist
 from torch.distributed import distributed_c10d as _c10d
 
-from ._incin_torch import ProcessGroupIncin, credential_job, libinc_version, setting
+from ._incin_torch import ProcessGroupIncin, _wait_for_workers, credential_job, libinc_version, setting
 
 __all__ = ["ProcessGroupIncin", "libinc_version", "setting", "summary_json", "monitored_barrier", "BACKEND"]
 
@@ -103,6 +103,11 @@ def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
         raise TypeError(f"timeout must be a datetime.timedelta or seconds, not {type(timeout).__name__}")
     return pg.monitored_barrier(timeout, wait_all_ranks=wait_all_ranks)
 
+
+# Registered before any group's _shutdown, so it runs after them (atexit is
+# last in, first out): a group that ended on its own worker thread may still
+# be leaving libinc's group there; the process must not exit under it.
+atexit.register(_wait_for_workers, 60.0)
 
 if BACKEND.upper() not in dist.Backend._plugins:
     dist.Backend.register_backend(BACKEND, _create)
