@@ -234,31 +234,8 @@ struct Tally {
 // libinc holds one group per process and interface.
 std::atomic<bool> g_libinc_busy{false};
 
-// A Work that is complete when returned (its Future too).
-class DoneWork : public c10d::Work {
- public:
-  DoneWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs, std::exception_ptr error)
-      : c10d::Work(rank, type),
-        outputs_(std::move(outputs)),
-        future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {
-    if (error) {
-      finish(error);
-      future_->setError(error);
-    } else {
-      finish();
-      future_->markCompleted(c10::IValue(outputs_));
-    }
-  }
-  std::vector<at::Tensor> result() override { return outputs_; }
-  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
-
- private:
-  std::vector<at::Tensor> outputs_;
-  c10::intrusive_ptr<c10::ivalue::Future> future_;
-};
-
 // An offloaded collective queued on the group's worker thread: complete
-// (its Future too) when the worker ran it. wait(timeout), isCompleted() and
+// (its Future too) when the worker ran it; a 0-element call's, at once. wait(timeout), isCompleted() and
 // exceptions are c10d::Work's (as gloo's AsyncWork); it holds the output
 // tensors until then.
 class AsyncWork : public c10d::Work {
@@ -1397,7 +1374,10 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
       std::lock_guard<std::mutex> l(mu_);
       local_[static_cast<size_t>(coll)]++;
     }
-    return c10::make_intrusive<DoneWork>(rank_, type, std::move(outputs), nullptr);
+    // Complete when returned (its Future too).
+    auto work = c10::make_intrusive<AsyncWork>(rank_, type, std::move(outputs));
+    work->Complete(nullptr);
+    return work;
   }
 
   std::string ToJson() const {
