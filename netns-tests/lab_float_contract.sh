@@ -9,7 +9,9 @@
 # the range, 3, 1000 and 50000 elements. Every element must be the IEEE
 # special result or within (n-1)*u*sum|x_i| of the exact sum, and every rank
 # must get the same bits. Then a world of 3 (the smallest with a
-# certificate) and of 2 (everything gathered) on the same lab.
+# certificate) and of 2 (everything gathered) on the same lab. float32 sums
+# run on 32-bit lanes and move to 64-bit ones where blocks come back
+# uncertified ("auto"); the four64 case forces 64-bit lanes throughout.
 . "$(dirname "$0")/lib.sh" "$1" flc
 KIND=${2:?single or two}
 require_bins incamd incswitchd incinctl inc-numerics-check
@@ -55,6 +57,8 @@ PY
 
 note "$KIND: 4 ranks"
 check four
+note "$KIND: 4 ranks, float32 always on 64-bit lanes"
+check four64 -- --float32-lanes 64 --sizes 3 --sizes 1000 --sizes 50000
 if [ "$KIND" = single ]; then
   note "$KIND: 8 ranks, 2 per host (the host stage)"
   check eight --ranks-per-host 2 -- --root 5

@@ -131,6 +131,16 @@ uint32_t inc_comm_size(const inc_comm* comm) {
   return comm && comm->impl ? comm->impl->world_size() : 0;
 }
 
+const char* inc_comm_status_json(const inc_comm* comm) {
+  thread_local std::string text;
+  try {
+    text = comm && comm->impl ? comm->impl->GetStatus().ToJson() : "{}";
+  } catch (const std::exception&) {
+    text = "{}";
+  }
+  return text.c_str();
+}
+
 inc_status inc_allreduce(inc_comm* comm, const void* send, void* recv, size_t count, inc_datatype dtype,
                          inc_op op) {
   return Collective(comm, "inc_allreduce", [&](inc::client::Communicator& c) {

@@ -220,6 +220,7 @@ class Communicator::Impl {
   uint64_t uncertified_blocks = 0;  // of which the switch could not certify
   uint64_t guess_misses = 0;        // float sums whose guessed exponents did not fit some block
   ExponentGuesses guesses;          // float-sum exponents of earlier calls
+  LaneChoice lanes;                 // float32 sums on 32- or 64-bit lanes, per count
   bool joined = false;              // JoinGroup succeeded: leave on destruction
   // The job's rank and world; with several ranks per host opt.rank and
   // opt.world_size number the hosts (this rank's leader is the member).
@@ -378,12 +379,15 @@ class Communicator::Impl {
                                 " cannot run float sums: they need INT32 SUM and MAX besides the float type");
     FixedSum f;
     f.t = t;
-    f.ft = FixedPointType(t);
+    // float32 on 64-bit lanes when the tree takes them and LaneChoice says
+    // so (data whose blocks 32-bit lanes cannot certify).
+    const bool wide = t == DataType::kFloat32 && Allowed(asg.dtypes, kFp64SumWire) && lanes.Wide(count);
+    f.ft = wide ? DataType::kFloat64 : FixedPointType(t);
     f.lane = f.ft == DataType::kFloat64 ? 8 : 4;
     f.per = ElemsPerPacket(asg.elems_per_packet, f.lane);
     f.count = count;
     f.blocks = PacketCount(count, f.per);
-    f.code = CertificateCode(t, world);
+    f.code = CertificateCode(t, f.ft, world);
     f.collective = collective;
     f.root_index = root_index;
     f.recv_data = recv_data;
@@ -394,18 +398,27 @@ class Communicator::Impl {
       for (uint64_t b = 0; b < f.blocks; b++) gathered[b] = static_cast<uint32_t>(b);
     } else {
       // The fixed point's input: float32 and float64 as they are, 16-bit
-      // types widened (exactly) to float32, decoded through out32.
-      std::vector<float> wide, out32;
+      // types widened (exactly) to float32, float32 on 64-bit lanes to
+      // float64; their results narrowed from out32 / out64.
+      std::vector<float> wide32, out32;
+      std::vector<double> wide64, out64;
       f.in = send;
       if (t == DataType::kFloat16 || t == DataType::kBFloat16) {
         const auto* h = static_cast<const uint16_t*>(send);
-        wide.resize(count);
+        wide32.resize(count);
         for (uint64_t i = 0; i < count; i++)
-          wide[i] = t == DataType::kFloat16 ? F16ToF32(h[i]) : Bf16ToF32(h[i]);
-        f.in = wide.data();
+          wide32[i] = t == DataType::kFloat16 ? F16ToF32(h[i]) : Bf16ToF32(h[i]);
+        f.in = wide32.data();
         if (recv_data) out32.resize(count);
+      } else if (wide) {
+        const auto* x = static_cast<const float*>(send);
+        wide64.assign(x, x + count);
+        f.in = wide64.data();
+        if (recv_data) out64.resize(count);
       }
-      f.out = out32.empty() ? recv : out32.data();
+      f.out = !out32.empty()   ? static_cast<void*>(out32.data())
+              : !out64.empty() ? static_cast<void*>(out64.data())
+                               : recv;
       f.own.resize(f.blocks);
       for (uint64_t b = 0; b < f.blocks; b++) {
         PacketRange r = PacketElements(b, count, f.per);
@@ -414,7 +427,8 @@ class Communicator::Impl {
       }
       std::vector<uint32_t> all(f.blocks);
       for (uint64_t b = 0; b < f.blocks; b++) all[b] = static_cast<uint32_t>(b);
-      if (const std::vector<int32_t>* guess = guesses.Use(f.ft, count)) {
+      const uint64_t uncertified_before = uncertified_blocks;
+      if (const std::vector<int32_t>* guess = guesses.Use(t, f.ft, count)) {
         // One round trip: the data pass with the guessed exponents; blocks
         // some rank could not quantise come back OVERFLOW and are redone
         // with a pre-pass of their own.
@@ -423,21 +437,35 @@ class Communicator::Impl {
         INC_RETURN_IF_ERROR(FixedPass(&f, all, /*speculative=*/true, &gathered, &redo));
         if (!redo.empty()) {
           guess_misses++;
-          guesses.Forget(f.ft, count);
+          guesses.Forget(t, f.ft, count);
           INC_RETURN_IF_ERROR(AgreeAndSum(&f, redo, &gathered));
         }
       } else {
         INC_RETURN_IF_ERROR(AgreeAndSum(&f, all, &gathered));
-        guesses.Store(f.ft, count, f.agreed);
+        // On 64-bit lanes the guesses keep one bit of margin (data whose
+        // blocks grow by up to 2x from call to call, as gradients do, need
+        // no redo); that bit is one of ~37 the certificate has to spare.
+        std::vector<int32_t> next = f.agreed;
+        if (wide)
+          for (int32_t& e : next)
+            if (e != kZeroBlockExponent && e < kGatherBlockExponent) e += 2;
+        guesses.Store(t, f.ft, count, std::move(next));
       }
+      if (t == DataType::kFloat32)
+        lanes.Record(count, wide, f.blocks, uncertified_blocks - uncertified_before);
       std::sort(gathered.begin(), gathered.end());
-      if (!out32.empty()) {
+      if (!out32.empty() || !out64.empty()) {
         // Narrow what the fixed point delivered, not the gathered blocks:
         // their inputs, which recv may hold (in place), are still needed.
-        auto* o = static_cast<uint16_t*>(recv);
         for (uint64_t b = 0; b < f.blocks; b++) {
           if (std::binary_search(gathered.begin(), gathered.end(), static_cast<uint32_t>(b))) continue;
           PacketRange r = PacketElements(b, count, f.per);
+          if (!out64.empty()) {
+            auto* o = static_cast<float*>(recv);
+            for (uint64_t i = r.first; i < r.first + r.count; i++) o[i] = static_cast<float>(out64[i]);
+            continue;
+          }
+          auto* o = static_cast<uint16_t*>(recv);
           for (uint64_t i = r.first; i < r.first + r.count; i++)
             o[i] = t == DataType::kFloat16 ? F32ToF16(out32[i]) : F32ToBf16(out32[i]);
         }
@@ -842,6 +870,9 @@ Status ValidateOptions(const CommunicatorOptions& o) {
     return InvalidArgument("broadcast_mode must be 'allreduce' or 'native', not '" + o.broadcast_mode + "'");
   if (o.small_sum != "gather" && o.small_sum != "fixed")
     return InvalidArgument("small_sum must be 'gather' or 'fixed', not '" + o.small_sum + "'");
+  LaneChoice::Mode lanes;
+  if (!o.float32_lanes.empty() && !LaneChoice::Parse(o.float32_lanes, &lanes))
+    return InvalidArgument("float32_lanes must be 'auto', '32' or '64', not '" + o.float32_lanes + "'");
   return Status::Ok();
 }
 
@@ -856,6 +887,16 @@ Expected<std::unique_ptr<Communicator::Impl>> MakeImpl(const CommunicatorOptions
   INC_RETURN_IF_ERROR(ValidateOptions(options));
   auto impl = std::make_unique<Communicator::Impl>();
   impl->opt = options;
+  if (impl->opt.float32_lanes.empty()) {
+    auto v = settings::Env().String("INCIN_FLOAT32_LANES");
+    if (!v.ok()) return v.status();
+    impl->opt.float32_lanes = *v;
+  }
+  LaneChoice::Mode lanes;
+  if (!LaneChoice::Parse(impl->opt.float32_lanes, &lanes))
+    return InvalidArgument("INCIN_FLOAT32_LANES must be auto, 32 or 64, not '" + impl->opt.float32_lanes +
+                           "'");
+  impl->lanes = LaneChoice(lanes);
   impl->g_rank = options.rank;
   impl->g_world = options.world_size;
   auto info = GetInterfaceInfo(options.iface);

@@ -112,6 +112,11 @@ struct CommunicatorOptions {
   // client/gather_sum.h) or "fixed" = block fixed point as for larger counts
   // (exponent pre-pass + data: two round trips). docs/operations.md "Numbers".
   std::string small_sum = "gather";
+  // The lanes of a float32 SUM's block fixed point (client/float_sum.h
+  // LaneChoice): "auto" = 32-bit lanes until a count's blocks come back
+  // uncertified, then 64-bit ones; "32"; "64". "" = from INCIN_FLOAT32_LANES
+  // (default auto). docs/operations.md "Numbers".
+  std::string float32_lanes;
   // Before LeaveGroup (which dismantles the tree), keep the tree alive this
   // long after the last collective, so that a rank whose last result was
   // lost can still get it by retransmission from the switch.

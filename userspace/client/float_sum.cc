@@ -119,6 +119,10 @@ DataType FixedPointType(DataType t) {
 }
 
 uint16_t CertificateCode(DataType t, uint32_t n) {
+  return CertificateCode(t, FixedPointType(t), n);
+}
+
+uint16_t CertificateCode(DataType t, DataType fixed, uint32_t n) {
   if (n < 3) return 0;
   // Result R = round_t(round_f(Q*step)): f is the fixed point's float type,
   // round_t a second rounding to a 16-bit type (none when t is f itself).
@@ -127,7 +131,7 @@ uint16_t CertificateCode(DataType t, uint32_t n) {
   // The contract allows (n-1)*ut*sum|x|, and sum|x| >= (A - n/2)*step with
   // A = sum over ranks of |q|, so A >= n/2 + (n/2)*c1/((n-1)*ut - c2)
   // certifies the element.
-  const DataType f = FixedPointType(t);
+  const DataType f = fixed;
   const long double uf = UnitRoundoff(f), ut = UnitRoundoff(t);
   const long double ur = t == f ? 0 : ut;
   const long double c1 = 1 + uf + ur * (1 + uf), c2 = uf + ur * (1 + uf);
@@ -207,39 +211,82 @@ FloatSumPlan PlanFloatSum(const int32_t* agreed, uint64_t blocks) {
   return p;
 }
 
-ExponentGuesses::Entry* ExponentGuesses::Find(DataType t, uint64_t count) {
+ExponentGuesses::Entry* ExponentGuesses::Find(DataType t, DataType fixed, uint64_t count) {
   for (Entry& e : entries_)
-    if (e.type == t && e.count == count) return &e;
+    if (e.type == t && e.fixed == fixed && e.count == count) return &e;
   return nullptr;
 }
 
-const std::vector<int32_t>* ExponentGuesses::Use(DataType t, uint64_t count) {
-  Entry* e = Find(t, count);
+const std::vector<int32_t>* ExponentGuesses::Use(DataType t, DataType fixed, uint64_t count) {
+  Entry* e = Find(t, fixed, count);
   if (!e) return nullptr;
   e->last = ++clock_;
   if (++e->uses % kRefreshEvery == 0) return nullptr;  // a full pre-pass this time
   return &e->agreed;
 }
 
-void ExponentGuesses::Store(DataType t, uint64_t count, std::vector<int32_t> agreed) {
-  Entry* e = Find(t, count);
+void ExponentGuesses::Store(DataType t, DataType fixed, uint64_t count, std::vector<int32_t> agreed) {
+  Entry* e = Find(t, fixed, count);
   if (!e) {
     if (entries_.size() >= kMaxEntries)
       entries_.erase(std::min_element(entries_.begin(), entries_.end(),
                                       [](const Entry& a, const Entry& b) { return a.last < b.last; }));
-    entries_.push_back(Entry{t, count, 0, 0, {}});
+    entries_.push_back(Entry{t, fixed, count, 0, 0, {}});
     e = &entries_.back();
   }
   e->agreed = std::move(agreed);
   e->last = ++clock_;
 }
 
-void ExponentGuesses::Forget(DataType t, uint64_t count) {
+void ExponentGuesses::Forget(DataType t, DataType fixed, uint64_t count) {
   for (size_t i = 0; i < entries_.size(); i++)
-    if (entries_[i].type == t && entries_[i].count == count) {
+    if (entries_[i].type == t && entries_[i].fixed == fixed && entries_[i].count == count) {
       entries_.erase(entries_.begin() + static_cast<ptrdiff_t>(i));
       return;
     }
+}
+
+bool LaneChoice::Parse(const std::string& text, Mode* mode) {
+  if (text == "auto")
+    *mode = Mode::kAuto;
+  else if (text == "32")
+    *mode = Mode::kNarrow;
+  else if (text == "64")
+    *mode = Mode::kWide;
+  else
+    return false;
+  return true;
+}
+
+LaneChoice::Entry* LaneChoice::Find(uint64_t count) {
+  for (Entry& e : entries_)
+    if (e.count == count) return &e;
+  return nullptr;
+}
+
+bool LaneChoice::Wide(uint64_t count) {
+  if (mode_ != Mode::kAuto) return mode_ == Mode::kWide;
+  Entry* e = Find(count);
+  if (!e || !e->wide) return false;
+  e->last = ++clock_;
+  return ++e->uses % kRetryNarrowEvery != 0;  // every so often, a narrow trial
+}
+
+void LaneChoice::Record(uint64_t count, bool wide, uint64_t fixed_blocks, uint64_t uncertified) {
+  if (mode_ != Mode::kAuto || wide) return;  // a wide count stays wide until a narrow trial passes
+  const bool go_wide = uncertified * kWideAbove > fixed_blocks;
+  Entry* e = Find(count);
+  if (!e) {
+    if (!go_wide) return;  // nothing to remember: narrow is the default
+    if (entries_.size() >= kMaxEntries)
+      entries_.erase(std::min_element(entries_.begin(), entries_.end(),
+                                      [](const Entry& a, const Entry& b) { return a.last < b.last; }));
+    entries_.push_back(Entry{count});
+    e = &entries_.back();
+  }
+  e->wide = go_wide;
+  e->uses = 0;
+  e->last = ++clock_;
 }
 
 std::vector<GatherChunk> ChunkGather(const std::vector<uint32_t>& blocks, uint64_t count, uint32_t per_block,

@@ -24,6 +24,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "client/communicator.h"
@@ -40,9 +41,11 @@ constexpr int32_t kGatherBlockExponent = kNonFiniteBlockExponent;
 DataType FixedPointType(DataType t);
 
 // Certificate threshold code (inc_hdr.aux bits 0..13) for a float SUM of
-// type t over n ranks with fixed-point lanes of FixedPointType(t): the
-// smallest code whose threshold is >= the T derived in float_sum.cc. 0 when
-// no certificate exists (n <= 2).
+// type t over n ranks with fixed-point lanes of type `fixed` (float32 or
+// float64 lanes: 32 or 64 bits): the smallest code whose threshold is >= the
+// T derived in float_sum.cc. 0 when no certificate exists (n <= 2).
+uint16_t CertificateCode(DataType t, DataType fixed, uint32_t n);
+// With the lanes of FixedPointType(t).
 uint16_t CertificateCode(DataType t, uint32_t n);
 // T = (code & 0xFF) << ((code >> 8) & 0x3F); 0 for code 0.
 uint64_t CertificateThreshold(uint16_t code);
@@ -76,24 +79,66 @@ FloatSumPlan PlanFloatSum(const int32_t* agreed, uint64_t blocks);
 // certificate is computed at the step actually used). Every kRefreshEvery-th
 // use of a guess is a full pre-pass again, so that exponents follow data
 // whose magnitude shrinks.
+// Entries are per type, count and fixed-point lane type (a float32 sum on
+// 64-bit lanes has other blocks than on 32-bit ones).
 class ExponentGuesses {
  public:
   static constexpr uint32_t kRefreshEvery = 8;
   static constexpr size_t kMaxEntries = 64;
   // The guess for this call, or null (then run the pre-pass and Store).
-  const std::vector<int32_t>* Use(DataType fixed_type, uint64_t count);
-  void Store(DataType fixed_type, uint64_t count, std::vector<int32_t> agreed);
-  void Forget(DataType fixed_type, uint64_t count);
+  const std::vector<int32_t>* Use(DataType type, DataType fixed, uint64_t count);
+  void Store(DataType type, DataType fixed, uint64_t count, std::vector<int32_t> agreed);
+  void Forget(DataType type, DataType fixed, uint64_t count);
 
  private:
   struct Entry {
-    DataType type;
+    DataType type, fixed;
     uint64_t count;
     uint32_t uses = 0;
     uint64_t last = 0;  // for eviction of the least recently used
     std::vector<int32_t> agreed;
   };
-  Entry* Find(DataType t, uint64_t count);
+  Entry* Find(DataType t, DataType fixed, uint64_t count);
+  std::vector<Entry> entries_;
+  uint64_t clock_ = 0;
+};
+
+// The fixed-point lanes of a float32 SUM. 32-bit lanes carry twice the
+// elements per packet, but their certificate covers only elements within
+// about 2^4 of their block's largest (n = 4; CertificateCode): data with a
+// wide range inside a block (gradients) come back uncertified and are
+// gathered, n times the bytes plus a round trip. 64-bit lanes certify
+// elements down to about 2^-36 of the block's largest. "auto" starts a
+// (count) on 32-bit lanes and moves it to 64-bit ones after a call in which
+// more than 1/kWideAbove of its blocks came back uncertified; every
+// kRetryNarrowEvery-th call of a wide count tries 32-bit lanes again. The
+// uncertified flags are the switch's, the same on every rank, so every rank
+// makes the same choice call after call (the same bits). Entries are least
+// recently used out beyond kMaxEntries.
+class LaneChoice {
+ public:
+  enum class Mode { kAuto, kNarrow, kWide };
+  static constexpr uint32_t kWideAbove = 8;
+  static constexpr uint32_t kRetryNarrowEvery = 32;
+  static constexpr size_t kMaxEntries = 64;
+  explicit LaneChoice(Mode mode = Mode::kAuto) : mode_(mode) {}
+  // "auto", "32" or "64" (CommunicatorOptions::float32_lanes).
+  static bool Parse(const std::string& text, Mode* mode);
+  // Whether this float32 SUM of count elements runs on 64-bit lanes.
+  bool Wide(uint64_t count);
+  // What a call on the lanes Wide() chose saw: blocks sent in fixed point,
+  // and of those, blocks that came back uncertified.
+  void Record(uint64_t count, bool wide, uint64_t fixed_blocks, uint64_t uncertified);
+
+ private:
+  struct Entry {
+    uint64_t count;
+    bool wide = false;
+    uint32_t uses = 0;  // wide calls since the switch to wide
+    uint64_t last = 0;
+  };
+  Entry* Find(uint64_t count);
+  Mode mode_;
   std::vector<Entry> entries_;
   uint64_t clock_ = 0;
 };

@@ -239,6 +239,11 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::IsMember({"gather", "fixed"}));
   app.add_option(
+         "--float32-lanes", o.float32_lanes,
+         "float32 sums' fixed-point lanes: auto (64-bit for data 32-bit lanes cannot certify), 32 or 64 "
+         "(default: INCIN_FLOAT32_LANES, else auto)")
+      ->check(CLI::IsMember({"auto", "32", "64"}));
+  app.add_option(
          "--linger-ms", o.leave_linger_ms,
          "keep the tree up this long after the last collective before leaving (peers' retransmissions)")
       ->capture_default_str();

@@ -87,6 +87,7 @@ const std::vector<Unregistered>& UnregisteredSettings() {
       {"INCIN_LOCAL_SIZE", "coll/incin finds the ranks per host itself (MPI_COMM_TYPE_SHARED)"},
       {"INCIN_LOCAL_RANK", "coll/incin finds the ranks per host itself (MPI_COMM_TYPE_SHARED)"},
       {"INCIN_XSK_SPIN_US", "libinc's AF_XDP transport reads it from the environment, below coll/incin"},
+      {"INCIN_FLOAT32_LANES", "libinc's communicator reads it from the environment, below coll/incin"},
   };
   return list;
 }

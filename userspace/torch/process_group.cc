@@ -835,9 +835,11 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
     // Queued offloaded calls complete first, and no task runs after this
     // (libinc's group is still there until below).
     StopWorker();
+    std::string libinc = LibincStatus();
     std::lock_guard<std::mutex> l(mu_);
     if (shut_down_) return;
     shut_down_ = true;
+    libinc_final_ = libinc;
     WriteSummary();
     if (comm_) {
       inc_comm_destroy(comm_);
@@ -847,8 +849,9 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
   }
 
   std::string SummaryJson() const {
+    std::string libinc = LibincStatus();
     std::lock_guard<std::mutex> l(mu_);
-    return ToJson();
+    return ToJson(libinc);
   }
   std::string SummaryText() const {
     std::lock_guard<std::mutex> l(mu_);
@@ -1157,6 +1160,7 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
     auto t0 = std::chrono::steady_clock::now();
     inc_status s;
     try {
+      std::lock_guard<std::mutex> in_libinc(libinc_mu_);
       s = fn();
     } catch (...) {  // a tensor copy that failed (out of memory): this call's error
       return work->Complete(std::current_exception());
@@ -1380,7 +1384,17 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
     return work;
   }
 
-  std::string ToJson() const {
+  // libinc's counters (inc_comm_status_json) as JSON, "" without a group.
+  // comm_ changes only in Join (before any call) and Shutdown (after the
+  // worker stopped), both on the caller's thread.
+  std::string LibincStatus() const {
+    std::lock_guard<std::mutex> in_libinc(libinc_mu_);
+    if (!comm_) return libinc_final_;
+    return inc_comm_status_json(comm_);
+  }
+
+  // libinc: LibincStatus() (the object "libinc", omitted when "").
+  std::string ToJson(const std::string& libinc) const {
     std::ostringstream o;
     o << "{\"rank\": " << rank_ << ", \"world\": " << size_
       << ", \"backend\": \"incin\", \"group\": " << JsonString(StateName())
@@ -1432,7 +1446,9 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
       o << (first_r ? "" : ", ") << JsonString(kReasonNames[r]) << ": " << by_reason[r];
       first_r = false;
     }
-    o << "}}";
+    o << "}";
+    if (!libinc.empty()) o << ", \"libinc\": " << libinc;
+    o << "}";
     return o.str();
   }
 
@@ -1489,7 +1505,7 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
       path.clear();
     if (!path.empty()) {
       std::ofstream f(path, std::ios::trunc);
-      f << ToJson() << "\n";
+      f << ToJson(libinc_final_) << "\n";
       if (!f) Log(Level::kError, "cannot write INCIN_TORCH_SUMMARY_JSON file " + path);
     }
   }
@@ -1499,7 +1515,11 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
   Config cfg_;
   std::chrono::milliseconds timeout_;
   mutable std::mutex mu_;
+  // Held by the worker around each libinc call, so that the summary reads
+  // libinc's counters between calls (the group is not re-entrant).
+  mutable std::mutex libinc_mu_;
   inc_comm* comm_ = nullptr;
+  std::string libinc_final_;             // libinc's counters when the group was left
   Reason group_reason_ = Reason::kNone;  // agreed by every rank at creation
   std::string group_detail_;
   bool failed_ = false;  // an offloaded call failed: every later call raises

@@ -1069,13 +1069,14 @@ TEST(GatherSum, SpecialValuesFollowIeeeAndFiniteSumsAreRoundedOnce) {
 
 TEST(ExponentGuesses, AGuessIsUsedSevenTimesThenRefreshedAndForgottenOnAMiss) {
   ExponentGuesses g;
-  EXPECT_EQ(g.Use(DataType::kFloat32, 100), nullptr) << "nothing stored yet";
-  g.Store(DataType::kFloat32, 100, {3, 4});
-  EXPECT_EQ(g.Use(DataType::kFloat64, 100), nullptr) << "another type";
-  EXPECT_EQ(g.Use(DataType::kFloat32, 101), nullptr) << "another count";
+  EXPECT_EQ(g.Use(DataType::kFloat32, DataType::kFloat32, 100), nullptr) << "nothing stored yet";
+  g.Store(DataType::kFloat32, DataType::kFloat32, 100, {3, 4});
+  EXPECT_EQ(g.Use(DataType::kFloat64, DataType::kFloat64, 100), nullptr) << "another type";
+  EXPECT_EQ(g.Use(DataType::kFloat32, DataType::kFloat64, 100), nullptr) << "other lanes";
+  EXPECT_EQ(g.Use(DataType::kFloat32, DataType::kFloat32, 101), nullptr) << "another count";
   int used = 0;
   for (uint32_t i = 1; i <= ExponentGuesses::kRefreshEvery; i++) {
-    const std::vector<int32_t>* e = g.Use(DataType::kFloat32, 100);
+    const std::vector<int32_t>* e = g.Use(DataType::kFloat32, DataType::kFloat32, 100);
     if (i % ExponentGuesses::kRefreshEvery == 0) {
       EXPECT_EQ(e, nullptr) << "every kRefreshEvery-th call runs the pre-pass";
     } else {
@@ -1085,14 +1086,49 @@ TEST(ExponentGuesses, AGuessIsUsedSevenTimesThenRefreshedAndForgottenOnAMiss) {
     }
   }
   EXPECT_EQ(used, static_cast<int>(ExponentGuesses::kRefreshEvery) - 1);
-  g.Forget(DataType::kFloat32, 100);
-  EXPECT_EQ(g.Use(DataType::kFloat32, 100), nullptr);
+  g.Forget(DataType::kFloat32, DataType::kFloat32, 100);
+  EXPECT_EQ(g.Use(DataType::kFloat32, DataType::kFloat32, 100), nullptr);
   // The least recently used entry goes when the table is full.
-  for (uint64_t c = 1; c <= ExponentGuesses::kMaxEntries; c++) g.Store(DataType::kFloat32, c, {1});
-  ASSERT_NE(g.Use(DataType::kFloat32, 1), nullptr);  // entry 1 is now the most recent
-  g.Store(DataType::kFloat32, 9999, {2});
-  EXPECT_NE(g.Use(DataType::kFloat32, 1), nullptr);
-  EXPECT_EQ(g.Use(DataType::kFloat32, 2), nullptr) << "entry 2 was the least recently used";
+  for (uint64_t c = 1; c <= ExponentGuesses::kMaxEntries; c++)
+    g.Store(DataType::kFloat32, DataType::kFloat32, c, {1});
+  ASSERT_NE(g.Use(DataType::kFloat32, DataType::kFloat32, 1), nullptr);  // entry 1 is now the most recent
+  g.Store(DataType::kFloat32, DataType::kFloat32, 9999, {2});
+  EXPECT_NE(g.Use(DataType::kFloat32, DataType::kFloat32, 1), nullptr);
+  EXPECT_EQ(g.Use(DataType::kFloat32, DataType::kFloat32, 2), nullptr)
+      << "entry 2 was the least recently used";
+}
+
+TEST(LaneChoice, ACountGoesWideAfterManyUncertifiedBlocksAndTriesNarrowAgain) {
+  LaneChoice c;
+  EXPECT_FALSE(c.Wide(1000)) << "a new count starts on 32-bit lanes";
+  c.Record(1000, false, 80, 10);  // exactly 1/8: stays narrow
+  EXPECT_FALSE(c.Wide(1000));
+  c.Record(1000, false, 80, 11);  // more than 1/8 uncertified
+  EXPECT_FALSE(c.Wide(999)) << "another count is unaffected";
+  int wide = 0;
+  for (uint32_t i = 1; i <= LaneChoice::kRetryNarrowEvery; i++) {
+    const bool w = c.Wide(1000);
+    c.Record(1000, w, 80, w ? 0 : 40);
+    if (i % LaneChoice::kRetryNarrowEvery == 0)
+      EXPECT_FALSE(w) << "every kRetryNarrowEvery-th call tries 32-bit lanes";
+    else
+      wide += w;
+  }
+  EXPECT_EQ(wide, static_cast<int>(LaneChoice::kRetryNarrowEvery) - 1);
+  EXPECT_TRUE(c.Wide(1000)) << "the narrow trial was uncertified again: wide";
+  for (uint32_t i = 2; i < LaneChoice::kRetryNarrowEvery; i++) EXPECT_TRUE(c.Wide(1000));
+  EXPECT_FALSE(c.Wide(1000)) << "the next trial";
+  c.Record(1000, false, 80, 0);
+  EXPECT_FALSE(c.Wide(1000)) << "the trial was certified: back to 32-bit lanes";
+
+  LaneChoice narrow(LaneChoice::Mode::kNarrow), wide64(LaneChoice::Mode::kWide);
+  narrow.Record(5, false, 10, 10);
+  EXPECT_FALSE(narrow.Wide(5)) << "\"32\" never changes";
+  EXPECT_TRUE(wide64.Wide(5)) << "\"64\" always";
+  LaneChoice::Mode m;
+  EXPECT_TRUE(LaneChoice::Parse("64", &m));
+  EXPECT_EQ(m, LaneChoice::Mode::kWide);
+  EXPECT_FALSE(LaneChoice::Parse("48", &m));
 }
 
 // ---------------------------------------------------------------- engine --

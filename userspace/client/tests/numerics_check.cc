@@ -43,6 +43,9 @@ int main(int argc, char** argv) {
   app.add_option("--world", o.world_size, "number of ranks")->required();
   app.add_option("--iface", o.iface, "interface toward the attachment switch")->required();
   app.add_option("--transport", o.transport, "auto xdp afxdp verbs")->capture_default_str();
+  app.add_option("--float32-lanes", o.float32_lanes,
+                 "float32 sums' lanes: auto, 32 or 64 (default: INCIN_FLOAT32_LANES)")
+      ->check(CLI::IsMember({"auto", "32", "64"}));
   app.add_option("--sizes", sizes, "element counts per case")->capture_default_str();
   app.add_option("--root", root, "root rank of the Reduce cases")->capture_default_str();
   app.add_option("--kinds", kinds_s, "all, or a comma list of randn,wide,specials,cancel,tiny")

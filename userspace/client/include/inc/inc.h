@@ -105,6 +105,11 @@ inc_status inc_comm_create(const inc_comm_config* config, inc_comm** comm);
 void inc_comm_destroy(inc_comm* comm);
 uint32_t inc_comm_rank(const inc_comm* comm);
 uint32_t inc_comm_size(const inc_comm* comm);
+/* The communicator's counters and tree as one JSON object (the "libinc"
+ * object of the MPI front end's summary: messages, retransmissions,
+ * gathered_blocks, uncertified_blocks, srtt_us, ...; docs/operations.md
+ * "Numbers"). Valid until the thread's next libinc call; "{}" for NULL. */
+const char* inc_comm_status_json(const inc_comm* comm);
 
 /* count elements of dtype per rank; send and recv may be the same buffer. */
 inc_status inc_allreduce(inc_comm* comm, const void* send, void* recv, size_t count, inc_datatype dtype,
