@@ -346,7 +346,12 @@ static __always_inline int inc_finish_sum(__u64 *acc, __u32 n, __u8 dtype)
 
 /* ------------------------------------------------ accuracy certificate --
  * (inc_wire.h INC_AUX_*). Element i of a certified message is certified iff
- * A_i = sum over all ranks of |lane i| >= T. A single switch keeps the A_i
+ * A_i = sum over all ranks of |lane i| >= T, or (single switch) A_i = 0: every
+ * lane is 0, and a member whose nonzero value rounded to lane 0 flags its
+ * contribution INC_AUX_UNCERTIFIED, which flags the result (inc_combine_slot),
+ * so an unflagged A_i = 0 is an exact zero sum. A leaf's trailer keeps
+ * A_i >= T: its root ORs trailers, and a zero at one leaf says nothing about
+ * another's elements. A single switch keeps the A_i
  * (inc_fsum*_lanes) and judges them at completion; a leaf turns its A_i
  * into the trailer of its partial (bit i: A_i >= T over its members, which
  * implies the total's); a root ORs its children's trailers. Members keep
@@ -370,10 +375,11 @@ static __always_inline int inc_cert_threshold(__u16 code, __u64 limit, __u64 *t)
 #define INC_CERT_TOP32 0x8000000080000000ull /* top bit of each u32 half */
 #define INC_CERT_TOP64 0x8000000000000000ull
 
-/* Single switch: nonzero iff some A_i (i < n) is below T. With T < 2^31
- * copied into both halves (tt), (A | top) - tt keeps the top bit of a half
- * iff A >= T (A < 2^31: no borrow leaves the half); FP64 the same in one
- * lane with T < 2^63. The loops take 8 (4) lanes per bound check, so the
+/* Single switch: nonzero iff some A_i (i < n) is below T and not 0. With
+ * T < 2^31 copied into both halves (tt), (A | top) - tt keeps the top bit of
+ * a half iff A >= T (A < 2^31: no borrow leaves the half), and A + 0x7fffffff
+ * sets it iff A != 0 (no carry leaves the half); FP64 the same in one lane
+ * with T < 2^63. The loops take 8 (4) lanes per bound check, so the
  * lanes past n up to the step are first set to the largest T, which they
  * pass. T above that: no conforming A_i reaches it. */
 static __always_inline int inc_cert_check_sums(struct inc_slot *s, __u32 n)
@@ -398,7 +404,8 @@ static __always_inline int inc_cert_check_sums(struct inc_slot *s, __u32 n)
 				break;
 #pragma unroll
 			for (__u32 k = 0; k < 4; k++)
-				bad |= ~((sums[4 * i + k] | INC_CERT_TOP64) - t);
+				bad |= ~((sums[4 * i + k] | INC_CERT_TOP64) - t) &
+				       (sums[4 * i + k] + (INC_CERT_TOP64 - 1));
 		}
 		return (bad & INC_CERT_TOP64) != 0;
 	}
@@ -418,7 +425,8 @@ static __always_inline int inc_cert_check_sums(struct inc_slot *s, __u32 n)
 			break;
 #pragma unroll
 		for (__u32 k = 0; k < 4; k++)
-			bad |= ~((sums[4 * i + k] | INC_CERT_TOP32) - t);
+			bad |= ~((sums[4 * i + k] | INC_CERT_TOP32) - t) &
+			       (sums[4 * i + k] + (INC_CERT_TOP32 - 0x100000001ull));
 	}
 	return (bad & INC_CERT_TOP32) != 0;
 }
@@ -552,6 +560,10 @@ static __always_inline void inc_combine_slot(struct inc_slot *s, const struct in
 	 * docs/wire-format.md: OVERFLOW in two-level trees). */
 	if (s->op == INC_OP_SUM)
 		s->flags |= ver_flags & INC_FLAG_OVERFLOW;
+	/* A member that rounded a nonzero value to lane 0, or a leaf whose
+	 * partial is uncertified: the result is (see the certificate below). */
+	if (s->aux_code && (aux & INC_AUX_UNCERTIFIED))
+		s->flags |= INC_SLOT_FLAG_UNCERTIFIED;
 }
 
 /* Message m is newer than the copy's (serial-number order, 32-bit wrap). */

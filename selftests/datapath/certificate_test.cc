@@ -128,8 +128,12 @@ INSTANTIATE_TEST_SUITE_P(
                                  13, kCode32, 12, kT32 - 1, true},
                       SingleCase{"Fp32OddCountLastLaneAt", INC_COLL_ALLREDUCE, INC_DTYPE_FP32, INC_OP_SUM, 13,
                                  kCode32, 12, kT32, false},
-                      SingleCase{"Fp32AllZeroLaneBelow", INC_COLL_ALLREDUCE, INC_DTYPE_FP32, INC_OP_SUM, 64,
-                                 kCode32, 33, 0, true},
+                      // Every lane 0: an exact zero sum (a member that rounded a
+                      // nonzero value to 0 flags its contribution instead).
+                      SingleCase{"Fp32AllZeroLaneIsAnExactZeroSum", INC_COLL_ALLREDUCE, INC_DTYPE_FP32,
+                                 INC_OP_SUM, 64, kCode32, 33, 0, false},
+                      SingleCase{"Fp32AbsSumOneIsBelow", INC_COLL_ALLREDUCE, INC_DTYPE_FP32, INC_OP_SUM, 64,
+                                 kCode32, 33, 1, true},
                       SingleCase{"Fp32ThresholdZeroNeverFlags", INC_COLL_ALLREDUCE, INC_DTYPE_FP32,
                                  INC_OP_SUM, 64, Code(0, 9), 33, 0, false},
                       SingleCase{"Fp32CodeZeroNeverFlags", INC_COLL_ALLREDUCE, INC_DTYPE_FP32, INC_OP_SUM, 64,
@@ -156,6 +160,10 @@ INSTANTIATE_TEST_SUITE_P(
                                  INC_OP_SUM, 16, Code(1, 63), 16, 0, true},
                       SingleCase{"Fp64CodeZeroNeverFlags", INC_COLL_ALLREDUCE, INC_DTYPE_FP64, INC_OP_SUM, 16,
                                  0, 3, 0, false},
+                      SingleCase{"Fp64AllZeroLaneIsAnExactZeroSum", INC_COLL_ALLREDUCE, INC_DTYPE_FP64,
+                                 INC_OP_SUM, 16, kCode64, 3, 0, false},
+                      SingleCase{"Fp64AbsSumOneIsBelow", INC_COLL_ALLREDUCE, INC_DTYPE_FP64, INC_OP_SUM, 16,
+                                 kCode64, 3, 1, true},
                       SingleCase{"Fp64ReduceBelow", INC_COLL_REDUCE, INC_DTYPE_FP64, INC_OP_SUM, 60, kCode64,
                                  59, kT64 - 1, true},
                       // Messages that are not float sums ignore the code: aux 0.
@@ -164,6 +172,31 @@ INSTANTIATE_TEST_SUITE_P(
                       SingleCase{"Fp32MaxIgnoresTheCode", INC_COLL_ALLREDUCE, INC_DTYPE_FP32, INC_OP_MAX, 64,
                                  kCode32, 3, 0, false}),
     CaseName<SingleCase>);
+
+// A member that rounded a nonzero value to lane 0 flags its contribution
+// (INC_AUX_UNCERTIFIED): the switch cannot tell that 0 from an exact one, so
+// the result is flagged though every abs sum passes, on every copy.
+TEST_F(DatapathTest, CertificateMemberFlagMakesTheResultUncertified) {
+  Switch sw(UniqueName("certf"));
+  ASSERT_TRUE(sw.dp);
+  TreeParams t;
+  t.max_elems = kMaxElems32;
+  auto kids = Kids(3);
+  ASSERT_TRUE(sw.dp->ConfigureTree(MakeTree(t, kids)).ok());
+  std::vector<uint32_t> psn(kids.size(), 0);
+  for (uint8_t dtype : {INC_DTYPE_FP32, INC_DTYPE_FP64}) {
+    const bool wide = dtype == INC_DTYPE_FP64;
+    const uint16_t code = wide ? kCode64 : kCode32;
+    auto in = Contributions(dtype, 40, 3, wide ? kT64 : kT32, 40, 0);
+    ASSERT_EQ(ResultAux(INC_COLL_ALLREDUCE, dtype, INC_OP_SUM, code, in), code)
+        << "certified without the flag";
+    ASSERT_EQ(ResultAux(INC_COLL_ALLREDUCE, dtype, INC_OP_SUM, code, in, true), code | INC_AUX_UNCERTIFIED);
+    RunMessage(sw, t, kids, wide ? 1 : 0, INC_COLL_ALLREDUCE, dtype, INC_OP_SUM, in, 0, &psn, true, code,
+               /*flagging_members=*/0b010);
+    if (HasFatalFailure()) return;
+  }
+  EXPECT_EQ(sw.Stat("drops"), 0u);
+}
 
 // ------------------------------------------------------ aux drop reasons --
 
@@ -191,12 +224,13 @@ TEST_F(DatapathTest, CertificateCodeOrTrailerThatCannotBeTheMessagesIsBadAux) {
   EXPECT_EQ(run(1, hdr(1, 0, kCode32 + 1), in[1]), XDP_DROP) << "another code in the same message";
   EXPECT_EQ(run(1, hdr(1, 0, 0), in[1]), XDP_DROP) << "no code in a message that has one";
   EXPECT_EQ(sw.Drops("bad_aux"), 2u);
-  // The UNCERTIFIED bit of a contribution means nothing (results only).
+  // The UNCERTIFIED bit of a contribution is no bad aux: the member flags a
+  // value it rounded to lane 0, and the result is flagged.
   ASSERT_EQ(run(1, hdr(1, 0, kCode32 | INC_AUX_UNCERTIFIED), in[1]), XDP_DROP);
   auto done = TestRun(sw.prog(), FromPeer(kids[2], hdr(2, 0, kCode32), in[2]), kids[2].ifindex);
   ASSERT_EQ(done.retval, XDP_REDIRECT);
   IncHeader rh = ResultHeader(hdr(2, 0, kCode32), 16);
-  rh.aux = ResultAux(INC_COLL_ALLREDUCE, INC_DTYPE_FP32, INC_OP_SUM, kCode32, in);
+  rh.aux = ResultAux(INC_COLL_ALLREDUCE, INC_DTYPE_FP32, INC_OP_SUM, kCode32, in, /*member_flag=*/true);
   ExpectBroadcastFrame(done.out, rh, Reference(INC_DTYPE_FP32, INC_OP_SUM, in).bytes);
 
   // A trailer only on a contribution of a float sum with a code.
@@ -460,7 +494,7 @@ TEST_F(DatapathTest, CertificatePullAnswerAdoptedResultAndReduceNoticeKeepTheAux
 
   const uint32_t msg = 5;
   const uint16_t flagged = kCode64 | INC_AUX_UNCERTIFIED;
-  auto in = Contributions(INC_DTYPE_FP64, 60, 3, kT64, 7, 0);
+  auto in = Contributions(INC_DTYPE_FP64, 60, 3, kT64, 7, 1);
   auto hdr = [&](uint16_t rank, uint32_t m, uint8_t coll, uint8_t root_rank) {
     IncHeader h = Header(t, rank, m, 60, coll, INC_DTYPE_FP64);
     h.aux = kCode64;

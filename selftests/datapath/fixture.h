@@ -388,14 +388,16 @@ inline std::vector<bool> Certified(uint8_t dtype, uint16_t code,
   return ok;
 }
 
-// What a single switch or a root whose children are members says about the
-// message: aux = C | UNCERTIFIED iff some element is below T; 0 for code 0
-// and for messages that are not FP32/FP64 sums.
+// What a single switch says about the message: aux = C | UNCERTIFIED iff
+// some element's abs sum is below T and not 0 (an all-zero element is an
+// exact zero sum) or a member flagged its contribution (member_flag); 0 for
+// code 0 and for messages that are not FP32/FP64 sums.
 inline uint16_t ResultAux(uint8_t coll, uint8_t dtype, uint8_t op, uint16_t code,
-                          const std::vector<std::vector<uint8_t>>& in) {
+                          const std::vector<std::vector<uint8_t>>& in, bool member_flag = false) {
   if (!inc_certified_msg(coll, dtype, op) || code == 0) return 0;
-  auto ok = Certified(dtype, code, in);
-  bool uncertified = std::find(ok.begin(), ok.end(), false) != ok.end();
+  auto a = AbsSums(dtype, in);
+  bool uncertified = member_flag;
+  for (auto v : a) uncertified |= v != 0 && v < Threshold(code);
   return static_cast<uint16_t>(code | (uncertified ? INC_AUX_UNCERTIFIED : 0));
 }
 
@@ -452,7 +454,8 @@ inline std::vector<uint8_t> Payload(uint8_t dtype, uint16_t n, uint32_t seed, bo
 inline void RunMessage(Switch& sw, const TreeParams& t, const std::vector<Peer>& kids, uint32_t msg,
                        uint8_t coll, uint8_t dtype, uint8_t op,
                        const std::vector<std::vector<uint8_t>>& contrib, uint8_t root,
-                       std::vector<uint32_t>* psn, bool retransmit_all = true, uint16_t code = 0) {
+                       std::vector<uint32_t>* psn, bool retransmit_all = true, uint16_t code = 0,
+                       uint64_t flagging_members = 0) {
   size_t esz = ElemSize(dtype);
   std::vector<uint8_t> want;
   bool ovf = false;
@@ -464,7 +467,7 @@ inline void RunMessage(Switch& sw, const TreeParams& t, const std::vector<Peer>&
     auto r = Reference(dtype, op, contrib);
     want = r.bytes;
     ovf = r.overflow;
-    aux = ResultAux(coll, dtype, op, code, contrib);
+    aux = ResultAux(coll, dtype, op, code, contrib, flagging_members != 0);
   }
   uint16_t count = static_cast<uint16_t>(want.size() / esz);
   IncHeader last_hdr;
@@ -472,7 +475,7 @@ inline void RunMessage(Switch& sw, const TreeParams& t, const std::vector<Peer>&
     IncHeader h = Header(t, static_cast<uint16_t>(i), msg, static_cast<uint16_t>(contrib[i].size() / esz),
                          coll, dtype, op);
     h.root_rank = root;
-    h.aux = code;
+    h.aux = static_cast<uint16_t>(code | ((flagging_members >> i) & 1 ? INC_AUX_UNCERTIFIED : 0));
     auto r = TestRun(sw.prog(), FromPeer(kids[i], h, contrib[i]), kids[i].ifindex);
     ASSERT_EQ(r.err, 0);
     if (i + 1 < kids.size()) {
@@ -490,7 +493,7 @@ inline void RunMessage(Switch& sw, const TreeParams& t, const std::vector<Peer>&
     IncHeader h = Header(t, static_cast<uint16_t>(i), msg, static_cast<uint16_t>(contrib[i].size() / esz),
                          coll, dtype, op);
     h.root_rank = root;
-    h.aux = code;
+    h.aux = static_cast<uint16_t>(code | ((flagging_members >> i) & 1 ? INC_AUX_UNCERTIFIED : 0));
     h.flags = INC_FLAG_RETRANSMIT;
     auto r = TestRun(sw.prog(), FromPeer(kids[i], h, contrib[i]), kids[i].ifindex);
     ASSERT_EQ(r.err, 0);

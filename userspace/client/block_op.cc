@@ -48,17 +48,23 @@ Expected<size_t> BlockOperation::Build(uint64_t m, IncHeader* h, uint8_t* payloa
   switch (s_.codec) {
     case Codec::kRaw:
       std::memcpy(payload, static_cast<const uint8_t*>(s_.send) + r.first * wire_size_, bytes);
+      // A certified sum's lanes made elsewhere (the host stage's combined
+      // lanes, where a 0 may be a cancellation of inexact values): a zero
+      // lane proves nothing, so it must not count as an exact zero sum.
+      if (s_.aux && HasZeroLane(payload, r.count, wire_size_)) h->aux |= INC_AUX_UNCERTIFIED;
       break;
-    case Codec::kFixedF32:
-      if (QuantiseF32(static_cast<const float*>(s_.send) + r.first, r.count, s_.exponents[i], s_.headroom,
-                      payload))
-        saturated_++;
+    case Codec::kFixedF32: {
+      const float* x = static_cast<const float*>(s_.send) + r.first;
+      if (QuantiseF32(x, r.count, s_.exponents[i], s_.headroom, payload)) saturated_++;
+      if (s_.aux && RoundedToZero(x, r.count, payload)) h->aux |= INC_AUX_UNCERTIFIED;
       break;
-    case Codec::kFixedF64:
-      if (QuantiseF64(static_cast<const double*>(s_.send) + r.first, r.count, s_.exponents[i], s_.headroom,
-                      payload))
-        saturated_++;
+    }
+    case Codec::kFixedF64: {
+      const double* x = static_cast<const double*>(s_.send) + r.first;
+      if (QuantiseF64(x, r.count, s_.exponents[i], s_.headroom, payload)) saturated_++;
+      if (s_.aux && RoundedToZero(x, r.count, payload)) h->aux |= INC_AUX_UNCERTIFIED;
       break;
+    }
   }
   return bytes;
 }

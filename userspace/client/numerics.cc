@@ -460,16 +460,48 @@ void DequantiseF32(Simd s, const void* q, size_t n, int32_t b, int h, float* x) 
   }
 }
 
+#if defined(__x86_64__)
+namespace {
+
+// float64 on the baseline path, one element at a time: with 2^shift a normal
+// double, x * 2^shift is the exact product rounded once, as std::ldexp's
+// scaling is (bit-identical, without a libm call per element), and
+// cvtsd2si rounds with the current mode like nearbyint. Saturates as the
+// definition does (Quantise above).
+bool QuantiseF64Sse2(const double* x, size_t n, double scale, double limit, void* q) {
+  bool saturated = false;
+  for (size_t i = 0; i < n; i++) {
+    double v = x[i] * scale;
+    if (!(v <= limit && v >= -limit)) {  // also NaN
+      saturated = true;
+      v = std::isnan(v) ? 0 : (v > 0 ? limit : -limit);
+    }
+    StoreLane(q, i, static_cast<int64_t>(_mm_cvtsd_si64(_mm_set_sd(v))));
+  }
+  return saturated;
+}
+
+// double(q) * 2^k: the conversion's rounding, then an exact scaling rounded
+// once, as std::ldexp(double(q), k) when 2^k is a normal double.
+void DequantiseF64Sse2(const void* q, size_t n, double unscale, double* x) {
+  for (size_t i = 0; i < n; i++) x[i] = static_cast<double>(LoadLane<int64_t>(q, i)) * unscale;
+}
+
+}  // namespace
+#endif
+
 bool QuantiseF64(Simd s, const double* x, size_t n, int32_t b, int h, void* q) {
   if (b == kZeroBlockExponent) {
     std::memset(q, 0, n * sizeof(int64_t));
     return false;
   }
 #if defined(__x86_64__)
-  if (Usable(s) == Simd::kAvx512 && h >= 0 && h <= 63 && 62 - h - b >= -1022 && 62 - h - b <= 1023) {
+  if (Usable(s) != Simd::kScalar && h >= 0 && h <= 63 && 62 - h - b >= -1022 && 62 - h - b <= 1023) {
     const double limit =
         63 - h > 53 ? std::nextafter(std::ldexp(1.0, 63 - h), 0.0) : std::ldexp(1.0, 63 - h) - 1;
-    if (QuantiseF64Avx512(x, n, std::ldexp(1.0, 62 - h - b), limit, q)) return false;
+    const double scale = std::ldexp(1.0, 62 - h - b);
+    if (Usable(s) == Simd::kAvx512 && QuantiseF64Avx512(x, n, scale, limit, q)) return false;
+    return QuantiseF64Sse2(x, n, scale, limit, q);
   }
 #endif
   (void)s;
@@ -485,6 +517,8 @@ void DequantiseF64(Simd s, const void* q, size_t n, int32_t b, int h, double* x)
 #if defined(__x86_64__)
   if (Usable(s) == Simd::kAvx512 && k >= -1022 && k <= 1023)
     return DequantiseF64Avx512(q, n, std::ldexp(1.0, k), x);
+  if (Usable(s) != Simd::kScalar && k >= -1022 && k <= 1023)
+    return DequantiseF64Sse2(q, n, std::ldexp(1.0, k), x);
 #endif
   (void)s;
   for (size_t i = 0; i < n; i++) x[i] = std::ldexp(static_cast<double>(LoadLane<int64_t>(q, i)), k);
@@ -496,6 +530,49 @@ int32_t BlockExponentF32(const float* x, size_t n) {
 int32_t BlockExponentF64(const double* x, size_t n) {
   return BlockExponentF64(BestSimd(), x, n);
 }
+namespace {
+
+template <typename F, typename I>
+bool RoundedToZeroT(const F* x, size_t n, const void* q) {
+  const auto* lanes = static_cast<const uint8_t*>(q);
+  bool any = false;
+  for (size_t i = 0; i < n; i++) {
+    I v;
+    std::memcpy(&v, lanes + i * sizeof(I), sizeof(I));
+    any |= (v == 0) & (x[i] != 0);
+  }
+  return any;
+}
+
+}  // namespace
+
+bool RoundedToZero(const float* x, size_t n, const void* q) {
+  return RoundedToZeroT<float, int32_t>(x, n, q);
+}
+
+bool RoundedToZero(const double* x, size_t n, const void* q) {
+  return RoundedToZeroT<double, int64_t>(x, n, q);
+}
+
+bool HasZeroLane(const void* q, size_t n, size_t lane_size) {
+  const auto* lanes = static_cast<const uint8_t*>(q);
+  bool any = false;
+  if (lane_size == 8) {
+    for (size_t i = 0; i < n; i++) {
+      uint64_t v;
+      std::memcpy(&v, lanes + i * 8, 8);
+      any |= v == 0;
+    }
+  } else {
+    for (size_t i = 0; i < n; i++) {
+      uint32_t v;
+      std::memcpy(&v, lanes + i * 4, 4);
+      any |= v == 0;
+    }
+  }
+  return any;
+}
+
 bool QuantiseF32(const float* x, size_t n, int32_t b, int h, void* q) {
   return QuantiseF32(BestSimd(), x, n, b, h, q);
 }

@@ -55,6 +55,14 @@ void DequantiseF32(const void* q, size_t n, int32_t b, int h, float* x);
 bool QuantiseF64(const double* x, size_t n, int32_t b, int h, void* q);
 void DequantiseF64(const void* q, size_t n, int32_t b, int h, double* x);
 
+// Whether some nonzero x[i] has lane 0 in q (n int32 / int64 lanes, as
+// Quantise wrote them): a rounding to zero the switch's certificate cannot
+// see (bpf/aggregate.h: an all-zero element counts as an exact zero sum).
+bool RoundedToZero(const float* x, size_t n, const void* q);
+bool RoundedToZero(const double* x, size_t n, const void* q);
+// Whether one of n lanes of lane_size (4 or 8) bytes is 0.
+bool HasZeroLane(const void* q, size_t n, size_t lane_size);
+
 // The same on an explicit path; one the CPU lacks falls back to the best
 // it has (SimdSupported tells).
 int32_t BlockExponentF32(Simd s, const float* x, size_t n);

@@ -21,7 +21,7 @@
 
 namespace inc::client {
 
-enum class Kind { kRandn, kWide, kSpecials, kCancel, kTiny };
+enum class Kind { kRandn, kWide, kSpecials, kCancel, kTiny, kZeros };
 
 inline const char* KindName(Kind k) {
   switch (k) {
@@ -30,6 +30,7 @@ inline const char* KindName(Kind k) {
     case Kind::kSpecials: return "inf/nan";
     case Kind::kCancel: return "cancelling";
     case Kind::kTiny: return "tiny";
+    case Kind::kZeros: return "exact zeros";
   }
   return "?";
 }
@@ -63,6 +64,16 @@ inline std::vector<double> Inputs(Kind k, uint32_t r, uint32_t world, size_t n) 
         break;
       }
       case Kind::kTiny: v[i] = std::ldexp(randn(g), -140 + static_cast<int>(i % 20)); break;
+      case Kind::kZeros:
+        // Elements that are 0 on every rank (the switch certifies an
+        // all-zero element as an exact zero sum), and elements 0 on every
+        // rank but the last, whose value ~2^-100 of the block's largest
+        // rounds to lane 0 on 32- and 64-bit lanes alike: that rank must
+        // flag its contribution, or the result would be 0.
+        v[i] = randn(g);
+        if (i % 3 == 0) v[i] = 0;
+        if (i % 101 == 17) v[i] = r == world - 1 ? std::ldexp(1.0 + uni(g), -100) : 0.0;
+        break;
     }
   }
   return v;

@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "32", "64"}));
   app.add_option("--sizes", sizes, "element counts per case")->capture_default_str();
   app.add_option("--root", root, "root rank of the Reduce cases")->capture_default_str();
-  app.add_option("--kinds", kinds_s, "all, or a comma list of randn,wide,specials,cancel,tiny")
+  app.add_option("--kinds", kinds_s, "all, or a comma list of randn,wide,specials,cancel,tiny,zeros")
       ->capture_default_str();
   app.add_option("--log-level", log_s, "debug info warn error")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
@@ -65,11 +65,12 @@ int main(int argc, char** argv) {
     return 3;
   }
   const uint32_t world = (*comm)->world_size(), me = (*comm)->rank();
-  const Kind all_kinds[] = {Kind::kRandn, Kind::kWide, Kind::kSpecials, Kind::kCancel, Kind::kTiny};
-  const char* kind_keys[] = {"randn", "wide", "specials", "cancel", "tiny"};
+  const Kind all_kinds[] = {Kind::kRandn,  Kind::kWide, Kind::kSpecials,
+                            Kind::kCancel, Kind::kTiny, Kind::kZeros};
+  const char* kind_keys[] = {"randn", "wide", "specials", "cancel", "tiny", "zeros"};
   int rc = 0;
   size_t total = 0, violations = 0, specials = 0, differing = 0;
-  for (size_t k = 0; k < 5; k++) {
+  for (size_t k = 0; k < std::size(all_kinds); k++) {
     if (kinds_s != "all" &&
         ("," + kinds_s + ",").find("," + std::string(kind_keys[k]) + ",") == std::string::npos)
       continue;
