@@ -269,7 +269,7 @@ bool LaneChoice::Wide(uint64_t count) {
   Entry* e = Find(count);
   if (!e || !e->wide) return false;
   e->last = ++clock_;
-  return ++e->uses % kRetryNarrowEvery != 0;  // every so often, a narrow trial
+  return ++e->uses < e->interval;  // then a narrow trial
 }
 
 void LaneChoice::Record(uint64_t count, bool wide, uint64_t fixed_blocks, uint64_t uncertified) {
@@ -284,6 +284,8 @@ void LaneChoice::Record(uint64_t count, bool wide, uint64_t fixed_blocks, uint64
     entries_.push_back(Entry{count});
     e = &entries_.back();
   }
+  if (e->wide && go_wide) e->interval = std::min(e->interval * 2, kMaxRetryInterval);  // a failed trial
+  if (!go_wide) e->interval = kRetryNarrowEvery;
   e->wide = go_wide;
   e->uses = 0;
   e->last = ++clock_;

@@ -110,8 +110,9 @@ class ExponentGuesses {
 // gathered, n times the bytes plus a round trip. 64-bit lanes certify
 // elements down to about 2^-36 of the block's largest. "auto" starts a
 // (count) on 32-bit lanes and moves it to 64-bit ones after a call in which
-// more than 1/kWideAbove of its blocks came back uncertified; every
-// kRetryNarrowEvery-th call of a wide count tries 32-bit lanes again. The
+// more than 1/kWideAbove of its blocks came back uncertified; after
+// kRetryNarrowEvery calls of a wide count it tries 32-bit lanes again, and
+// each trial that fails doubles that interval (up to kMaxRetryInterval). The
 // uncertified flags are the switch's, the same on every rank, so every rank
 // makes the same choice call after call (the same bits). Entries are least
 // recently used out beyond kMaxEntries.
@@ -120,6 +121,7 @@ class LaneChoice {
   enum class Mode { kAuto, kNarrow, kWide };
   static constexpr uint32_t kWideAbove = 8;
   static constexpr uint32_t kRetryNarrowEvery = 32;
+  static constexpr uint32_t kMaxRetryInterval = 1024;
   static constexpr size_t kMaxEntries = 64;
   explicit LaneChoice(Mode mode = Mode::kAuto) : mode_(mode) {}
   // "auto", "32" or "64" (CommunicatorOptions::float32_lanes).
@@ -134,7 +136,8 @@ class LaneChoice {
   struct Entry {
     uint64_t count;
     bool wide = false;
-    uint32_t uses = 0;  // wide calls since the switch to wide
+    uint32_t uses = 0;                      // calls since the last narrow one
+    uint32_t interval = kRetryNarrowEvery;  // calls between narrow trials
     uint64_t last = 0;
   };
   Entry* Find(uint64_t count);

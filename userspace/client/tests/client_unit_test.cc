@@ -1098,28 +1098,34 @@ TEST(ExponentGuesses, AGuessIsUsedSevenTimesThenRefreshedAndForgottenOnAMiss) {
       << "entry 2 was the least recently used";
 }
 
-TEST(LaneChoice, ACountGoesWideAfterManyUncertifiedBlocksAndTriesNarrowAgain) {
+TEST(LaneChoice, ACountGoesWideAfterManyUncertifiedBlocksAndTriesNarrowAgainLessOften) {
   LaneChoice c;
   EXPECT_FALSE(c.Wide(1000)) << "a new count starts on 32-bit lanes";
   c.Record(1000, false, 80, 10);  // exactly 1/8: stays narrow
   EXPECT_FALSE(c.Wide(1000));
   c.Record(1000, false, 80, 11);  // more than 1/8 uncertified
   EXPECT_FALSE(c.Wide(999)) << "another count is unaffected";
-  int wide = 0;
-  for (uint32_t i = 1; i <= LaneChoice::kRetryNarrowEvery; i++) {
-    const bool w = c.Wide(1000);
-    c.Record(1000, w, 80, w ? 0 : 40);
-    if (i % LaneChoice::kRetryNarrowEvery == 0)
-      EXPECT_FALSE(w) << "every kRetryNarrowEvery-th call tries 32-bit lanes";
-    else
-      wide += w;
+  // Each failed narrow trial doubles the interval up to the maximum.
+  for (uint32_t interval = LaneChoice::kRetryNarrowEvery; interval <= 2 * LaneChoice::kMaxRetryInterval;
+       interval *= 2) {
+    const uint32_t want = std::min(interval, LaneChoice::kMaxRetryInterval);
+    uint32_t wide = 0;
+    bool w;
+    while ((w = c.Wide(1000))) {
+      c.Record(1000, true, 80, 0);
+      wide++;
+      ASSERT_LE(wide, want);
+    }
+    EXPECT_EQ(wide, want - 1) << "a narrow trial after " << want << " calls";
+    c.Record(1000, false, 80, 40);  // the trial fails
   }
-  EXPECT_EQ(wide, static_cast<int>(LaneChoice::kRetryNarrowEvery) - 1);
-  EXPECT_TRUE(c.Wide(1000)) << "the narrow trial was uncertified again: wide";
-  for (uint32_t i = 2; i < LaneChoice::kRetryNarrowEvery; i++) EXPECT_TRUE(c.Wide(1000));
+  for (uint32_t i = 1; i < LaneChoice::kMaxRetryInterval; i++) ASSERT_TRUE(c.Wide(1000));
   EXPECT_FALSE(c.Wide(1000)) << "the next trial";
   c.Record(1000, false, 80, 0);
   EXPECT_FALSE(c.Wide(1000)) << "the trial was certified: back to 32-bit lanes";
+  c.Record(1000, false, 80, 11);
+  for (uint32_t i = 1; i < LaneChoice::kRetryNarrowEvery; i++) ASSERT_TRUE(c.Wide(1000));
+  EXPECT_FALSE(c.Wide(1000)) << "wide again, and the interval starts over";
 
   LaneChoice narrow(LaneChoice::Mode::kNarrow), wide64(LaneChoice::Mode::kWide);
   narrow.Record(5, false, 10, 10);
