@@ -65,6 +65,14 @@ Expected<size_t> BlockOperation::Build(uint64_t m, IncHeader* h, uint8_t* payloa
       if (s_.aux && RoundedToZero(x, r.count, payload)) h->aux |= INC_AUX_UNCERTIFIED;
       break;
     }
+    case Codec::kFixedF32Wide: {
+      bool flushed = false;
+      if (QuantiseF32Wide(static_cast<const float*>(s_.send) + r.first, r.count, s_.exponents[i], s_.headroom,
+                          payload, &flushed))
+        saturated_++;
+      if (s_.aux && flushed) h->aux |= INC_AUX_UNCERTIFIED;
+      break;
+    }
   }
   return bytes;
 }
@@ -102,6 +110,10 @@ Reject BlockOperation::Accept(uint64_t m, const ParsedFrame& f) {
     case Codec::kFixedF64:
       DequantiseF64(f.payload, r.count, s_.exponents[i], s_.headroom,
                     static_cast<double*>(s_.recv) + r.first);
+      break;
+    case Codec::kFixedF32Wide:
+      DequantiseF32Wide(f.payload, r.count, s_.exponents[i], s_.headroom,
+                        static_cast<float*>(s_.recv) + r.first);
       break;
   }
   return Reject::kNone;

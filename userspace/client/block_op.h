@@ -17,7 +17,8 @@
 
 namespace inc::client {
 
-enum class Codec { kRaw, kFixedF32, kFixedF64 };
+// kFixedF32Wide: float32 values on 64-bit lanes (the FP64 wire type).
+enum class Codec { kRaw, kFixedF32, kFixedF64, kFixedF32Wide };
 
 struct BlockSpec {
   uint8_t collective = INC_COLL_ALLREDUCE;

@@ -401,7 +401,6 @@ class Communicator::Impl {
       // types widened (exactly) to float32, float32 on 64-bit lanes to
       // float64; their results narrowed from out32 / out64.
       std::vector<float> wide32, out32;
-      std::vector<double> wide64, out64;
       f.in = send;
       if (t == DataType::kFloat16 || t == DataType::kBFloat16) {
         const auto* h = static_cast<const uint16_t*>(send);
@@ -410,20 +409,15 @@ class Communicator::Impl {
           wide32[i] = t == DataType::kFloat16 ? F16ToF32(h[i]) : Bf16ToF32(h[i]);
         f.in = wide32.data();
         if (recv_data) out32.resize(count);
-      } else if (wide) {
-        const auto* x = static_cast<const float*>(send);
-        wide64.assign(x, x + count);
-        f.in = wide64.data();
-        if (recv_data) out64.resize(count);
       }
-      f.out = !out32.empty()   ? static_cast<void*>(out32.data())
-              : !out64.empty() ? static_cast<void*>(out64.data())
-                               : recv;
+      f.out = out32.empty() ? recv : out32.data();
       f.own.resize(f.blocks);
       for (uint64_t b = 0; b < f.blocks; b++) {
         PacketRange r = PacketElements(b, count, f.per);
-        f.own[b] = f.lane == 8 ? BlockExponentF64(static_cast<const double*>(f.in) + r.first, r.count)
-                               : BlockExponentF32(static_cast<const float*>(f.in) + r.first, r.count);
+        // float32 on 64-bit lanes: float32's exponent (widening is exact).
+        f.own[b] = f.ft == DataType::kFloat64 && t == DataType::kFloat64
+                       ? BlockExponentF64(static_cast<const double*>(f.in) + r.first, r.count)
+                       : BlockExponentF32(static_cast<const float*>(f.in) + r.first, r.count);
       }
       std::vector<uint32_t> all(f.blocks);
       for (uint64_t b = 0; b < f.blocks; b++) all[b] = static_cast<uint32_t>(b);
@@ -454,17 +448,12 @@ class Communicator::Impl {
       if (t == DataType::kFloat32)
         lanes.Record(count, wide, f.blocks, uncertified_blocks - uncertified_before);
       std::sort(gathered.begin(), gathered.end());
-      if (!out32.empty() || !out64.empty()) {
+      if (!out32.empty()) {
         // Narrow what the fixed point delivered, not the gathered blocks:
         // their inputs, which recv may hold (in place), are still needed.
         for (uint64_t b = 0; b < f.blocks; b++) {
           if (std::binary_search(gathered.begin(), gathered.end(), static_cast<uint32_t>(b))) continue;
           PacketRange r = PacketElements(b, count, f.per);
-          if (!out64.empty()) {
-            auto* o = static_cast<float*>(recv);
-            for (uint64_t i = r.first; i < r.first + r.count; i++) o[i] = static_cast<float>(out64[i]);
-            continue;
-          }
           auto* o = static_cast<uint16_t*>(recv);
           for (uint64_t i = r.first; i < r.first + r.count; i++)
             o[i] = t == DataType::kFloat16 ? F32ToF16(out32[i]) : F32ToBf16(out32[i]);
@@ -525,7 +514,8 @@ class Communicator::Impl {
       } else if (e == kZeroBlockExponent && !speculative) {
         if (f->recv_data) {
           PacketRange r = PacketElements(b, f->count, f->per);
-          std::memset(static_cast<uint8_t*>(f->out) + r.first * f->lane, 0, r.count * f->lane);
+          const size_t out_size = f->t == DataType::kFloat64 ? 8 : 4;  // float32 on 64-bit lanes: 4
+          std::memset(static_cast<uint8_t*>(f->out) + r.first * out_size, 0, r.count * out_size);
         }
       } else {
         fast.push_back(b);
@@ -536,7 +526,9 @@ class Communicator::Impl {
     uint8_t coll = f->collective, root = f->root_index;
     MapReduceMode(&coll, &root);
     BlockSpec s = Base(coll, f->lane == 8 ? kFp64SumWire : uint8_t{INC_DTYPE_FP32}, INC_OP_SUM, f->count);
-    s.codec = f->lane == 8 ? Codec::kFixedF64 : Codec::kFixedF32;
+    s.codec = f->lane == 4                 ? Codec::kFixedF32
+              : f->t == DataType::kFloat64 ? Codec::kFixedF64
+                                           : Codec::kFixedF32Wide;
     s.exponents = f->agreed.data();
     s.headroom = HeadroomBits(opt.world_size);
     s.blocks = fast.data();

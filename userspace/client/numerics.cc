@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "common/simd.h"
 
@@ -522,6 +523,70 @@ void DequantiseF64(Simd s, const void* q, size_t n, int32_t b, int h, double* x)
 #endif
   (void)s;
   for (size_t i = 0; i < n; i++) x[i] = std::ldexp(static_cast<double>(LoadLane<int64_t>(q, i)), k);
+}
+
+namespace {
+
+// nearbyint (the current mode: to nearest, ties to even) without a libm call.
+inline int64_t NearbyInt64(double v) {
+#if defined(__x86_64__)
+  return _mm_cvtsd_si64(_mm_set_sd(v));
+#else
+  return static_cast<int64_t>(std::nearbyint(v));
+#endif
+}
+
+}  // namespace
+
+bool QuantiseF32Wide(const float* x, size_t n, int32_t b, int h, void* q, bool* rounded_to_zero) {
+  *rounded_to_zero = false;
+  if (b == kZeroBlockExponent) {
+    std::memset(q, 0, n * sizeof(int64_t));
+    for (size_t i = 0; i < n; i++) *rounded_to_zero |= x[i] != 0;
+    return false;
+  }
+  const int shift = 62 - h - b;
+  if (h < 0 || h > 63 || shift < -1022 || shift > 1023) {
+    // Scales outside double's normal range: the definition, through doubles.
+    std::vector<double> wide(x, x + n);
+    const bool saturated = Quantise<double, int64_t>(wide.data(), n, b, h, 64, q);
+    *rounded_to_zero = RoundedToZero(wide.data(), n, q);
+    return saturated;
+  }
+  // As QuantiseF64Sse2: (double)x is exact, the product with a normal 2^shift
+  // is rounded once like std::ldexp's scaling.
+  const double limit =
+      63 - h > 53 ? std::nextafter(std::ldexp(1.0, 63 - h), 0.0) : std::ldexp(1.0, 63 - h) - 1;
+  const double scale = std::ldexp(1.0, shift);
+  bool saturated = false, flushed = false;
+  for (size_t i = 0; i < n; i++) {
+    double v = static_cast<double>(x[i]) * scale;
+    if (!(v <= limit && v >= -limit)) {  // also NaN
+      saturated = true;
+      v = std::isnan(v) ? 0 : (v > 0 ? limit : -limit);
+    }
+    const int64_t lane = NearbyInt64(v);
+    flushed |= (lane == 0) & (x[i] != 0);
+    StoreLane(q, i, lane);
+  }
+  *rounded_to_zero = flushed;
+  return saturated;
+}
+
+void DequantiseF32Wide(const void* q, size_t n, int32_t b, int h, float* x) {
+  if (b == kZeroBlockExponent) {
+    std::memset(x, 0, n * sizeof(*x));
+    return;
+  }
+  const int k = -(62 - h - b);
+  if (k >= -1022 && k <= 1023) {
+    const double unscale = std::ldexp(1.0, k);
+    for (size_t i = 0; i < n; i++)
+      x[i] = static_cast<float>(static_cast<double>(LoadLane<int64_t>(q, i)) * unscale);
+    return;
+  }
+  for (size_t i = 0; i < n; i++)
+    x[i] = static_cast<float>(std::ldexp(static_cast<double>(LoadLane<int64_t>(q, i)), k));
 }
 
 int32_t BlockExponentF32(const float* x, size_t n) {

@@ -55,6 +55,13 @@ void DequantiseF32(const void* q, size_t n, int32_t b, int h, float* x);
 bool QuantiseF64(const double* x, size_t n, int32_t b, int h, void* q);
 void DequantiseF64(const void* q, size_t n, int32_t b, int h, double* x);
 
+// float32 values on 64-bit lanes: exactly QuantiseF64 / DequantiseF64 of
+// the values widened to double (and the result rounded once more to
+// float), without a double copy of the block. QuantiseF32Wide also says in
+// *rounded_to_zero whether a nonzero value got lane 0 (RoundedToZero).
+bool QuantiseF32Wide(const float* x, size_t n, int32_t b, int h, void* q, bool* rounded_to_zero);
+void DequantiseF32Wide(const void* q, size_t n, int32_t b, int h, float* x);
+
 // Whether some nonzero x[i] has lane 0 in q (n int32 / int64 lanes, as
 // Quantise wrote them): a rounding to zero the switch's certificate cannot
 // see (bpf/aggregate.h: an all-zero element counts as an exact zero sum).

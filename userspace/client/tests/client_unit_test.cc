@@ -320,6 +320,47 @@ TEST(FixedPoint, VectorisedFloat64PathsMatchTheScalarDefinitionBitForBit) {
   ExpectEveryPathMatchesTheDefinition<double, int64_t>(specials, {0, 1, 2, 9, 10, 11, 12, 40, 63}, 150);
 }
 
+// float32 on 64-bit lanes (LaneChoice "64") is the float64 codec of the
+// widened values, bit for bit, with the result rounded once more to float;
+// and says when a nonzero value got lane 0.
+TEST(FixedPoint, Float32OnSixtyFourBitLanesIsTheFloat64CodecOfTheWidenedValues) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> randn(0, 1);
+  const float specials[] = {0.0f,   -0.0f,    std::numeric_limits<float>::denorm_min(),
+                            1e-40f, INFINITY, -INFINITY,
+                            NAN,    1.5f,     std::ldexp(1.0f, 127),
+                            2.5f};
+  for (int round = 0; round < 200; round++) {
+    const size_t n = round < 20 ? static_cast<size_t>(round) : 1 + rng() % 400;
+    std::vector<float> x(n);
+    for (auto& v : x)
+      v = rng() % 8 == 0 ? specials[rng() % std::size(specials)]
+                         : std::ldexp(randn(rng), static_cast<int>(rng() % 120) - 60);
+    const std::vector<double> wide(x.begin(), x.end());
+    const int32_t own = BlockExponentF32(x.data(), n);
+    for (int h : {0, 2, 3, 10}) {
+      for (int32_t b : {own, own + 1, own + 70, own - 2, int32_t{-127}, int32_t{127}, kZeroBlockExponent}) {
+        SCOPED_TRACE("round " + std::to_string(round) + " n " + std::to_string(n) + " h " +
+                     std::to_string(h) + " b " + std::to_string(b));
+        std::vector<int64_t> want(n + 1), got(n + 1);
+        const bool want_sat = QuantiseF64(wide.data(), n, b, h, want.data());
+        bool flushed = false;
+        ASSERT_EQ(QuantiseF32Wide(x.data(), n, b, h, got.data(), &flushed), want_sat);
+        ASSERT_EQ(got, want);
+        ASSERT_EQ(flushed, RoundedToZero(wide.data(), n, want.data()));
+        std::vector<double> back(n);
+        std::vector<float> back32(n);
+        DequantiseF64(want.data(), n, b, h, back.data());
+        DequantiseF32Wide(want.data(), n, b, h, back32.data());
+        for (size_t i = 0; i < n; i++) {
+          const float w = static_cast<float>(back[i]);
+          ASSERT_EQ(std::memcmp(&back32[i], &w, sizeof(w)), 0) << "element " << i;
+        }
+      }
+    }
+  }
+}
+
 // The switch adds int32 lanes; emulate that in any order and check that the
 // dequantised result is bit-identical whatever the order, and close to the
 // real sum.
