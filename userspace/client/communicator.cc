@@ -436,13 +436,21 @@ class Communicator::Impl {
         }
       } else {
         INC_RETURN_IF_ERROR(AgreeAndSum(&f, all, &gathered));
-        // On 64-bit lanes the guesses keep one bit of margin (data whose
-        // blocks grow by up to 2x from call to call, as gradients do, need
-        // no redo); that bit is one of ~37 the certificate has to spare.
+        // On 64-bit lanes the guesses keep two bits of margin (data whose
+        // blocks grow by up to 4x from call to call, as gradients do, need
+        // no redo), and a block that was all zero guesses the call's
+        // largest exponent (a ReLU unit that was dead for a batch is
+        // usually alive in the next; zeros quantise exactly at any
+        // exponent). Those bits are a few of the ~37 the certificate has to
+        // spare on 64-bit lanes.
         std::vector<int32_t> next = f.agreed;
-        if (wide)
+        if (wide) {
+          int32_t largest = kZeroBlockExponent;
           for (int32_t& e : next)
-            if (e != kZeroBlockExponent && e < kGatherBlockExponent) e += 2;
+            if (e != kZeroBlockExponent && e < kGatherBlockExponent) largest = std::max(largest, e += 2);
+          for (int32_t& e : next)
+            if (e == kZeroBlockExponent) e = largest;
+        }
         guesses.Store(t, f.ft, count, std::move(next));
       }
       if (t == DataType::kFloat32)
