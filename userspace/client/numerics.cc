@@ -612,7 +612,24 @@ bool RoundedToZeroT(const F* x, size_t n, const void* q) {
 }  // namespace
 
 bool RoundedToZero(const float* x, size_t n, const void* q) {
+#if defined(__x86_64__)
+  // Four at a time on the baseline path: this runs on every float32
+  // block a member sends.
+  const auto* lanes = static_cast<const uint8_t*>(q);
+  const __m128i zero_i = _mm_setzero_si128();
+  const __m128 zero_f = _mm_setzero_ps();
+  __m128i any = zero_i;
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const __m128i lane_zero =
+        _mm_cmpeq_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(lanes + 4 * i)), zero_i);
+    const __m128i x_nonzero = _mm_castps_si128(_mm_cmpneq_ps(_mm_loadu_ps(x + i), zero_f));  // NaN too
+    any = _mm_or_si128(any, _mm_and_si128(lane_zero, x_nonzero));
+  }
+  return _mm_movemask_epi8(any) != 0 || RoundedToZeroT<float, int32_t>(x + i, n - i, lanes + 4 * i);
+#else
   return RoundedToZeroT<float, int32_t>(x, n, q);
+#endif
 }
 
 bool RoundedToZero(const double* x, size_t n, const void* q) {

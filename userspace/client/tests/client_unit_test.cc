@@ -320,6 +320,27 @@ TEST(FixedPoint, VectorisedFloat64PathsMatchTheScalarDefinitionBitForBit) {
   ExpectEveryPathMatchesTheDefinition<double, int64_t>(specials, {0, 1, 2, 9, 10, 11, 12, 40, 63}, 150);
 }
 
+// The check behind a member's UNCERTIFIED flag: a nonzero value (NaN too)
+// with lane 0, at any position (the vector path and its tail).
+TEST(FixedPoint, RoundedToZeroFindsANonzeroValueWithLaneZeroAnywhere) {
+  for (size_t n : {size_t{0}, size_t{1}, size_t{3}, size_t{4}, size_t{7}, size_t{64}, size_t{385}}) {
+    std::vector<float> x(n, 0.0f);
+    std::vector<int32_t> q(n, 0);
+    EXPECT_FALSE(RoundedToZero(x.data(), n, q.data())) << "all zero, n " << n;
+    for (size_t i = 0; i < n; i++) {
+      x[i] = i % 2 ? 1e-30f : -0.0f;
+      q[i] = 0;
+      EXPECT_EQ(RoundedToZero(x.data(), n, q.data()), i % 2 == 1) << "n " << n << " at " << i;
+      q[i] = 5;
+      EXPECT_FALSE(RoundedToZero(x.data(), n, q.data())) << "a nonzero lane, n " << n << " at " << i;
+      x[i] = NAN;
+      q[i] = 0;
+      EXPECT_TRUE(RoundedToZero(x.data(), n, q.data())) << "NaN, n " << n << " at " << i;
+      x[i] = 0.0f;
+    }
+  }
+}
+
 // float32 on 64-bit lanes (LaneChoice "64") is the float64 codec of the
 // widened values, bit for bit, with the result rounded once more to float;
 // and says when a nonzero value got lane 0.
