@@ -24,27 +24,23 @@ set_tests_properties(selftest.icrc_python_selftest PROPERTIES LABELS selftest)
 
 # Everything below drives the real data path (inc_datapath from
 # userspace/datapath) through BPF_PROG_TEST_RUN; it needs root and bpffs.
-if(TARGET inc_datapath)
-  add_library(inc_dp_harness STATIC dp_harness.cc)
-  target_include_directories(inc_dp_harness PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
-  target_link_libraries(inc_dp_harness PUBLIC inc_datapath inc_common PkgConfig::LIBBPF)
-  inc_target_defaults(inc_dp_harness)
+add_library(inc_dp_harness STATIC dp_harness.cc)
+target_include_directories(inc_dp_harness PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
+target_link_libraries(inc_dp_harness PUBLIC inc_datapath inc_common PkgConfig::LIBBPF)
+inc_target_defaults(inc_dp_harness)
 
-  # (c) ICRC of frames the XDP program emits, checked by the Python reference.
-  add_executable(icrc_xdp_test icrc_xdp_test.cc)
-  target_link_libraries(icrc_xdp_test PRIVATE inc_dp_harness inc_icrc_test_util GTest::gtest_main)
-  inc_target_defaults(icrc_xdp_test)
-  add_test(NAME selftest.icrc_xdp_outputs COMMAND icrc_xdp_test)
+# (c) ICRC of frames the XDP program emits, checked by the Python reference.
+add_executable(icrc_xdp_test icrc_xdp_test.cc)
+target_link_libraries(icrc_xdp_test PRIVATE inc_dp_harness inc_icrc_test_util GTest::gtest_main)
+inc_target_defaults(icrc_xdp_test)
+add_test(NAME selftest.icrc_xdp_outputs COMMAND icrc_xdp_test)
 
-  add_executable(stress_test stress_test.cc)
-  target_link_libraries(stress_test PRIVATE inc_dp_harness GTest::gtest_main Threads::Threads)
-  inc_target_defaults(stress_test)
-  # overflow_flag_order: OVERFLOW describes the sum, whatever the arrival
-  # order of partial sums that overflow on the way (see the test).
-  inc_gtest_groups(BINARY stress_test PREFIX selftest.stress LABEL selftest
-                   GROUPS "two_cpus=StressTwoCpus.*" "overflow_flag_order=OverflowFlag.*")
-  set_tests_properties(selftest.icrc_xdp_outputs PROPERTIES LABELS selftest)
+add_executable(stress_test stress_test.cc)
+target_link_libraries(stress_test PRIVATE inc_dp_harness GTest::gtest_main Threads::Threads)
+inc_target_defaults(stress_test)
+# overflow_flag_order: OVERFLOW describes the sum, whatever the arrival
+# order of partial sums that overflow on the way (see the test).
+inc_gtest_groups(BINARY stress_test PREFIX selftest.stress LABEL selftest
+                 GROUPS "two_cpus=StressTwoCpus.*" "overflow_flag_order=OverflowFlag.*")
+set_tests_properties(selftest.icrc_xdp_outputs PROPERTIES LABELS selftest)
 
-else()
-  message(STATUS "selftests: inc_datapath not available; stress test and XDP ICRC test skipped")
-endif()

@@ -4,11 +4,9 @@
 # batch (selftests/fuzz_xdp_test.cc; docs/operations.md "Reliability").
 # Root and bpffs; otherwise exit 77 (skipped). CI runs ~45 s of frames;
 # INC_FUZZ_SECONDS, INC_FUZZ_FRAMES and INC_FUZZ_SEED change that.
-if(TARGET inc_datapath AND TARGET inc_arn AND TARGET inc_credit)
-  add_executable(fuzz_xdp_test fuzz_xdp_test.cc)
-  target_link_libraries(fuzz_xdp_test PRIVATE inc_datapath inc_arn inc_credit inc_common PkgConfig::LIBBPF
-                                              GTest::gtest)
-  inc_target_defaults(fuzz_xdp_test)
-  add_test(NAME fuzz.xdp_frames COMMAND fuzz_xdp_test)
-  set_tests_properties(fuzz.xdp_frames PROPERTIES LABELS fuzz TIMEOUT 180 SKIP_RETURN_CODE 77)
-endif()
+add_executable(fuzz_xdp_test fuzz_xdp_test.cc)
+target_link_libraries(fuzz_xdp_test PRIVATE inc_datapath inc_arn inc_credit inc_common PkgConfig::LIBBPF
+                                            GTest::gtest)
+inc_target_defaults(fuzz_xdp_test)
+add_test(NAME fuzz.xdp_frames COMMAND fuzz_xdp_test)
+set_tests_properties(fuzz.xdp_frames PROPERTIES LABELS fuzz TIMEOUT 180 SKIP_RETURN_CODE 77)

@@ -98,16 +98,6 @@ constexpr uint8_t kFp64SumWire = INC_DTYPE_FP64;
 // Largest gathered vector of one pass of a float sum's gathered blocks.
 constexpr size_t kGatherChunkBytes = 4u << 20;
 
-std::string JsonEscape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) continue;
-    o += c;
-  }
-  return o;
-}
-
 uint32_t DefaultQpn() {
   // Unique per process on a host (pids fit in 22 bits), never 0 or 1.
   return 0x800000u | (static_cast<uint32_t>(getpid()) & 0x7FFFFFu);
@@ -174,13 +164,13 @@ Expected<Assignment> AssignmentFromJson(const std::string& json) {
 
 std::string CommunicatorStatus::ToJson() const {
   std::ostringstream o;
-  o << "{\"rank\":" << rank << ",\"world_size\":" << world_size << ",\"iface\":\"" << JsonEscape(iface)
-    << "\",\"member_ip\":\"" << member_ip << "\",\"member_mac\":\"" << member_mac
-    << "\",\"member_qpn\":" << member_qpn << ",\"transport\":\"" << transport << "\",\"rdma_device\":\""
-    << JsonEscape(rdma_device) << "\",\"tree_id\":" << assignment.tree_id
+  o << "{\"rank\":" << rank << ",\"world_size\":" << world_size << ",\"iface\":" << JsonQuote(iface)
+    << ",\"member_ip\":\"" << member_ip << "\",\"member_mac\":\"" << member_mac
+    << "\",\"member_qpn\":" << member_qpn << ",\"transport\":\"" << transport
+    << "\",\"rdma_device\":" << JsonQuote(rdma_device) << ",\"tree_id\":" << assignment.tree_id
     << ",\"pool_size\":" << assignment.pool_size << ",\"elems_per_packet\":" << assignment.elems_per_packet
     << ",\"member_index\":" << assignment.member_index << ",\"rank_at_switch\":" << assignment.rank_at_switch
-    << ",\"switch\":\"" << JsonEscape(assignment.switch_name) << "\",\"switch_ip\":\"" << assignment.switch_ip
+    << ",\"switch\":" << JsonQuote(assignment.switch_name) << ",\"switch_ip\":\"" << assignment.switch_ip
     << "\",\"switch_qpn\":" << assignment.switch_qpn << ",\"tree_state\":\"" << tree_state << "\""
     << ",\"tx_packets\":" << tx_packets << ",\"tx_bytes\":" << tx_bytes << ",\"rx_packets\":" << rx_packets
     << ",\"rx_bytes\":" << rx_bytes << ",\"messages\":" << messages
