@@ -492,6 +492,7 @@ void DequantiseF64Sse2(const void* q, size_t n, double unscale, double* x) {
 #endif
 
 bool QuantiseF64(Simd s, const double* x, size_t n, int32_t b, int h, void* q) {
+  if (n == 0) return false;  // q and x may be null
   if (b == kZeroBlockExponent) {
     std::memset(q, 0, n * sizeof(int64_t));
     return false;
@@ -510,6 +511,7 @@ bool QuantiseF64(Simd s, const double* x, size_t n, int32_t b, int h, void* q) {
 }
 
 void DequantiseF64(Simd s, const void* q, size_t n, int32_t b, int h, double* x) {
+  if (n == 0) return;  // q and x may be null
   if (b == kZeroBlockExponent) {
     std::memset(x, 0, n * sizeof(*x));
     return;
@@ -540,6 +542,7 @@ inline int64_t NearbyInt64(double v) {
 
 bool QuantiseF32Wide(const float* x, size_t n, int32_t b, int h, void* q, bool* rounded_to_zero) {
   *rounded_to_zero = false;
+  if (n == 0) return false;  // q and x may be null
   if (b == kZeroBlockExponent) {
     std::memset(q, 0, n * sizeof(int64_t));
     for (size_t i = 0; i < n; i++) *rounded_to_zero |= x[i] != 0;
@@ -574,6 +577,7 @@ bool QuantiseF32Wide(const float* x, size_t n, int32_t b, int h, void* q, bool* 
 }
 
 void DequantiseF32Wide(const void* q, size_t n, int32_t b, int h, float* x) {
+  if (n == 0) return;  // q and x may be null
   if (b == kZeroBlockExponent) {
     std::memset(x, 0, n * sizeof(*x));
     return;
