@@ -405,7 +405,7 @@ class Communicator::Impl {
       for (uint64_t b = 0; b < f.blocks; b++) {
         PacketRange r = PacketElements(b, count, f.per);
         // float32 on 64-bit lanes: float32's exponent (widening is exact).
-        f.own[b] = f.ft == DataType::kFloat64 && t == DataType::kFloat64
+        f.own[b] = t == DataType::kFloat64
                        ? BlockExponentF64(static_cast<const double*>(f.in) + r.first, r.count)
                        : BlockExponentF32(static_cast<const float*>(f.in) + r.first, r.count);
       }
@@ -860,9 +860,6 @@ Status ValidateOptions(const CommunicatorOptions& o) {
     return InvalidArgument("broadcast_mode must be 'allreduce' or 'native', not '" + o.broadcast_mode + "'");
   if (o.small_sum != "gather" && o.small_sum != "fixed")
     return InvalidArgument("small_sum must be 'gather' or 'fixed', not '" + o.small_sum + "'");
-  LaneChoice::Mode lanes;
-  if (!o.float32_lanes.empty() && !LaneChoice::Parse(o.float32_lanes, &lanes))
-    return InvalidArgument("float32_lanes must be 'auto', '32' or '64', not '" + o.float32_lanes + "'");
   return Status::Ok();
 }
 
@@ -877,15 +874,17 @@ Expected<std::unique_ptr<Communicator::Impl>> MakeImpl(const CommunicatorOptions
   INC_RETURN_IF_ERROR(ValidateOptions(options));
   auto impl = std::make_unique<Communicator::Impl>();
   impl->opt = options;
+  // float32_lanes, or INCIN_FLOAT32_LANES (a choice setting: checked there).
+  std::string source = "float32_lanes";
   if (impl->opt.float32_lanes.empty()) {
     auto v = settings::Env().String("INCIN_FLOAT32_LANES");
     if (!v.ok()) return v.status();
     impl->opt.float32_lanes = *v;
+    source = "INCIN_FLOAT32_LANES";
   }
   LaneChoice::Mode lanes;
   if (!LaneChoice::Parse(impl->opt.float32_lanes, &lanes))
-    return InvalidArgument("INCIN_FLOAT32_LANES must be auto, 32 or 64, not '" + impl->opt.float32_lanes +
-                           "'");
+    return InvalidArgument(source + " must be 'auto', '32' or '64', not '" + impl->opt.float32_lanes + "'");
   impl->lanes = LaneChoice(lanes);
   impl->g_rank = options.rank;
   impl->g_world = options.world_size;

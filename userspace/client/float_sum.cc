@@ -112,6 +112,15 @@ void SumInRankOrder(const uint8_t* g, uint32_t world, uint64_t count, Format f, 
   }
 }
 
+// A small table of entries with a `last` use clock: at `max` entries the
+// least recently used one goes (ExponentGuesses, LaneChoice).
+template <typename Entry>
+void MakeRoom(std::vector<Entry>* entries, size_t max) {
+  if (entries->size() >= max)
+    entries->erase(std::min_element(entries->begin(), entries->end(),
+                                    [](const Entry& a, const Entry& b) { return a.last < b.last; }));
+}
+
 }  // namespace
 
 DataType FixedPointType(DataType t) {
@@ -228,9 +237,7 @@ const std::vector<int32_t>* ExponentGuesses::Use(DataType t, DataType fixed, uin
 void ExponentGuesses::Store(DataType t, DataType fixed, uint64_t count, std::vector<int32_t> agreed) {
   Entry* e = Find(t, fixed, count);
   if (!e) {
-    if (entries_.size() >= kMaxEntries)
-      entries_.erase(std::min_element(entries_.begin(), entries_.end(),
-                                      [](const Entry& a, const Entry& b) { return a.last < b.last; }));
+    MakeRoom(&entries_, kMaxEntries);
     entries_.push_back(Entry{t, fixed, count, 0, 0, {}});
     e = &entries_.back();
   }
@@ -278,9 +285,7 @@ void LaneChoice::Record(uint64_t count, bool wide, uint64_t fixed_blocks, uint64
   Entry* e = Find(count);
   if (!e) {
     if (!go_wide) return;  // nothing to remember: narrow is the default
-    if (entries_.size() >= kMaxEntries)
-      entries_.erase(std::min_element(entries_.begin(), entries_.end(),
-                                      [](const Entry& a, const Entry& b) { return a.last < b.last; }));
+    MakeRoom(&entries_, kMaxEntries);
     entries_.push_back(Entry{count});
     e = &entries_.back();
   }

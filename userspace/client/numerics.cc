@@ -68,6 +68,22 @@ uint32_t AbsBitsF32(const F* x, size_t i) {
   return b & 0x7fffffffu;
 }
 
+// Largest integer-valued double below 2^(total_bits-1-h), the largest lane
+// magnitude (2^k - 1 itself is not a double when k > 53).
+double LaneLimit(int total_bits, int h) {
+  return total_bits - 1 - h > 53 ? std::nextafter(std::ldexp(1.0, total_bits - 1 - h), 0.0)
+                                 : std::ldexp(1.0, total_bits - 1 - h) - 1;
+}
+
+// nearbyint (the current mode: to nearest, ties to even) without a libm call.
+inline int64_t NearbyInt64(double v) {
+#if defined(__x86_64__)
+  return _mm_cvtsd_si64(_mm_set_sd(v));
+#else
+  return static_cast<int64_t>(std::nearbyint(v));
+#endif
+}
+
 template <typename F, typename I>
 bool Quantise(const F* x, size_t n, int32_t b, int h, int total_bits, void* q) {
   // |x| < 2^(b+1) => |x * 2^(total_bits-2-h-b)| < 2^(total_bits-1-h). Scaling
@@ -77,10 +93,7 @@ bool Quantise(const F* x, size_t n, int32_t b, int h, int total_bits, void* q) {
   // rounding to an integer is exact too (above 2^52 every double already
   // is one), so 64-bit lanes need no wider type.
   const int shift = total_bits - 2 - h - b;
-  // Largest integer-valued double below 2^(total_bits-1-h) (2^k - 1 itself
-  // is not a double when k > 53).
-  const double limit = total_bits - 1 - h > 53 ? std::nextafter(std::ldexp(1.0, total_bits - 1 - h), 0.0)
-                                               : std::ldexp(1.0, total_bits - 1 - h) - 1;
+  const double limit = LaneLimit(total_bits, h);
   bool saturated = false;
   for (size_t i = 0; i < n; i++) {
     double s = std::ldexp(static_cast<double>(x[i]), shift);
@@ -91,6 +104,37 @@ bool Quantise(const F* x, size_t n, int32_t b, int h, int total_bits, void* q) {
     StoreLane(q, i, static_cast<I>(std::nearbyint(s)));  // round half to even
   }
   return saturated;
+}
+
+// 64-bit lanes when 2^shift (scale) is a normal double, one element at a
+// time: (double)x is exact for float and double, x * scale is the exact
+// product rounded once as std::ldexp's scaling is, so the lanes are
+// Quantise's bit for bit, without a libm call per element. *flushed: whether
+// a nonzero x got lane 0 (RoundedToZero), in the same pass.
+template <typename F>
+bool QuantiseScaled64(const F* x, size_t n, double scale, double limit, void* q, bool* flushed) {
+  bool saturated = false, zeroed = false;
+  for (size_t i = 0; i < n; i++) {
+    double v = static_cast<double>(x[i]) * scale;
+    if (!(v <= limit && v >= -limit)) {  // also NaN
+      saturated = true;
+      v = std::isnan(v) ? 0 : (v > 0 ? limit : -limit);
+    }
+    const int64_t lane = NearbyInt64(v);
+    zeroed |= (lane == 0) & (x[i] != 0);
+    StoreLane(q, i, lane);
+  }
+  *flushed = zeroed;
+  return saturated;
+}
+
+// double(q) * 2^k (unscale, a normal double): the conversion's rounding, then
+// an exact scaling rounded once, as std::ldexp(double(q), k); then once more
+// to O (float for float32 on 64-bit lanes).
+template <typename O>
+void DequantiseScaled64(const void* q, size_t n, double unscale, O* x) {
+  for (size_t i = 0; i < n; i++)
+    x[i] = static_cast<O>(static_cast<double>(LoadLane<int64_t>(q, i)) * unscale);
 }
 
 // FP32 quantisation on the vector paths: q = round_half_even(x * 2^e) when
@@ -461,52 +505,20 @@ void DequantiseF32(Simd s, const void* q, size_t n, int32_t b, int h, float* x) 
   }
 }
 
-#if defined(__x86_64__)
-namespace {
-
-// float64 on the baseline path, one element at a time: with 2^shift a normal
-// double, x * 2^shift is the exact product rounded once, as std::ldexp's
-// scaling is (bit-identical, without a libm call per element), and
-// cvtsd2si rounds with the current mode like nearbyint. Saturates as the
-// definition does (Quantise above).
-bool QuantiseF64Sse2(const double* x, size_t n, double scale, double limit, void* q) {
-  bool saturated = false;
-  for (size_t i = 0; i < n; i++) {
-    double v = x[i] * scale;
-    if (!(v <= limit && v >= -limit)) {  // also NaN
-      saturated = true;
-      v = std::isnan(v) ? 0 : (v > 0 ? limit : -limit);
-    }
-    StoreLane(q, i, static_cast<int64_t>(_mm_cvtsd_si64(_mm_set_sd(v))));
-  }
-  return saturated;
-}
-
-// double(q) * 2^k: the conversion's rounding, then an exact scaling rounded
-// once, as std::ldexp(double(q), k) when 2^k is a normal double.
-void DequantiseF64Sse2(const void* q, size_t n, double unscale, double* x) {
-  for (size_t i = 0; i < n; i++) x[i] = static_cast<double>(LoadLane<int64_t>(q, i)) * unscale;
-}
-
-}  // namespace
-#endif
-
 bool QuantiseF64(Simd s, const double* x, size_t n, int32_t b, int h, void* q) {
   if (n == 0) return false;  // q and x may be null
   if (b == kZeroBlockExponent) {
     std::memset(q, 0, n * sizeof(int64_t));
     return false;
   }
-#if defined(__x86_64__)
   if (Usable(s) != Simd::kScalar && h >= 0 && h <= 63 && 62 - h - b >= -1022 && 62 - h - b <= 1023) {
-    const double limit =
-        63 - h > 53 ? std::nextafter(std::ldexp(1.0, 63 - h), 0.0) : std::ldexp(1.0, 63 - h) - 1;
-    const double scale = std::ldexp(1.0, 62 - h - b);
+    const double limit = LaneLimit(64, h), scale = std::ldexp(1.0, 62 - h - b);
+#if defined(__x86_64__)
     if (Usable(s) == Simd::kAvx512 && QuantiseF64Avx512(x, n, scale, limit, q)) return false;
-    return QuantiseF64Sse2(x, n, scale, limit, q);
-  }
 #endif
-  (void)s;
+    bool flushed;
+    return QuantiseScaled64(x, n, scale, limit, q, &flushed);
+  }
   return Quantise<double, int64_t>(x, n, b, h, 64, q);
 }
 
@@ -517,28 +529,14 @@ void DequantiseF64(Simd s, const void* q, size_t n, int32_t b, int h, double* x)
     return;
   }
   const int k = -(62 - h - b);
+  if (Usable(s) != Simd::kScalar && k >= -1022 && k <= 1023) {
 #if defined(__x86_64__)
-  if (Usable(s) == Simd::kAvx512 && k >= -1022 && k <= 1023)
-    return DequantiseF64Avx512(q, n, std::ldexp(1.0, k), x);
-  if (Usable(s) != Simd::kScalar && k >= -1022 && k <= 1023)
-    return DequantiseF64Sse2(q, n, std::ldexp(1.0, k), x);
+    if (Usable(s) == Simd::kAvx512) return DequantiseF64Avx512(q, n, std::ldexp(1.0, k), x);
 #endif
-  (void)s;
+    return DequantiseScaled64(q, n, std::ldexp(1.0, k), x);
+  }
   for (size_t i = 0; i < n; i++) x[i] = std::ldexp(static_cast<double>(LoadLane<int64_t>(q, i)), k);
 }
-
-namespace {
-
-// nearbyint (the current mode: to nearest, ties to even) without a libm call.
-inline int64_t NearbyInt64(double v) {
-#if defined(__x86_64__)
-  return _mm_cvtsd_si64(_mm_set_sd(v));
-#else
-  return static_cast<int64_t>(std::nearbyint(v));
-#endif
-}
-
-}  // namespace
 
 bool QuantiseF32Wide(const float* x, size_t n, int32_t b, int h, void* q, bool* rounded_to_zero) {
   *rounded_to_zero = false;
@@ -550,30 +548,12 @@ bool QuantiseF32Wide(const float* x, size_t n, int32_t b, int h, void* q, bool* 
   }
   const int shift = 62 - h - b;
   if (h < 0 || h > 63 || shift < -1022 || shift > 1023) {
-    // Scales outside double's normal range: the definition, through doubles.
-    std::vector<double> wide(x, x + n);
-    const bool saturated = Quantise<double, int64_t>(wide.data(), n, b, h, 64, q);
-    *rounded_to_zero = RoundedToZero(wide.data(), n, q);
+    // Scales outside double's normal range: the definition.
+    const bool saturated = Quantise<float, int64_t>(x, n, b, h, 64, q);
+    for (size_t i = 0; i < n; i++) *rounded_to_zero |= LoadLane<int64_t>(q, i) == 0 && x[i] != 0;
     return saturated;
   }
-  // As QuantiseF64Sse2: (double)x is exact, the product with a normal 2^shift
-  // is rounded once like std::ldexp's scaling.
-  const double limit =
-      63 - h > 53 ? std::nextafter(std::ldexp(1.0, 63 - h), 0.0) : std::ldexp(1.0, 63 - h) - 1;
-  const double scale = std::ldexp(1.0, shift);
-  bool saturated = false, flushed = false;
-  for (size_t i = 0; i < n; i++) {
-    double v = static_cast<double>(x[i]) * scale;
-    if (!(v <= limit && v >= -limit)) {  // also NaN
-      saturated = true;
-      v = std::isnan(v) ? 0 : (v > 0 ? limit : -limit);
-    }
-    const int64_t lane = NearbyInt64(v);
-    flushed |= (lane == 0) & (x[i] != 0);
-    StoreLane(q, i, lane);
-  }
-  *rounded_to_zero = flushed;
-  return saturated;
+  return QuantiseScaled64(x, n, std::ldexp(1.0, shift), LaneLimit(64, h), q, rounded_to_zero);
 }
 
 void DequantiseF32Wide(const void* q, size_t n, int32_t b, int h, float* x) {
@@ -583,12 +563,7 @@ void DequantiseF32Wide(const void* q, size_t n, int32_t b, int h, float* x) {
     return;
   }
   const int k = -(62 - h - b);
-  if (k >= -1022 && k <= 1023) {
-    const double unscale = std::ldexp(1.0, k);
-    for (size_t i = 0; i < n; i++)
-      x[i] = static_cast<float>(static_cast<double>(LoadLane<int64_t>(q, i)) * unscale);
-    return;
-  }
+  if (k >= -1022 && k <= 1023) return DequantiseScaled64(q, n, std::ldexp(1.0, k), x);
   for (size_t i = 0; i < n; i++)
     x[i] = static_cast<float>(std::ldexp(static_cast<double>(LoadLane<int64_t>(q, i)), k));
 }
