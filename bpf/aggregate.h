@@ -264,6 +264,28 @@ static __always_inline void inc_minmax32(__s32 *a, const __s32 *b, __u32 n, __u6
 	}
 }
 
+/* AND/OR/XOR of INT32 or INT64 lanes as whole 64-bit words (a bitwise op
+ * does not see where one lane ends; an odd INT32 count's last word carries
+ * 4 bytes past the count, which are never sent). One body for the three
+ * ops: x & y & keep_and ^ (x ^ y) & keep_xor is AND with keep_xor 0, XOR
+ * with keep_and 0 and OR with both all ones ((x & y) ^ (x ^ y) = x | y). */
+static __always_inline void inc_bitwise(__u64 *a, const __u64 *b, __u32 words, __u64 keep_and,
+					__u64 keep_xor, __u64 first)
+{
+	for (__u32 i = 0; i < INC_MAX_LANES64 / 4; i++) {
+		if (4 * i >= words)
+			break;
+#pragma unroll
+		for (__u32 k = 0; k < 4; k++) {
+			__u32 j = 4 * i + k;
+			__u64 x = a[j], y = b[j];
+			__u64 r = (x & y & keep_and) ^ ((x ^ y) & keep_xor);
+
+			a[j] = r ^ ((r ^ y) & first);
+		}
+	}
+}
+
 /* acc op= src over n lanes; `first` (all ones or 0) makes it acc = src, so
  * the first contribution of a message needs no separate pass. SUM never
  * tests for overflow per add (that would depend on the arrival order):
@@ -279,7 +301,16 @@ static __always_inline void inc_combine(__u64 *acc, const __u64 *src, __u32 n, _
 	__u32 is_fp = inc_bit_mask((__u32)(dtype ^ INC_DTYPE_FP32) - 1, 31);
 	__u64 min_mask = (__u64)(__s64)(__s32)inc_bit_mask((__u32)(op ^ INC_OP_MIN) - 1, 31);
 
-	if (dtype == INC_DTYPE_INT64) {
+	if (op >= INC_OP_BAND) {
+		/* Masks as in min_mask: all ones unless the op is XOR (AND). */
+		__u64 keep_and =
+		    ~(__u64)(__s64)(__s32)inc_bit_mask((__u32)(op ^ INC_OP_BXOR) - 1, 31);
+		__u64 keep_xor =
+		    ~(__u64)(__s64)(__s32)inc_bit_mask((__u32)(op ^ INC_OP_BAND) - 1, 31);
+		__u32 words = dtype == INC_DTYPE_INT64 ? n : (n + 1) / 2;
+
+		inc_bitwise(acc, src, words, keep_and, keep_xor, first);
+	} else if (dtype == INC_DTYPE_INT64) {
 		if (op == INC_OP_SUM)
 			inc_sum64((__s64 *)acc, (const __s64 *)src, n, first);
 		else

@@ -93,7 +93,9 @@ static __always_inline int inc_ingress(struct xdp_md *ctx)
 	    ((coll == INC_COLL_ALLREDUCE || coll == INC_COLL_REDUCE) &&
 	     (op >= 8 || !(tree->op_mask & INC_BIT(op)) ||
 	      /* FP64 is a switch type for SUM only: MIN/MAX go as INT64 keys. */
-	      (dtype == INC_DTYPE_FP64 && op != INC_OP_SUM))))
+	      (dtype == INC_DTYPE_FP64 && op != INC_OP_SUM) ||
+	      /* Bitwise ops compute on integer lanes only. */
+	      (inc_op_bitwise(op) && dtype != INC_DTYPE_INT32 && dtype != INC_DTYPE_INT64))))
 		return inc_drop(INC_DROP_BAD_DTYPE_OP, tree_id, INC_MAX_CHILDREN);
 	flags = h->ver_flags & 0xf;
 	/* A certificate trailer comes only on a contribution (a leaf's partial)

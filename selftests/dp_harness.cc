@@ -88,7 +88,7 @@ dp::TreeSpec MakeTree(const TreeParams& p) {
   t.slot_base = 0;
   t.dtype_mask =
       static_cast<uint16_t>(INC_BIT(INC_DTYPE_INT32) | INC_BIT(INC_DTYPE_FP32) | INC_BIT(INC_DTYPE_INT64));
-  t.op_mask = static_cast<uint8_t>(INC_BIT(INC_OP_SUM) | INC_BIT(INC_OP_MIN) | INC_BIT(INC_OP_MAX));
+  t.op_mask = static_cast<uint8_t>(INC_OPS_ALL);
   t.coll_mask = static_cast<uint8_t>(INC_BIT(INC_COLL_ALLREDUCE) | INC_BIT(INC_COLL_REDUCE) |
                                      INC_BIT(INC_COLL_BROADCAST) | INC_BIT(INC_COLL_BARRIER));
   for (int r = 0; r < p.children; r++) {

@@ -12,6 +12,8 @@
 
 #include <linux/types.h>
 
+#include "inc_ops.h"
+
 #define INC_ROCEV2_UDP_PORT		 4791
 #define INC_BTH_OPCODE_UC_WRITE_ONLY_IMM 0x2B
 #define INC_BTH_SE			 0x80 /* solicited event bit in bth.flags */
@@ -85,11 +87,17 @@ enum inc_dtype {
 			     * INT64 ordered keys, mapped by the host */
 };
 
+/* From the op table (inc_ops.h). */
 enum inc_op {
-	INC_OP_SUM = 1,
-	INC_OP_MIN = 2,
-	INC_OP_MAX = 3,
+#define INC_OP_ENUM(name, camel, value, text, int_only) INC_OP_##name = value,
+	INC_OP_TABLE(INC_OP_ENUM)
+#undef INC_OP_ENUM
 };
+
+static inline int inc_op_bitwise(__u8 op)
+{
+	return op >= INC_OP_BAND && op <= INC_OP_BXOR;
+}
 
 /* Base Transport Header, 12 bytes. */
 struct inc_bth {

@@ -70,7 +70,7 @@ TEST_F(DatapathTest, ConfigureTreeValidatesWithPreciseCodes) {
   want.dtype_mask = INC_BIT(INC_DTYPE_INT32) | INC_BIT(INC_DTYPE_FP32) | INC_BIT(INC_DTYPE_INT64) |
                     INC_BIT(INC_DTYPE_FP64);  // every computed type: FP64 sums are added by the switch
   EXPECT_EQ(sw.dp->capabilities().dtype_mask, want.dtype_mask);
-  want.op_mask = INC_BIT(INC_OP_SUM) | INC_BIT(INC_OP_MIN) | INC_BIT(INC_OP_MAX);
+  want.op_mask = INC_OPS_ALL;  // every op of the wire table
   want.coll_mask = INC_BIT(INC_COLL_ALLREDUCE) | INC_BIT(INC_COLL_REDUCE) | INC_BIT(INC_COLL_BROADCAST) |
                    INC_BIT(INC_COLL_BARRIER);
   EXPECT_TRUE((*trees)[0] == want) << "ListTrees reads back what was configured";

@@ -299,6 +299,11 @@ inline size_t ElemSize(uint8_t dtype) {
   return dtype == INC_DTYPE_INT64 || dtype == INC_DTYPE_FP64 ? 8 : 4;
 }
 
+template <typename T>
+T BitwiseReference(uint8_t op, T a, T b) {
+  return op == INC_OP_BAND ? a & b : op == INC_OP_BOR ? a | b : a ^ b;
+}
+
 inline Reduced Reference(uint8_t dtype, uint8_t op, const std::vector<std::vector<uint8_t>>& in) {
   Reduced r;
   r.bytes = in[0];
@@ -320,8 +325,10 @@ inline Reduced Reference(uint8_t dtype, uint8_t op, const std::vector<std::vecto
             r.overflow = true;
         } else if (op == INC_OP_MIN) {
           v = std::min(a, b);
-        } else {
+        } else if (op == INC_OP_MAX) {
           v = std::max(a, b);
+        } else {
+          v = BitwiseReference(op, a, b);
         }
         std::memcpy(&r.bytes[i * 8], &v, 8);
       } else {
@@ -336,6 +343,8 @@ inline Reduced Reference(uint8_t dtype, uint8_t op, const std::vector<std::vecto
           // in int32 and does not look for OVERFLOW (the bit patterns these
           // tests use do wrap; the bytes are the same).
           if (wide != v && dtype != INC_DTYPE_FP32) r.overflow = true;
+        } else if (inc_op_bitwise(op)) {
+          v = BitwiseReference(op, a, b);
         } else {
           bool fp = dtype == INC_DTYPE_FP32;
           int32_t ka = fp ? F32Key(a) : a, kb = fp ? F32Key(b) : b;

@@ -266,8 +266,14 @@ TEST_F(DatapathTest, EveryDropReasonIsCountedOnceAndNothingElse) {
        }},
       {"data type FP16 (host-mapped)", "bad_dtype_op",
        [](auto& k, auto& t) { return WithHeader(k, t, [](IncHeader& h) { h.dtype = INC_DTYPE_FP16; }); }},
-      {"operation 4", "bad_dtype_op",
-       [](auto& k, auto& t) { return WithHeader(k, t, [](IncHeader& h) { h.op = 4; }); }},
+      {"operation 7 (not in the table)", "bad_dtype_op",
+       [](auto& k, auto& t) { return WithHeader(k, t, [](IncHeader& h) { h.op = 7; }); }},
+      {"bitwise AND of FP32 lanes (integer types only)", "bad_dtype_op",
+       [](auto& k, auto& t) {
+         return WithHeader(
+             k, t, [](IncHeader& h) { h.op = INC_OP_BAND; }, 0, 4, INC_DTYPE_FP32);
+       }},
+
       {"ReduceScatter is host-level", "bad_dtype_op",
        [](auto& k, auto& t) {
          return WithHeader(k, t, [](IncHeader& h) { h.collective = INC_COLL_REDUCE_SCATTER; });

@@ -29,7 +29,9 @@ namespace {
 
 constexpr uint16_t kSupportedDtypes =
     INC_BIT(INC_DTYPE_INT32) | INC_BIT(INC_DTYPE_FP32) | INC_BIT(INC_DTYPE_INT64) | INC_BIT(INC_DTYPE_FP64);
-constexpr uint8_t kSupportedOps = INC_BIT(INC_OP_SUM) | INC_BIT(INC_OP_MIN) | INC_BIT(INC_OP_MAX);
+// Every op of the wire table has its lane loop in bpf/aggregate.h.
+constexpr uint8_t kSupportedOps = INC_OPS_ALL;
+static_assert(INC_OPS_ALL <= 0xff, "the tree configuration keeps ops in an 8-bit mask");
 constexpr uint8_t kSupportedColls = INC_BIT(INC_COLL_ALLREDUCE) | INC_BIT(INC_COLL_REDUCE) |
                                     INC_BIT(INC_COLL_BROADCAST) | INC_BIT(INC_COLL_BARRIER);
 constexpr uint32_t kMaxSlotCapacity = 1u << 20;
