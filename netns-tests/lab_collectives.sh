@@ -74,6 +74,10 @@ read -r got uncertified gathered <<<"$(status_of cert-trailer)"
 run_perf $L "red-edge-float32" -- reduce -d float32 -o sum -r 3 --elems 240 -b 240 -e 245 -f 1.017 -n 2 -w 0
 run_perf $L "ar-small-fixed" -- allreduce -d float32 -o sum --small-sum fixed -b 4 -e 256 -f 4 -n 2 -w 0
 run_perf $L "red-max-root3" -- reduce -d int32 -o max -r 3 -b 4 -e 1M -f 16 -n 2 -w 0
+note "bitwise: AND/OR/XOR of int32 (odd counts: the switch works on 64-bit words) and int64"
+run_perf $L "ar-band-int32" -- allreduce -d int32 -o band -b 4 -e 256K -f 7 -n 2 -w 0
+run_perf $L "ar-bor-int64" -- allreduce -d int64 -o bor -b 8 -e 256K -f 8 -n 2 -w 0
+run_perf $L "red-bxor-root2" -- reduce -d int32 -o bxor -r 2 -b 4 -e 64K -f 9 -n 2 -w 0
 run_perf $L "bc-root0-big" -- broadcast -d float32 -r 0 -b 4 -e 4M -f 16 -n 2 -w 0
 run_perf $L barrier -- barrier -n 50 -w 1
 note "repeat: the same job twice gives the same exact results"

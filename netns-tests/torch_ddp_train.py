@@ -64,6 +64,20 @@ def check_collectives(dist, torch, rank, world, backend):
             t = t.to(dtype)
             dist.all_reduce(t, op=op)
             expect(f"all_reduce {dtype} {op}", t, want.to(dtype))
+    # BAND/BOR/BXOR on the integer types, every bit pattern per rank
+    # different (an odd int32 count: the switch works on 64-bit words).
+    for dtype, n in ((torch.int32, 1001), (torch.int64, 1000)):
+        def bits(r, n=n, dtype=dtype):
+            i = torch.arange(n, dtype=torch.int64)
+            return ((i * 2654435761 + (r + 1) * 40503) ^ (i << (r + 3))).to(dtype)
+        for op, fold in ((dist.ReduceOp.BAND, lambda a, b: a & b), (dist.ReduceOp.BOR, lambda a, b: a | b),
+                         (dist.ReduceOp.BXOR, lambda a, b: a ^ b)):
+            want = bits(0)
+            for r in range(1, world):
+                want = fold(want, bits(r))
+            t = bits(rank)
+            dist.all_reduce(t, op=op)
+            expect(f"all_reduce {dtype} {op}", t, want)
     # broadcast from the last rank: 4-byte multiples and an odd byte count.
     for n, dtype in ((7, torch.float32), (5, torch.uint8), (3001, torch.int64)):
         t = torch.full((n,), rank + 1).to(dtype)

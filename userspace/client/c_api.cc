@@ -37,7 +37,7 @@ bool ValidType(inc_datatype t) {
 }
 bool ValidOp(inc_op op) {
   const int v = static_cast<int>(op);
-  return v >= INC_SUM && v <= INC_MAX;
+  return v > 0 && v < 32 && (INC_OPS_ALL & (1u << v));  // a row of the wire's op table
 }
 
 // A collective's common checks, then the call; C++ exceptions (bad_alloc)
@@ -79,6 +79,9 @@ inc::client::ReduceOp Op(inc_op op) {
 static_assert(static_cast<int>(inc::client::DataType::kBFloat16) == INC_BFLOAT16);
 static_assert(static_cast<int>(inc::client::DataType::kFloat64) == INC_FLOAT64);
 static_assert(static_cast<int>(inc::client::ReduceOp::kMax) == INC_MAX);
+static_assert(static_cast<int>(inc::client::ReduceOp::kBand) == INC_BAND);
+static_assert(static_cast<int>(inc::client::ReduceOp::kBor) == INC_BOR);
+static_assert(static_cast<int>(inc::client::ReduceOp::kBxor) == INC_BXOR);
 static_assert(static_cast<int>(inc::Code::kUnauthenticated) == INC_UNAUTHENTICATED);
 
 extern "C" {

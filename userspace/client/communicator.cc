@@ -59,11 +59,22 @@ const char* DataTypeName(DataType t) {
 
 const char* ReduceOpName(ReduceOp op) {
   switch (op) {
-    case ReduceOp::kSum: return "sum";
-    case ReduceOp::kMin: return "min";
-    case ReduceOp::kMax: return "max";
+#define INC_REDUCE_OP_NAME(name, camel, value, text, int_only) \
+  case ReduceOp::k##camel: return text;
+    INC_OP_TABLE(INC_REDUCE_OP_NAME)
+#undef INC_REDUCE_OP_NAME
   }
   return "?";
+}
+
+bool ReduceOpIntegerOnly(ReduceOp op) {
+  switch (op) {
+#define INC_REDUCE_OP_INT(name, camel, value, text, int_only) \
+  case ReduceOp::k##camel: return int_only;
+    INC_OP_TABLE(INC_REDUCE_OP_INT)
+#undef INC_REDUCE_OP_INT
+  }
+  return false;
 }
 
 bool ParseDataType(const std::string& s, DataType* out) {
@@ -80,16 +91,30 @@ bool ParseDataType(const std::string& s, DataType* out) {
 }
 
 bool ParseReduceOp(const std::string& s, ReduceOp* out) {
-  if (s == "sum")
-    *out = ReduceOp::kSum;
-  else if (s == "min")
-    *out = ReduceOp::kMin;
-  else if (s == "max")
-    *out = ReduceOp::kMax;
-  else
-    return false;
-  return true;
+  static const std::pair<const char*, ReduceOp> kNames[] = {
+#define INC_REDUCE_OP_PAIR(name, camel, value, text, int_only) {text, ReduceOp::k##camel},
+      INC_OP_TABLE(INC_REDUCE_OP_PAIR)
+#undef INC_REDUCE_OP_PAIR
+  };
+  for (const auto& [name, op] : kNames)
+    if (s == name) {
+      *out = op;
+      return true;
+    }
+  return false;
 }
+
+namespace {
+
+// Every rank passes the same op and type, so every rank fails alike.
+Status CheckOpType(ReduceOp op, DataType t) {
+  if (ReduceOpIntegerOnly(op) && t != DataType::kInt32 && t != DataType::kInt64)
+    return InvalidArgument(std::string("op ") + ReduceOpName(op) +
+                           " needs an integer type (int32, int64), not " + DataTypeName(t));
+  return Status::Ok();
+}
+
+}  // namespace
 
 namespace {
 
@@ -1124,6 +1149,7 @@ uint32_t Communicator::world_size() const {
 
 Status Communicator::AllReduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op) {
   if (count && (!send || !recv)) return InvalidArgument("AllReduce: null buffer");
+  INC_RETURN_IF_ERROR(CheckOpType(op, type).WithContext("AllReduce"));
   if (impl_->hc)
     return impl_->hc->Reduce(INC_COLL_ALLREDUCE, send, recv, count, type, op, 0, true)
         .WithContext("AllReduce");
@@ -1136,6 +1162,7 @@ Status Communicator::Reduce(const void* send, void* recv, size_t count, DataType
   INC_RETURN_IF_ERROR(impl_->CheckRoot(root));
   bool is_root = rank() == root;
   if (count && (!send || (is_root && !recv))) return InvalidArgument("Reduce: null buffer");
+  INC_RETURN_IF_ERROR(CheckOpType(op, type).WithContext("Reduce"));
   if (impl_->hc)
     return impl_->hc->Reduce(INC_COLL_REDUCE, send, recv, count, type, op, root, is_root)
         .WithContext("Reduce");
@@ -1173,6 +1200,7 @@ Status Communicator::AllGather(const void* send, void* recv, size_t count, DataT
 Status Communicator::ReduceScatter(const void* send, void* recv, size_t count, DataType type, ReduceOp op) {
   const size_t block = count * DataTypeSize(type);
   if (count && (!send || !recv)) return InvalidArgument("ReduceScatter: null buffer");
+  INC_RETURN_IF_ERROR(CheckOpType(op, type).WithContext("ReduceScatter"));
   for (uint32_t r = 0; r < world_size(); r++) {
     const auto* src = static_cast<const uint8_t*>(send) + r * block;
     bool mine = r == rank();

@@ -28,17 +28,26 @@
 
 #include "common/status.h"
 #include "common/tls.h"
+#include "inc_ops.h"
 
 namespace inc::client {
 
 enum class DataType { kInt32 = 1, kFloat32 = 2, kInt64 = 3, kFloat16 = 4, kBFloat16 = 5, kFloat64 = 6 };
-enum class ReduceOp { kSum = 1, kMin = 2, kMax = 3 };
+// The wire's operators (bpf/include/inc_ops.h INC_OP_TABLE) with their wire
+// values: kSum, kMin, kMax, and the bitwise kBand, kBor, kBxor (int32 and
+// int64 only: InvalidArgument on other types).
+enum class ReduceOp {
+#define INC_REDUCE_OP_ENUM(name, camel, value, text, int_only) k##camel = value,
+  INC_OP_TABLE(INC_REDUCE_OP_ENUM)
+#undef INC_REDUCE_OP_ENUM
+};
 
 size_t DataTypeSize(DataType t);
 const char* DataTypeName(DataType t);
-const char* ReduceOpName(ReduceOp op);
+const char* ReduceOpName(ReduceOp op);                       // the table's short name: "sum", "band", ...
+bool ReduceOpIntegerOnly(ReduceOp op);                       // the bitwise ops
 bool ParseDataType(const std::string& text, DataType* out);  // int32 float32 int64 float16 bfloat16 float64
-bool ParseReduceOp(const std::string& text, ReduceOp* out);  // sum min max
+bool ParseReduceOp(const std::string& text, ReduceOp* out);  // sum min max band bor bxor
 
 // What CommunicatorOptions.transport resolves to on this host: "xdp",
 // "afxdp" or "verbs". "auto" picks verbs when an RDMA device has a RoCEv2 GID

@@ -309,12 +309,25 @@ inline int32_t Key32(int32_t x) {
 // leaves the type wraps there too).
 template <typename T, typename U>
 void CombineInt(T* acc, const T* src, size_t n, ReduceOp op) {
-  if (op == ReduceOp::kSum) {
-    for (size_t i = 0; i < n; i++) acc[i] = static_cast<T>(static_cast<U>(acc[i]) + static_cast<U>(src[i]));
-  } else if (op == ReduceOp::kMin) {
-    for (size_t i = 0; i < n; i++) acc[i] = std::min(acc[i], src[i]);
-  } else {
-    for (size_t i = 0; i < n; i++) acc[i] = std::max(acc[i], src[i]);
+  switch (op) {
+    case ReduceOp::kSum:
+      for (size_t i = 0; i < n; i++) acc[i] = static_cast<T>(static_cast<U>(acc[i]) + static_cast<U>(src[i]));
+      break;
+    case ReduceOp::kMin:
+      for (size_t i = 0; i < n; i++) acc[i] = std::min(acc[i], src[i]);
+      break;
+    case ReduceOp::kMax:
+      for (size_t i = 0; i < n; i++) acc[i] = std::max(acc[i], src[i]);
+      break;
+    case ReduceOp::kBand:
+      for (size_t i = 0; i < n; i++) acc[i] &= src[i];
+      break;
+    case ReduceOp::kBor:
+      for (size_t i = 0; i < n; i++) acc[i] |= src[i];
+      break;
+    case ReduceOp::kBxor:
+      for (size_t i = 0; i < n; i++) acc[i] ^= src[i];
+      break;
   }
 }
 

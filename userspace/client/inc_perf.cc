@@ -81,8 +81,36 @@ void Store(DataType t, void* buf, uint64_t i, double v, int64_t iv) {
   }
 }
 
+// Bitwise ops fold the stored integers (Store scales int64 values).
+void ExpectedBits(DataType t, ReduceOp op, uint32_t world, uint64_t i, void* out) {
+  int64_t acc = 0;
+  for (uint32_t r = 0; r < world; r++) {
+    int64_t y = 0;
+    if (t == DataType::kInt32) {
+      int32_t y32 = 0;
+      Store(t, &y32, 0, 0, GenInt(r, i));
+      y = y32;
+    } else {
+      Store(t, &y, 0, 0, GenInt(r, i));
+    }
+    if (r == 0)
+      acc = y;
+    else if (op == ReduceOp::kBand)
+      acc &= y;
+    else if (op == ReduceOp::kBor)
+      acc |= y;
+    else
+      acc ^= y;
+  }
+  if (t == DataType::kInt32)
+    *static_cast<int32_t*>(out) = static_cast<int32_t>(acc);
+  else
+    *static_cast<int64_t*>(out) = acc;
+}
+
 // Reference value of element i for a reduction over `world` ranks.
 void Expected(DataType t, ReduceOp op, uint32_t world, uint64_t i, void* out) {
+  if (inc::client::ReduceOpIntegerOnly(op)) return ExpectedBits(t, op, world, i, out);
   double v = 0;
   int64_t iv = 0;
   for (uint32_t r = 0; r < world; r++) {
@@ -179,7 +207,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1.01, 1e6));
   app.add_option("-d,--datatype", dtype_s, "int32 float32 int64 float16 bfloat16 float64")
       ->capture_default_str();
-  app.add_option("-o,--op", op_s, "sum min max")->capture_default_str();
+  app.add_option("-o,--op", op_s, "sum min max band bor bxor (bitwise: int32, int64)")->capture_default_str();
   app.add_option("-n,--iters", iters, "timed iterations per size")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000000));
@@ -278,6 +306,10 @@ int main(int argc, char** argv) {
   }
   if (!inc::ParseLogLevel(log_s, &level)) {
     std::fprintf(stderr, "inc-perf: unknown log level '%s'\n", log_s.c_str());
+    return kExitUsage;
+  }
+  if (inc::client::ReduceOpIntegerOnly(op) && dtype != DataType::kInt32 && dtype != DataType::kInt64) {
+    std::fprintf(stderr, "inc-perf: op %s needs an integer data type (int32, int64)\n", op_s.c_str());
     return kExitUsage;
   }
   if (g_inexact && dtype != DataType::kInt32 && dtype != DataType::kInt64) check = false;

@@ -94,16 +94,20 @@ Decision DecideOrFallBack(const Config& config, const Request& q) {
       case OpKind::kSum: d.op = client::ReduceOp::kSum; break;
       case OpKind::kMin: d.op = client::ReduceOp::kMin; break;
       case OpKind::kMax: d.op = client::ReduceOp::kMax; break;
+      case OpKind::kBand: d.op = client::ReduceOp::kBand; break;
+      case OpKind::kBor: d.op = client::ReduceOp::kBor; break;
+      case OpKind::kBxor: d.op = client::ReduceOp::kBxor; break;
       case OpKind::kUser: return Fallback(Reason::kUserOp);
       case OpKind::kOtherPredefined:
       case OpKind::kNone: return Fallback(Reason::kUnsupportedOp);
     }
-    bool minmax = q.op != OpKind::kSum;
+    const bool bitwise = client::ReduceOpIntegerOnly(d.op);
+    const bool minmax = d.op == client::ReduceOp::kMin || d.op == client::ReduceOp::kMax;
     switch (q.elem) {
       case Elem::kInt32: d.dtype = client::DataType::kInt32; break;
       case Elem::kInt64: d.dtype = client::DataType::kInt64; break;
-      // Two's complement addition gives the same bits for unsigned sums;
-      // the order of MIN/MAX does not.
+      // Two's complement addition and bitwise ops give the same bits for
+      // unsigned lanes; the order of MIN/MAX does not.
       case Elem::kUInt32:
         if (minmax) return Fallback(Reason::kUnsupportedOpForDtype);
         d.dtype = client::DataType::kInt32;
@@ -114,6 +118,7 @@ Decision DecideOrFallBack(const Config& config, const Request& q) {
         break;
       case Elem::kFloat32:
       case Elem::kFloat64:
+        if (bitwise) return Fallback(Reason::kUnsupportedOpForDtype);
         if (!minmax && !config.float_sum) return Fallback(Reason::kFloatSumDisabled);
         d.dtype = q.elem == Elem::kFloat32 ? client::DataType::kFloat32 : client::DataType::kFloat64;
         break;

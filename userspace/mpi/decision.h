@@ -25,7 +25,9 @@ enum class Call { kAllreduce, kReduce, kBcast, kBarrier, kReduceScatterBlock, kA
 // are of more than one basic type (a struct of an int and a double).
 enum class Elem { kInt32, kUInt32, kInt64, kUInt64, kFloat32, kFloat64, kBytes, kMixed };
 
-enum class OpKind { kNone, kSum, kMin, kMax, kOtherPredefined, kUser };
+// The MPI op as incin sees it: one of libinc's (client::ReduceOp), another
+// predefined op it does not compute, or a user op.
+enum class OpKind { kNone, kSum, kMin, kMax, kBand, kBor, kBxor, kOtherPredefined, kUser };
 
 // Why a call ran on MPI's algorithm. Names (ReasonName) appear in logs,
 // the summary and its JSON; docs/mpi.md explains each.
@@ -45,8 +47,8 @@ enum class Reason {
   kNoncontiguousDtype,     // reduction on a derived datatype that is no run of one basic type even packed
   kUnsupportedDtype,       // reduction on a type the switch does not compute (char, short, pairs...)
   kUserOp,                 // MPI_Op_create
-  kUnsupportedOp,          // predefined op other than SUM/MIN/MAX (PROD, LAND, BAND, MINLOC...)
-  kUnsupportedOpForDtype,  // MIN/MAX on unsigned types
+  kUnsupportedOp,          // predefined op other than SUM/MIN/MAX/BAND/BOR/BXOR (PROD, LAND, MINLOC...)
+  kUnsupportedOpForDtype,  // MIN/MAX on unsigned types; BAND/BOR/BXOR on floating types (MPI's error)
   kFloatSumDisabled,       // INCIN_MPI_FLOAT_SUM=fallback
   kBelowMinBytes,          // smaller than INCIN_MPI_MIN_BYTES
   kAboveMaxBytes,          // larger than INCIN_MPI_MAX_BYTES

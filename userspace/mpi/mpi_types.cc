@@ -208,9 +208,12 @@ OpKind ClassifyOp(MPI_Op op) {
   if (op == MPI_SUM) return OpKind::kSum;
   if (op == MPI_MIN) return OpKind::kMin;
   if (op == MPI_MAX) return OpKind::kMax;
+  if (op == MPI_BAND) return OpKind::kBand;
+  if (op == MPI_BOR) return OpKind::kBor;
+  if (op == MPI_BXOR) return OpKind::kBxor;
   if (op == MPI_OP_NULL) return OpKind::kNone;
-  const MPI_Op others[] = {MPI_PROD, MPI_LAND,   MPI_BAND,   MPI_LOR,     MPI_BOR,  MPI_LXOR,
-                           MPI_BXOR, MPI_MINLOC, MPI_MAXLOC, MPI_REPLACE, MPI_NO_OP};
+  const MPI_Op others[] = {MPI_PROD,   MPI_LAND,   MPI_LOR,     MPI_LXOR,
+                           MPI_MINLOC, MPI_MAXLOC, MPI_REPLACE, MPI_NO_OP};
   for (MPI_Op o : others)
     if (o == op) return OpKind::kOtherPredefined;
   return OpKind::kUser;

@@ -122,7 +122,7 @@ enum class Reason {
   kSparse,                 // not a strided tensor
   kTensorList,             // more than one tensor per call (multi-device style lists)
   kUnsupportedDtype,       // a reduction on bool, int8, uint8, int16, complex ...
-  kUnsupportedOp,          // PRODUCT, AVG, bitwise ops, PREMUL_SUM
+  kUnsupportedOp,          // PRODUCT, AVG, PREMUL_SUM, bitwise ops on floating tensors
   kSwitchUnsupported,      // the tree's switches do not offer the collective/type/op
   kCount
 };
@@ -978,8 +978,14 @@ class ProcessGroupIncin : public c10d::ProcessGroup {
       case c10d::ReduceOp::SUM: *op = INC_SUM; break;
       case c10d::ReduceOp::MIN: *op = INC_MIN; break;
       case c10d::ReduceOp::MAX: *op = INC_MAX; break;
+      case c10d::ReduceOp::BAND: *op = INC_BAND; break;
+      case c10d::ReduceOp::BOR: *op = INC_BOR; break;
+      case c10d::ReduceOp::BXOR: *op = INC_BXOR; break;
       default: return Reason::kUnsupportedOp;
     }
+    // Bitwise ops on floating tensors are gloo's error to raise, not ours.
+    const bool bitwise = *op == INC_BAND || *op == INC_BOR || *op == INC_BXOR;
+    if (bitwise && *dt != INC_INT32 && *dt != INC_INT64) return Reason::kUnsupportedOp;
     return Reason::kNone;
   }
 

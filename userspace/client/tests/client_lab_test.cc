@@ -476,6 +476,7 @@ class SoftSwitch {
         if (op == INC_OP_SUM)
           r = static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) +
                              static_cast<std::make_unsigned_t<T>>(b));
+        if (inc_op_bitwise(op)) r = op == INC_OP_BAND ? a & b : op == INC_OP_BOR ? a | b : a ^ b;
       }
       std::memcpy(acc + k * sizeof(T), &r, sizeof(T));
     }
@@ -612,6 +613,7 @@ TEST_F(AfXdpLab, ThreeRanksThroughASoftwareSwitchGetIdenticalExactResults) {
   std::vector<std::vector<int32_t>> i_out(kWorld, std::vector<int32_t>(n));
   std::vector<std::vector<double>> d_out(kWorld, std::vector<double>(n));
   std::vector<std::vector<int32_t>> red_out(kWorld, std::vector<int32_t>(n, -1)), bc(kWorld);
+  std::vector<std::vector<int32_t>> xor_out(kWorld, std::vector<int32_t>(n));
   std::vector<std::vector<int32_t>> ag(kWorld, std::vector<int32_t>(kWorld * 5)),
       rs(kWorld, std::vector<int32_t>(5));
   std::vector<std::vector<int32_t>> a2a(kWorld, std::vector<int32_t>(kWorld * 5)),
@@ -657,6 +659,7 @@ TEST_F(AfXdpLab, ThreeRanksThroughASoftwareSwitchGetIdenticalExactResults) {
       run(c.AllReduce(iv.data(), i_out[r].data(), n, DataType::kInt32, ReduceOp::kMin));
       run(c.AllReduce(dv.data(), d_out[r].data(), n, DataType::kFloat64, ReduceOp::kSum));
       run(c.Reduce(iv.data(), red_out[r].data(), n, DataType::kInt32, ReduceOp::kMax, 1));
+      run(c.AllReduce(iv.data(), xor_out[r].data(), n, DataType::kInt32, ReduceOp::kBxor));
       bc[r].assign(77, r == 2 ? 4242 : 0);
       run(c.Broadcast(bc[r].data(), 77, DataType::kInt32, 2));
       run(c.Barrier());
@@ -675,13 +678,15 @@ TEST_F(AfXdpLab, ThreeRanksThroughASoftwareSwitchGetIdenticalExactResults) {
   EXPECT_EQ(sw.bad(), 0u);
   for (size_t i = 0; i < n; i++) {
     double exact = 0;
-    int32_t mn = INT32_MAX, mx = INT32_MIN;
+    int32_t mn = INT32_MAX, mx = INT32_MIN, x = 0;
     for (uint32_t r = 0; r < kWorld; r++) {
       exact += fval(r, i);
       int32_t v = static_cast<int32_t>((i * 13 + r * 101) % 1000) - 500;
       mn = std::min(mn, v);
       mx = std::max(mx, v);
+      x ^= v;
     }
+    EXPECT_EQ(xor_out[0][i], x) << i;
     // The values are dyadic with few bits: block fixed point is exact here.
     EXPECT_EQ(f_out[0][i], static_cast<float>(exact)) << i;
     EXPECT_EQ(i_out[0][i], mn) << i;
@@ -821,6 +826,10 @@ TEST_F(AfXdpLab, CollectivesTheTreeDoesNotOfferFailFastWithFailedPrecondition) {
   int32_t i = 1, j = 0;
   EXPECT_EQ((*comm)->AllReduce(&i, &j, 1, DataType::kInt32, ReduceOp::kSum).code(),
             Code::kFailedPrecondition);
+  // Bitwise ops on a float type: the caller's error, before the tree's.
+  Status bitwise = (*comm)->AllReduce(&f, &g, 1, DataType::kFloat32, ReduceOp::kBand);
+  EXPECT_EQ(bitwise.code(), Code::kInvalidArgument);
+  EXPECT_NE(bitwise.message().find("integer type"), std::string::npos) << bitwise.message();
   EXPECT_EQ((*comm)->GetStatus().tx_packets, 0u);
 }
 

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "client/block_op.h"
+#include "client/communicator.h"
 #include "client/engine.h"
 #include "client/float_sum.h"
 #include "client/gather_sum.h"
@@ -25,6 +26,36 @@
 
 namespace inc::client {
 namespace {
+
+// Every op of the wire table has a name that parses back to it; the
+// bitwise ones (and only they) are for integer types.
+TEST(ReduceOps, NamesFromTheWireTableParseBackAndOnlyBitwiseOpsAreIntegerOnly) {
+  struct Case {
+    const char* name;
+    ReduceOp op;
+    uint8_t wire;
+    bool integer_only;
+  };
+  const Case cases[] = {
+      {"sum", ReduceOp::kSum, INC_OP_SUM, false}, {"min", ReduceOp::kMin, INC_OP_MIN, false},
+      {"max", ReduceOp::kMax, INC_OP_MAX, false}, {"band", ReduceOp::kBand, INC_OP_BAND, true},
+      {"bor", ReduceOp::kBor, INC_OP_BOR, true},  {"bxor", ReduceOp::kBxor, INC_OP_BXOR, true}};
+  for (const Case& c : cases) {
+    ReduceOp parsed{};
+    ASSERT_TRUE(ParseReduceOp(c.name, &parsed)) << c.name;
+    EXPECT_EQ(parsed, c.op) << c.name;
+    EXPECT_STREQ(ReduceOpName(c.op), c.name);
+    EXPECT_EQ(static_cast<int>(c.op), c.wire) << c.name;
+    EXPECT_EQ(ReduceOpIntegerOnly(c.op), c.integer_only) << c.name;
+    EXPECT_EQ(inc_op_bitwise(c.wire) != 0, c.integer_only) << c.name;
+    EXPECT_TRUE(INC_OPS_ALL & (1u << c.wire)) << c.name;
+  }
+  ReduceOp unchanged = ReduceOp::kMax;
+  EXPECT_FALSE(ParseReduceOp("prod", &unchanged));
+  EXPECT_FALSE(ParseReduceOp("BAND", &unchanged));
+  EXPECT_EQ(unchanged, ReduceOp::kMax);
+  EXPECT_EQ(INC_OPS_ALL, 0x7eu) << "a new op needs a row in this table";
+}
 
 TEST(Chunking, ElemsPerPacketKeepsPayloadBytes) {
   EXPECT_EQ(ElemsPerPacket(240, 4), 240u);

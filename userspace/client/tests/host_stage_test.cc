@@ -77,8 +77,11 @@ class FakeSwitch {
                 std::memcpy(&b, &in[h][i * 8], 8);
                 int64_t r = op == INC_OP_SUM
                                 ? static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b))
-                            : op == INC_OP_MIN ? std::min(a, b)
-                                               : std::max(a, b);
+                            : op == INC_OP_MIN  ? std::min(a, b)
+                            : op == INC_OP_MAX  ? std::max(a, b)
+                            : op == INC_OP_BAND ? a & b
+                            : op == INC_OP_BOR  ? a | b
+                                                : a ^ b;
                 std::memcpy(&out[i * 8], &r, 8);
               } else {
                 int32_t a, b;
@@ -87,6 +90,8 @@ class FakeSwitch {
                 int32_t r;
                 if (op == INC_OP_SUM) {
                   r = static_cast<int32_t>(static_cast<uint32_t>(a) + static_cast<uint32_t>(b));
+                } else if (inc_op_bitwise(op)) {
+                  r = op == INC_OP_BAND ? a & b : op == INC_OP_BOR ? a | b : a ^ b;
                 } else {
                   auto key = [&](int32_t x) {
                     return wire == INC_DTYPE_FP32 ? x ^ ((x >> 31) & 0x7fffffff) : x;
@@ -267,6 +272,51 @@ TEST(HostStage, IntegerAllReduceIsExact) {
             hc.Reduce(INC_COLL_ALLREDUCE, a.data(), out.data(), n, DataType::kInt32, ReduceOp::kMax, 0, true)
                 .ok());
         for (size_t i = 0; i < n; i++) ASSERT_EQ(out[i], static_cast<int32_t>(7000 + i));
+      });
+    }
+  }
+}
+
+TEST(HostStage, IntegerBitwiseOpsAreExact) {
+  for (uint32_t l : {2u, 4u}) {
+    for (size_t n : {size_t{1}, size_t{7}, size_t{40001}}) {
+      RunRanks("bits", 8, l, [&](uint32_t r, HostCollectives& hc) {
+        std::vector<int32_t> a(n), out(n);
+        std::vector<int64_t> b(n), out64(n);
+        auto bits32 = [](uint32_t q, size_t i) {
+          return static_cast<int32_t>(0x9e3779b9u * (i + 1) ^ (1u << q));
+        };
+        auto bits64 = [](uint32_t q, size_t i) {
+          return static_cast<int64_t>(0x9e3779b97f4a7c15ull * (i + 3) ^ (uint64_t{1} << (q * 7)));
+        };
+        for (size_t i = 0; i < n; i++) {
+          a[i] = bits32(r, i);
+          b[i] = bits64(r, i);
+        }
+        ASSERT_TRUE(
+            hc.Reduce(INC_COLL_ALLREDUCE, a.data(), out.data(), n, DataType::kInt32, ReduceOp::kBor, 0, true)
+                .ok());
+        for (size_t i = 0; i < n; i++) {
+          int32_t want = 0;
+          for (uint32_t q = 0; q < 8; q++) want |= bits32(q, i);
+          ASSERT_EQ(out[i], want) << i;
+        }
+        ASSERT_TRUE(hc.Reduce(INC_COLL_ALLREDUCE, b.data(), out64.data(), n, DataType::kInt64,
+                              ReduceOp::kBxor, 0, true)
+                        .ok());
+        for (size_t i = 0; i < n; i++) {
+          int64_t want = 0;
+          for (uint32_t q = 0; q < 8; q++) want ^= bits64(q, i);
+          ASSERT_EQ(out64[i], want) << i;
+        }
+        ASSERT_TRUE(
+            hc.Reduce(INC_COLL_ALLREDUCE, a.data(), out.data(), n, DataType::kInt32, ReduceOp::kBand, 0, true)
+                .ok());
+        for (size_t i = 0; i < n; i++) {
+          int32_t want = -1;
+          for (uint32_t q = 0; q < 8; q++) want &= bits32(q, i);
+          ASSERT_EQ(out[i], want) << i;
+        }
       });
     }
   }

@@ -262,6 +262,10 @@ TEST(IncMpiDecision, OffloadsEverySupportedTypeAndOp) {
       {Elem::kFloat32, 4, OpKind::kMin, client::DataType::kFloat32},
       {Elem::kFloat64, 8, OpKind::kSum, client::DataType::kFloat64},
       {Elem::kFloat64, 8, OpKind::kMax, client::DataType::kFloat64},
+      {Elem::kInt32, 4, OpKind::kBand, client::DataType::kInt32},
+      {Elem::kUInt32, 4, OpKind::kBor, client::DataType::kInt32},
+      {Elem::kUInt64, 8, OpKind::kBxor, client::DataType::kInt64},
+      {Elem::kInt64, 8, OpKind::kBand, client::DataType::kInt64},
   };
   for (Call call : {Call::kAllreduce, Call::kReduce, Call::kReduceScatterBlock}) {
     for (const Case& k : cases) {
@@ -274,6 +278,11 @@ TEST(IncMpiDecision, OffloadsEverySupportedTypeAndOp) {
   EXPECT_EQ(d.op, client::ReduceOp::kMin);
   d = Decide(c, Reduction(Call::kAllreduce, Elem::kInt64, OpKind::kMax, 3, 8));
   EXPECT_EQ(d.op, client::ReduceOp::kMax);
+  const std::pair<OpKind, client::ReduceOp> bitwise[] = {{OpKind::kBand, client::ReduceOp::kBand},
+                                                         {OpKind::kBor, client::ReduceOp::kBor},
+                                                         {OpKind::kBxor, client::ReduceOp::kBxor}};
+  for (const auto& [kind, op] : bitwise)
+    EXPECT_EQ(Decide(c, Reduction(Call::kAllreduce, Elem::kUInt32, kind, 3, 4)).op, op);
 }
 
 TEST(IncMpiDecision, EachFallbackReason) {
@@ -300,6 +309,10 @@ TEST(IncMpiDecision, EachFallbackReason) {
       {"unsigned min", R(Call::kAllreduce, Elem::kUInt32, OpKind::kMin, 100, 4),
        Reason::kUnsupportedOpForDtype},
       {"uint64 max", R(Call::kReduceScatterBlock, Elem::kUInt64, OpKind::kMax, 100, 8),
+       Reason::kUnsupportedOpForDtype},
+      {"float band", R(Call::kAllreduce, Elem::kFloat32, OpKind::kBand, 100, 4),
+       Reason::kUnsupportedOpForDtype},
+      {"double bxor", R(Call::kReduce, Elem::kFloat64, OpKind::kBxor, 100, 8),
        Reason::kUnsupportedOpForDtype},
       {"small", R(Call::kAllreduce, Elem::kInt32, OpKind::kSum, 15, 4), Reason::kBelowMinBytes},
       {"small bcast", R(Call::kBcast, Elem::kBytes, OpKind::kNone, 63, 1), Reason::kBelowMinBytes},

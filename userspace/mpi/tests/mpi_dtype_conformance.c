@@ -383,8 +383,14 @@ static void expect(const struct comm* cm, enum call c, int offloaded, int packed
   if (packed) expect_packed_[c]++;
 }
 
+static int bitwise(MPI_Op op) {
+  return op == MPI_BAND || op == MPI_BOR || op == MPI_BXOR;
+}
+
+/* Bitwise ops: on every integer type the switch sums (signed or not). */
 static int computes(const struct dtype* d, MPI_Op op) {
-  return (op == MPI_SUM && d->sw != SW_NONE) || ((op == MPI_MIN || op == MPI_MAX) && d->sw == SW_ALL);
+  return (op == MPI_SUM && d->sw != SW_NONE) || ((op == MPI_MIN || op == MPI_MAX) && d->sw == SW_ALL) ||
+         (bitwise(op) && d->sw != SW_NONE && (d->vk == VK_SINT || d->vk == VK_UINT));
 }
 
 static const char* op_name(MPI_Op op) {
@@ -394,6 +400,9 @@ static const char* op_name(MPI_Op op) {
          : op == MPI_MINLOC ? "minloc"
          : op == MPI_MAXLOC ? "maxloc"
          : op == MPI_PROD   ? "prod"
+         : op == MPI_BAND   ? "band"
+         : op == MPI_BOR    ? "bor"
+         : op == MPI_BXOR   ? "bxor"
                             : "op";
 }
 
@@ -548,6 +557,17 @@ static void predefined_suite(const struct comm* cm, int all_roots) {
         check_reduction(cm, C_REDUCE, d, n, op, (int)((k + (size_t)o) % (size_t)cm->size), 0, salt++);
         check_reduction(cm, C_REDUCE, d, n, op, cm->size - 1, 1, salt++);
         check_reduction(cm, C_RSB, d, n, op, 0, o == 1, salt++);
+      }
+      /* Bitwise ops: offloaded on the integer types above, MPI's own
+       * outcome (an error or its algorithm) on the rest. */
+      if (!d->pair && n != 0 && n != 2) {
+        const MPI_Op bit_ops[] = {MPI_BAND, MPI_BOR, MPI_BXOR};
+        for (int o = 0; o < 3; o++) {
+          check_reduction(cm, C_ALLREDUCE, d, n, bit_ops[o], 0, o == 1, salt++);
+          check_reduction(cm, C_REDUCE, d, n, bit_ops[o], (int)((k + (size_t)o) % (size_t)cm->size), o == 2,
+                          salt++);
+        }
+        check_reduction(cm, C_RSB, d, n, MPI_BXOR, 0, 0, salt++);
       }
     }
   }

@@ -70,6 +70,9 @@ typedef enum inc_op {
   INC_SUM = 1,
   INC_MIN = 2,
   INC_MAX = 3,
+  INC_BAND = 4, /* bitwise AND, OR, exclusive OR: INC_INT32 and INC_INT64 only */
+  INC_BOR = 5,
+  INC_BXOR = 6,
 } inc_op;
 
 typedef struct inc_comm_config {
