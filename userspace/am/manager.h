@@ -5,7 +5,9 @@
 // domain types only (api.h): the gRPC service translates messages at the
 // edge. Membership (membership.h), the switch registry (switch_registry.h)
 // and the event log (events.h) are its parts. Thread-safe: one mutex guards
-// the state; switch RPCs run outside it.
+// the state; switch RPCs run outside it. Its members are defined in
+// manager.cc (lifecycle, switches, operators), manager_persist.cc (the state
+// store), manager_mover.cc (tree moves) and manager_roster.cc (members).
 #pragma once
 
 #include <chrono>
@@ -202,33 +204,16 @@ class Manager {
   using TreePtr = std::shared_ptr<TreeRec>;
 
   // All *Locked functions run with mu_ held.
+
+  // Lifecycle (manager.cc).
   // Plans and allocates what the tree lacks (JoinGroup and CreateTree alike).
   Status PlaceLocked(TreeRec& t);
   Expected<Assignment> AssignmentLocked(const TreeRec& t, uint32_t rank) const;
   Expected<std::map<std::string, TreeConfig>> ConfigsLocked(const TreeRec& t) const;
   void DismantleLocked(TreePtr t, TreeState state, const std::string& reason, Ops* ops);
   void ReleaseLocked(TreePtr t, Ops* ops);
-  void FailPendingLocked(TreePtr t, const Status& why);
-  void DropMemberLocked(TreePtr t, uint32_t rank);
-  // Write a tree holding resources to the store / remove it from there (a
-  // no-op without a store).
-  Status PersistTreeLocked(TreeRec& t);
-  Status PersistActivationLocked(const TreePtr& t);
-  void ForgetTreeLocked(TreeRec& t);
-  Status RestoreTreeLocked(const StoredTree& st, const Clock::time_point& now);
-  void CheckPortsLocked(const std::string& switch_name, Ops* ops);
-  // Moves a two-level tree to another root (or another link to its root)
-  // that avoids down and congested ports; members keep their leaf, slot and
-  // rank, so they need not act. False (with why_not) when no such tree
-  // exists or the tree cannot move now.
-  bool MoveTreeLocked(const TreePtr& t, const std::string& why, Ops* ops, std::string* why_not);
-  bool PortCongestedLocked(const std::string& switch_name, const std::string& port) const;
   bool WantedOnLocked(const TreeRec& t, const std::string& switch_name) const;
   TreePtr FindTreeLocked(uint32_t tree_id, const std::string& job) const;
-  // PERMISSION_DENIED unless `as_host` (when set) is the host that joined
-  // rank `rank` of tree t.
-  static Status CheckRankOwnerLocked(const TreeRec& t, uint32_t rank,
-                                     const std::optional<std::string>& as_host, const char* method);
   TreeInfo InfoLocked(const TreeRec& t) const;
   SwitchSummary SummaryLocked(const std::string& name) const;
   // The ask with the AM's defaults filled in; INVALID_ARGUMENT for a pool
@@ -244,6 +229,31 @@ class Manager {
   void RunOpsAsync(Ops ops);  // on the background worker
   void MonitorLoop();
   void WorkerLoop();
+
+  // The state store (manager_persist.cc).
+  // Write a tree holding resources to the store / remove it from there (a
+  // no-op without a store).
+  Status PersistTreeLocked(TreeRec& t);
+  Status PersistActivationLocked(const TreePtr& t);
+  void ForgetTreeLocked(TreeRec& t);
+  Status RestoreTreeLocked(const StoredTree& st, const Clock::time_point& now);
+
+  // The tree mover (manager_mover.cc).
+  void CheckPortsLocked(const std::string& switch_name, Ops* ops);
+  // Moves a two-level tree to another root (or another link to its root)
+  // that avoids down and congested ports; members keep their leaf, slot and
+  // rank, so they need not act. False (with why_not) when no such tree
+  // exists or the tree cannot move now.
+  bool MoveTreeLocked(const TreePtr& t, const std::string& why, Ops* ops, std::string* why_not);
+  bool PortCongestedLocked(const std::string& switch_name, const std::string& port) const;
+
+  // The member roster (manager_roster.cc).
+  void FailPendingLocked(TreePtr t, const Status& why);
+  void DropMemberLocked(TreePtr t, uint32_t rank);
+  // PERMISSION_DENIED unless `as_host` (when set) is the host that joined
+  // rank `rank` of tree t.
+  static Status CheckRankOwnerLocked(const TreeRec& t, uint32_t rank,
+                                     const std::optional<std::string>& as_host, const char* method);
 
   // A field Retune may change: read it through here, never as opts_.field.
   uint32_t Tuned(uint32_t AmOptions::*field) const;

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+// incamd's state store over SQLite: schema and its upgrades, the file's mode checks, rows in and out.
 #include "am/store.h"
 
 #include <fcntl.h>
@@ -209,6 +210,122 @@ Status CheckPrivate(const std::string& path) {
       return FailedPrecondition("file " + companion + " has mode " + Octal(st.st_mode) +
                                 ": group or others may read the AM's state; chmod 600 " + companion);
   }
+  return Status::Ok();
+}
+
+// One row of `trees`; its members, switches and children come from the
+// other tables.
+StoredTree TreeFromRow(const Stmt& st) {
+  StoredTree t;
+  int c = 0;
+  t.id = st.U32(c++);
+  t.job = st.Text(c++);
+  t.key = st.U32(c++);
+  t.world = st.U32(c++);
+  t.state = static_cast<TreeState>(st.Int(c++));
+  t.generation = st.U32(c++);
+  t.reserved = st.Int(c++) != 0;
+  t.req.pool_size = st.U32(c++);
+  t.req.elems_per_packet = st.U32(c++);
+  t.req.default_elems = st.U32(c++);
+  t.req.dtype_mask = st.U32(c++);
+  t.req.op_mask = st.U32(c++);
+  t.req.coll_mask = st.U32(c++);
+  t.plan.pool_size = st.U32(c++);
+  t.plan.elems_per_packet = st.U32(c++);
+  t.plan.dtype_mask = st.U32(c++);
+  t.plan.op_mask = st.U32(c++);
+  t.plan.coll_mask = st.U32(c++);
+  t.created_ms = static_cast<uint64_t>(st.Int(c++));
+  t.activated_ms = static_cast<uint64_t>(st.Int(c++));
+  t.moves = st.U32(c++);
+  t.last_move_ms = static_cast<uint64_t>(st.Int(c++));
+  t.last_move_reason = st.Text(c++);
+  t.members.resize(t.world);
+  t.plan.member_slot.resize(t.world);
+  t.plan.member_index_of_rank.resize(t.world);
+  if (t.reserved) t.reserved_hosts.resize(t.world);
+  return t;
+}
+
+// One row of `tree_members` into its tree.
+Status MemberFromRow(const Stmt& st, StoredTree* t) {
+  const uint32_t r = st.U32(1);
+  if (r >= t->world) return FailedPrecondition("tree_members: rank " + std::to_string(r) + " out of range");
+  StoredMember& m = t->members[r];
+  m.joined = st.Int(2) != 0;
+  if (t->reserved) t->reserved_hosts[r] = st.Text(3);
+  m.spec.host = st.Text(4);
+  auto ip = Ipv4::Parse(st.Text(5));
+  auto mac = Mac::Parse(st.Text(6));
+  if (!ip || !mac) return FailedPrecondition("tree_members: bad ip or mac of tree " + std::to_string(t->id));
+  m.spec.ip = *ip;
+  m.spec.mac = *mac;
+  m.spec.qpn = st.U32(7);
+  m.spec.rkey = st.U32(8);
+  m.spec.va_base = static_cast<uint64_t>(st.Int(9));
+  m.spec.slot_stride = st.U32(10);
+  m.spec.transport = static_cast<int>(st.Int(11));
+  t->plan.member_index_of_rank[r] = st.U32(12);
+  t->plan.member_slot[r] = MemberSlot{static_cast<size_t>(st.Int(13)), st.U32(14)};
+  const std::string member =
+      "tree_members: tree " + std::to_string(t->id) + " rank " + std::to_string(r) + ": ";
+  const std::string ranks_text = st.Text(15);
+  auto ranks = SplitRanks(ranks_text);
+  if (!ranks)
+    return FailedPrecondition(member + "host_ranks \"" + ranks_text +
+                              "\" is not a list of ranks (decimal, comma-separated)");
+  const int64_t total = st.Int(16);
+  if (total < 0 || total > std::numeric_limits<uint32_t>::max())
+    return FailedPrecondition(member + "total_ranks " + std::to_string(total) + " is out of range");
+  if (ranks->empty() != (total == 0))
+    return FailedPrecondition(member + "host_ranks \"" + ranks_text + "\" with total_ranks " +
+                              std::to_string(total) + " (both are given, or neither)");
+  for (uint32_t x : *ranks)
+    if (x >= total)
+      return FailedPrecondition(member + "host_ranks has rank " + std::to_string(x) +
+                                ", not below total_ranks " + std::to_string(total));
+  m.host_ranks = std::move(*ranks);
+  m.total_ranks = static_cast<uint32_t>(total);
+  m.owner = st.Text(17);
+  return Status::Ok();
+}
+
+// One row of `tree_switches` into its tree: the plan's switch, its
+// allocation but for the child QPNs, the config last sent to it.
+void SwitchFromRow(const Stmt& st, StoredTree* t) {
+  PlanSwitch ps;
+  ps.name = st.Text(2);
+  ps.role = static_cast<TreeRole>(st.Int(3));
+  ps.parent = st.Text(4);
+  ps.parent_port = st.Text(5);
+  ps.parent_peer_port = st.Text(6);
+  ps.rank_at_parent = st.U32(7);
+  SwitchAlloc& sa = t->alloc.per_switch[ps.name];
+  sa.slot_base = st.U32(8);
+  sa.parent_qpn = st.U32(9);
+  if (!st.IsNull(10)) t->configs[ps.name] = st.Text(10);
+  t->plan.switches.push_back(std::move(ps));
+}
+
+// One row of `tree_children` into its tree's switch and that switch's
+// child QPNs (the switch rows are read first).
+Status ChildFromRow(const Stmt& st, StoredTree* t) {
+  const uint32_t pos = st.U32(1);
+  if (pos >= t->plan.switches.size())
+    return FailedPrecondition("tree_children: switch position " + std::to_string(pos) + " of tree " +
+                              std::to_string(t->id) + " has no switch");
+  PlanSwitch& ps = t->plan.switches[pos];
+  PlanChild ch;
+  ch.is_switch = st.Int(3) != 0;
+  ch.rank = st.U32(4);
+  ch.peer = st.Text(5);
+  ch.port = st.Text(6);
+  ch.peer_port = st.Text(7);
+  ch.member_lo = st.U32(8);
+  ch.member_hi = st.U32(9);
+  ps.children.push_back(std::move(ch));
+  t->alloc.per_switch[ps.name].child_qpns.push_back(st.U32(10));
   return Status::Ok();
 }
 
@@ -478,35 +595,7 @@ Expected<StoredState> Store::Load() {
     Stmt st(db_, "SELECT * FROM trees ORDER BY id");
     int rc;
     while ((rc = st.Step()) == SQLITE_ROW) {
-      StoredTree t;
-      int c = 0;
-      t.id = st.U32(c++);
-      t.job = st.Text(c++);
-      t.key = st.U32(c++);
-      t.world = st.U32(c++);
-      t.state = static_cast<TreeState>(st.Int(c++));
-      t.generation = st.U32(c++);
-      t.reserved = st.Int(c++) != 0;
-      t.req.pool_size = st.U32(c++);
-      t.req.elems_per_packet = st.U32(c++);
-      t.req.default_elems = st.U32(c++);
-      t.req.dtype_mask = st.U32(c++);
-      t.req.op_mask = st.U32(c++);
-      t.req.coll_mask = st.U32(c++);
-      t.plan.pool_size = st.U32(c++);
-      t.plan.elems_per_packet = st.U32(c++);
-      t.plan.dtype_mask = st.U32(c++);
-      t.plan.op_mask = st.U32(c++);
-      t.plan.coll_mask = st.U32(c++);
-      t.created_ms = static_cast<uint64_t>(st.Int(c++));
-      t.activated_ms = static_cast<uint64_t>(st.Int(c++));
-      t.moves = st.U32(c++);
-      t.last_move_ms = static_cast<uint64_t>(st.Int(c++));
-      t.last_move_reason = st.Text(c++);
-      t.members.resize(t.world);
-      t.plan.member_slot.resize(t.world);
-      t.plan.member_index_of_rank.resize(t.world);
-      if (t.reserved) t.reserved_hosts.resize(t.world);
+      StoredTree t = TreeFromRow(st);
       index_of[t.id] = out.trees.size();
       out.trees.push_back(std::move(t));
     }
@@ -525,46 +614,7 @@ Expected<StoredState> Store::Load() {
     while ((rc = st.Step()) == SQLITE_ROW) {
       auto t = tree(st.U32(0), "tree_members");
       if (!t) return t.status();
-      const uint32_t r = st.U32(1);
-      if (r >= (*t)->world)
-        return FailedPrecondition("tree_members: rank " + std::to_string(r) + " out of range");
-      StoredMember& m = (*t)->members[r];
-      m.joined = st.Int(2) != 0;
-      if ((*t)->reserved) (*t)->reserved_hosts[r] = st.Text(3);
-      m.spec.host = st.Text(4);
-      auto ip = Ipv4::Parse(st.Text(5));
-      auto mac = Mac::Parse(st.Text(6));
-      if (!ip || !mac)
-        return FailedPrecondition("tree_members: bad ip or mac of tree " + std::to_string((*t)->id));
-      m.spec.ip = *ip;
-      m.spec.mac = *mac;
-      m.spec.qpn = st.U32(7);
-      m.spec.rkey = st.U32(8);
-      m.spec.va_base = static_cast<uint64_t>(st.Int(9));
-      m.spec.slot_stride = st.U32(10);
-      m.spec.transport = static_cast<int>(st.Int(11));
-      (*t)->plan.member_index_of_rank[r] = st.U32(12);
-      (*t)->plan.member_slot[r] = MemberSlot{static_cast<size_t>(st.Int(13)), st.U32(14)};
-      const std::string member =
-          "tree_members: tree " + std::to_string((*t)->id) + " rank " + std::to_string(r) + ": ";
-      const std::string ranks_text = st.Text(15);
-      auto ranks = SplitRanks(ranks_text);
-      if (!ranks)
-        return FailedPrecondition(member + "host_ranks \"" + ranks_text +
-                                  "\" is not a list of ranks (decimal, comma-separated)");
-      const int64_t total = st.Int(16);
-      if (total < 0 || total > std::numeric_limits<uint32_t>::max())
-        return FailedPrecondition(member + "total_ranks " + std::to_string(total) + " is out of range");
-      if (ranks->empty() != (total == 0))
-        return FailedPrecondition(member + "host_ranks \"" + ranks_text + "\" with total_ranks " +
-                                  std::to_string(total) + " (both are given, or neither)");
-      for (uint32_t x : *ranks)
-        if (x >= total)
-          return FailedPrecondition(member + "host_ranks has rank " + std::to_string(x) +
-                                    ", not below total_ranks " + std::to_string(total));
-      m.host_ranks = std::move(*ranks);
-      m.total_ranks = static_cast<uint32_t>(total);
-      m.owner = st.Text(17);
+      INC_RETURN_IF_ERROR(MemberFromRow(st, *t));
     }
     if (rc != SQLITE_DONE) return Error("reading tree members");
   }
@@ -574,18 +624,7 @@ Expected<StoredState> Store::Load() {
     while ((rc = st.Step()) == SQLITE_ROW) {
       auto t = tree(st.U32(0), "tree_switches");
       if (!t) return t.status();
-      PlanSwitch ps;
-      ps.name = st.Text(2);
-      ps.role = static_cast<TreeRole>(st.Int(3));
-      ps.parent = st.Text(4);
-      ps.parent_port = st.Text(5);
-      ps.parent_peer_port = st.Text(6);
-      ps.rank_at_parent = st.U32(7);
-      SwitchAlloc& sa = (*t)->alloc.per_switch[ps.name];
-      sa.slot_base = st.U32(8);
-      sa.parent_qpn = st.U32(9);
-      if (!st.IsNull(10)) (*t)->configs[ps.name] = st.Text(10);
-      (*t)->plan.switches.push_back(std::move(ps));
+      SwitchFromRow(st, *t);
     }
     if (rc != SQLITE_DONE) return Error("reading tree switches");
   }
@@ -595,21 +634,7 @@ Expected<StoredState> Store::Load() {
     while ((rc = st.Step()) == SQLITE_ROW) {
       auto t = tree(st.U32(0), "tree_children");
       if (!t) return t.status();
-      const uint32_t pos = st.U32(1);
-      if (pos >= (*t)->plan.switches.size())
-        return FailedPrecondition("tree_children: switch position " + std::to_string(pos) + " of tree " +
-                                  std::to_string((*t)->id) + " has no switch");
-      PlanSwitch& ps = (*t)->plan.switches[pos];
-      PlanChild ch;
-      ch.is_switch = st.Int(3) != 0;
-      ch.rank = st.U32(4);
-      ch.peer = st.Text(5);
-      ch.port = st.Text(6);
-      ch.peer_port = st.Text(7);
-      ch.member_lo = st.U32(8);
-      ch.member_hi = st.U32(9);
-      ps.children.push_back(std::move(ch));
-      (*t)->alloc.per_switch[ps.name].child_qpns.push_back(st.U32(10));
+      INC_RETURN_IF_ERROR(ChildFromRow(st, *t));
     }
     if (rc != SQLITE_DONE) return Error("reading tree children");
   }

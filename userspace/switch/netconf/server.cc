@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+// incswitchd's NETCONF server: SSH login, the session loop, event notifications and each operation.
 #include "switch/netconf/server.h"
 
 #define NC_ENABLED_SSH
@@ -600,15 +601,32 @@ nc_server_reply* NetconfServer::Subscribe(lyd_node* rpc, nc_session* session) {
   return nc_server_reply_ok();
 }
 
+// edit-config in its four steps; each step either goes on or ends the RPC
+// with its refusal, and no change reaches the agent before step 4.
 nc_server_reply* NetconfServer::EditConfig(lyd_node* rpc, nc_session* session) {
+  EditRequest request;
+  if (Refusal refused = ParseEdit(rpc, session, &request)) return *refused;
+  const auto current = agent_->ConfiguredTrees();
+  LydTree edited;
+  if (Refusal refused = EditedTrees(request, current, &edited)) return *refused;
+  std::map<uint16_t, v1::TreeConfig> wanted;
+  if (Refusal refused = WantedTrees(std::move(edited), &wanted)) return *refused;
+  if (Refusal refused = ApplyTrees(current, wanted, nc_session_get_id(session))) return *refused;
+  return nc_server_reply_ok();
+}
+
+// 1. The request: the running datastore free for this session, its
+//    options, and the edit parsed strictly against the module (unknown
+//    nodes, bad values and state data are refused here).
+NetconfServer::Refusal NetconfServer::ParseEdit(lyd_node* rpc, nc_session* session, EditRequest* out) {
   const uint32_t sid = nc_session_get_id(session);
   if (lock_sid_ && lock_sid_ != sid) {
     return Error(NC_ERR_IN_USE, "running is locked by session " + std::to_string(lock_sid_));
   }
   const lyd_node* config = Child(rpc, "config");
   if (!config) return Error(NC_ERR_OP_NOT_SUPPORTED, "edit-config takes <config> (url is not supported)");
-  std::string default_op = "merge";
-  if (const lyd_node* d = Child(rpc, "default-operation")) default_op = lyd_get_value(d);
+  out->default_op = "merge";
+  if (const lyd_node* d = Child(rpc, "default-operation")) out->default_op = lyd_get_value(d);
   if (const lyd_node* t = Child(rpc, "test-option")) {
     if (strcmp(lyd_get_value(t), "test-then-set") != 0) {
       return Error(NC_ERR_OP_NOT_SUPPORTED,
@@ -617,8 +635,6 @@ nc_server_reply* NetconfServer::EditConfig(lyd_node* rpc, nc_session* session) {
     }
   }
 
-  // 1. The edit, parsed strictly against the module: unknown nodes, bad
-  //    values and state data are refused here.
   char* text = nullptr;
   const auto* any = reinterpret_cast<const lyd_node_any*>(config);
   if (any->value_type == LYD_ANYDATA_DATATREE) {
@@ -629,7 +645,6 @@ nc_server_reply* NetconfServer::EditConfig(lyd_node* rpc, nc_session* session) {
   } else {
     lyd_any_value_str(config, &text);
   }
-  LydTree edit;
   if (text && *text) {
     lyd_node* e = nullptr;
     ly_err_clean(ctx_.get(), nullptr);
@@ -651,25 +666,28 @@ nc_server_reply* NetconfServer::EditConfig(lyd_node* rpc, nc_session* session) {
       }
       return Error(NC_ERR_INVALID_VALUE, msg, path);
     }
-    edit.reset(e);
+    out->edit.reset(e);
   } else {
     free(text);
   }
   const lyd_node* n;
-  LY_LIST_FOR(edit.get(), n) {
+  LY_LIST_FOR(out->edit.get(), n) {
     if (!n->schema || strcmp(n->schema->module->name, kModule) != 0 || strcmp(LYD_NAME(n), "trees") != 0) {
       return Error(NC_ERR_UNKNOWN_ELEM,
                    std::string("edit-config changes ") + kModule + ":trees only, not " + LYD_NAME(n),
                    LYD_NAME(n));
     }
   }
+  return std::nullopt;
+}
 
-  // 2. The running trees with the edit applied.
-  const auto current = agent_->ConfiguredTrees();
+// 2. The running trees with the edit applied (null: no trees).
+NetconfServer::Refusal NetconfServer::EditedTrees(const EditRequest& request,
+                                                  const std::map<uint16_t, v1::TreeConfig>& current,
+                                                  LydTree* out) {
   auto running = RunningToYang(ctx_.get(), current);
   if (!running.ok()) return FromStatus(running.status(), "");
   lyd_node* cand = running->release();
-  LydTree cand_owner;  // cand may be replaced below; owner tracks it at the end
   auto find_tree = [&](uint32_t id) -> lyd_node* {
     lyd_node* found = nullptr;
     if (cand && lyd_find_path(cand, TreePath(id).c_str(), 0, &found) == LY_SUCCESS) return found;
@@ -684,9 +702,10 @@ nc_server_reply* NetconfServer::EditConfig(lyd_node* rpc, nc_session* session) {
     if (!dup) return false;
     return lyd_merge_tree(&cand, dup, LYD_MERGE_DESTRUCT) == LY_SUCCESS;
   };
-  LY_LIST_FOR(edit.get(), n) {  // the <trees> container
+  const lyd_node* n;
+  LY_LIST_FOR(request.edit.get(), n) {  // the <trees> container
     std::string trees_op = MetaValue(n, "ietf-netconf:operation");
-    if (trees_op.empty()) trees_op = default_op;
+    if (trees_op.empty()) trees_op = request.default_op;
     if (trees_op == "delete" || trees_op == "remove") {
       if (trees_op == "delete" && !cand) {
         return fail(Error(NC_ERR_DATA_MISSING, "delete of trees: there are none",
@@ -747,34 +766,46 @@ nc_server_reply* NetconfServer::EditConfig(lyd_node* rpc, nc_session* session) {
     lyd_free_all(cand);
     cand = nullptr;
   }
+  out->reset(cand);
+  return std::nullopt;
+}
 
-  // 3. The result validated as a whole (mandatory leaves, must, when,
-  //    defaults), then translated into the agent's TreeConfigs.
+// 3. The edited trees validated as a whole (mandatory leaves, must, when,
+//    defaults), then translated into the agent's TreeConfigs.
+NetconfServer::Refusal NetconfServer::WantedTrees(LydTree edited,
+                                                  std::map<uint16_t, v1::TreeConfig>* wanted) {
+  lyd_node* cand = edited.release();
   if (cand) {
     ly_err_clean(ctx_.get(), nullptr);
     if (lyd_validate_all(&cand, ctx_.get(), LYD_VALIDATE_NO_STATE, nullptr) != LY_SUCCESS) {
       const ly_err_item* li = ly_err_last(ctx_.get());
-      return fail(Error(NC_ERR_INVALID_VALUE,
-                        "the edited configuration is not valid: " + LyError(ctx_.get(), ""), ErrPath(li)));
+      nc_server_reply* r =
+          Error(NC_ERR_INVALID_VALUE, "the edited configuration is not valid: " + LyError(ctx_.get(), ""),
+                ErrPath(li));
+      lyd_free_all(cand);
+      return r;
     }
   }
-  cand_owner.reset(cand);
-  std::map<uint16_t, v1::TreeConfig> wanted;
-  if (cand) {
-    lyd_node* trees = nullptr;
-    if (lyd_find_path(cand, (std::string("/") + kModule + ":trees").c_str(), 0, &trees) == LY_SUCCESS) {
-      const lyd_node* t;
-      LY_LIST_FOR(lyd_child(trees), t) {
-        auto c = TreeFromYang(t);
-        if (!c.ok())
-          return FromStatus(
-              c.status(), TreePath(static_cast<uint32_t>(strtoul(lyd_get_value(lyd_child(t)), nullptr, 10))));
-        wanted[static_cast<uint16_t>(c->tree_id())] = *c;
-      }
+  LydTree cand_owner(cand);
+  if (!cand) return std::nullopt;
+  lyd_node* trees = nullptr;
+  if (lyd_find_path(cand, (std::string("/") + kModule + ":trees").c_str(), 0, &trees) == LY_SUCCESS) {
+    const lyd_node* t;
+    LY_LIST_FOR(lyd_child(trees), t) {
+      auto c = TreeFromYang(t);
+      if (!c.ok())
+        return FromStatus(c.status(),
+                          TreePath(static_cast<uint32_t>(strtoul(lyd_get_value(lyd_child(t)), nullptr, 10))));
+      (*wanted)[static_cast<uint16_t>(c->tree_id())] = *c;
     }
   }
+  return std::nullopt;
+}
 
-  // 4. The agent applies the changes; a refusal undoes what was applied.
+// 4. The agent applies the changes; a refusal undoes what was applied.
+NetconfServer::Refusal NetconfServer::ApplyTrees(const std::map<uint16_t, v1::TreeConfig>& current,
+                                                 const std::map<uint16_t, v1::TreeConfig>& wanted,
+                                                 uint32_t sid) {
   using google::protobuf::util::MessageDifferencer;
   std::vector<uint16_t> configured, removed;
   auto rollback = [&]() {
@@ -814,7 +845,7 @@ nc_server_reply* NetconfServer::EditConfig(lyd_node* rpc, nc_session* session) {
     configured.push_back(id);
     LOG_INFO << "netconf: tree " << id << " configured by session " << sid;
   }
-  return nc_server_reply_ok();
+  return std::nullopt;
 }
 
 }  // namespace inc::sw::netconf

@@ -17,6 +17,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -80,6 +81,19 @@ class NetconfServer {
   static nc_server_reply* Dispatch(lyd_node* rpc, nc_session* session);
   nc_server_reply* Get(lyd_node* rpc, bool config_only);
   nc_server_reply* EditConfig(lyd_node* rpc, nc_session* session);
+  // The steps of EditConfig. Each returns nothing to go on, or the reply
+  // that ends the RPC (an error; null when even that could not be built).
+  using Refusal = std::optional<nc_server_reply*>;
+  struct EditRequest {
+    std::string default_op;
+    LydTree edit;  // the <trees> containers of <config>; null: an empty edit
+  };
+  Refusal ParseEdit(lyd_node* rpc, nc_session* session, EditRequest* out);
+  Refusal EditedTrees(const EditRequest& request, const std::map<uint16_t, v1::TreeConfig>& current,
+                      LydTree* out);
+  Refusal WantedTrees(LydTree edited, std::map<uint16_t, v1::TreeConfig>* wanted);
+  Refusal ApplyTrees(const std::map<uint16_t, v1::TreeConfig>& current,
+                     const std::map<uint16_t, v1::TreeConfig>& wanted, uint32_t sid);
   nc_server_reply* Lock(nc_session* session, bool lock);
   nc_server_reply* Subscribe(lyd_node* rpc, nc_session* session);
   nc_server_reply* Error(int tag, const std::string& message, const std::string& path = "",
