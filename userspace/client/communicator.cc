@@ -20,6 +20,7 @@
 #include "client/gather_sum.h"
 #include "client/host_stage.h"
 #include "client/numerics.h"
+#include "client/reduction_plan.h"
 #include "client/verbs_transport.h"
 #include "client/xdp_io.h"
 #include "client/xsk_socket.h"
@@ -353,23 +354,17 @@ class Communicator::Impl {
     }
   }
 
-  // A rooted or unrooted reduction of raw lanes: int32/int64 (any op) or
-  // float32 MIN/MAX (the switch orders them). recv may be null when this
-  // rank gets no data (Reduce non-root).
+  // A rooted or unrooted reduction of the lanes PlanReduction gives as
+  // they are: int32/int64 (any op) or float32 MIN/MAX (the switch orders
+  // them). recv may be null when this rank gets no data (Reduce non-root).
   Status Reduction(uint8_t collective, DataType t, ReduceOp op, const void* send, void* recv, uint64_t count,
                    uint8_t root_index, bool recv_data) {
     MapReduceMode(&collective, &root_index);
-    const auto wop = static_cast<uint8_t>(op);
-    BlockSpec s;
-    switch (t) {
-      case DataType::kInt32: s = Base(collective, INC_DTYPE_INT32, wop, count); break;
-      case DataType::kInt64: s = Base(collective, INC_DTYPE_INT64, wop, count); break;
-      case DataType::kFloat32:
-        if (op == ReduceOp::kSum) return Internal("float32 SUM goes through FloatSum");
-        s = Base(collective, INC_DTYPE_FP32, wop, count);
-        break;
-      default: return Internal("unmapped data type in Reduction");
-    }
+    const ReductionPlan plan = PlanReduction(t, op);
+    const bool as_is =
+        plan.form == LaneForm::kRaw || (plan.form == LaneForm::kFloatKey32 && t == DataType::kFloat32);
+    if (!as_is) return Internal(std::string(DataTypeName(t)) + " " + ReduceOpName(op) + " is not raw lanes");
+    BlockSpec s = Base(collective, plan.wire, static_cast<uint8_t>(op), count);
     s.root_index = root_index;
     s.send = send;
     s.recv = recv;
@@ -579,20 +574,19 @@ class Communicator::Impl {
     return Status::Ok();
   }
 
-  // Maps every user type onto Reduction's or FloatSum.
+  // Maps every user type onto Reduction's or FloatSum, as PlanReduction
+  // says.
   Status TypedReduction(uint8_t collective, const void* send, void* recv, size_t count, DataType t,
                         ReduceOp op, uint8_t root_index, bool recv_data) {
     if (count == 0) return Status::Ok();
-    if (op == ReduceOp::kSum && t != DataType::kInt32 && t != DataType::kInt64)
-      return FloatSum(collective, t, send, recv, count, root_index, recv_data);
-    switch (t) {
-      case DataType::kInt32:
-      case DataType::kInt64:
-      case DataType::kFloat32: return Reduction(collective, t, op, send, recv, count, root_index, recv_data);
-      case DataType::kFloat16:
-      case DataType::kBFloat16: {
-        // MIN/MAX on float32 keys: widening and narrowing are exact for
-        // every value the result can be.
+    switch (PlanReduction(t, op).form) {
+      case LaneForm::kFloatSum: return FloatSum(collective, t, send, recv, count, root_index, recv_data);
+      case LaneForm::kRaw: return Reduction(collective, t, op, send, recv, count, root_index, recv_data);
+      case LaneForm::kFloatKey32: {
+        if (t == DataType::kFloat32)
+          return Reduction(collective, t, op, send, recv, count, root_index, recv_data);
+        // float16/bfloat16 on float32 keys: widening and narrowing are
+        // exact for every value the result can be.
         bool half = t == DataType::kFloat16;
         const auto* in = static_cast<const uint16_t*>(send);
         std::vector<float> wide(count), out(recv_data ? count : 0);
@@ -605,7 +599,7 @@ class Communicator::Impl {
         }
         return Status::Ok();
       }
-      case DataType::kFloat64: {
+      case LaneForm::kFloatKey64: {
         const auto* in = static_cast<const double*>(send);
         std::vector<int64_t> ord(count), out(recv_data ? count : 0);
         for (size_t i = 0; i < count; i++) ord[i] = OrderedFromF64(in[i]);

@@ -24,6 +24,7 @@
 #include "client/gather_sum.h"
 #include "client/numerics.h"
 #include "client/protocol.h"
+#include "client/reduction_plan.h"
 
 namespace inc::client {
 
@@ -279,27 +280,6 @@ void HostStage::Abort(const std::string& why) {
 
 namespace {
 
-// How one (type, op) travels: the lanes every rank computes, the switch's
-// wire type and lane size.
-enum class Form { kRaw32, kRaw64, kFix32, kFix64, kOrd32, kOrd64 };
-
-struct Plan {
-  Form form;
-  uint8_t wire;
-  size_t lane;
-};
-
-Plan PlanFor(DataType t, ReduceOp op) {
-  const bool sum = op == ReduceOp::kSum;
-  switch (t) {
-    case DataType::kInt32: return {Form::kRaw32, INC_DTYPE_INT32, 4};
-    case DataType::kInt64: return {Form::kRaw64, INC_DTYPE_INT64, 8};
-    case DataType::kFloat64:
-      return sum ? Plan{Form::kFix64, INC_DTYPE_INT64, 8} : Plan{Form::kOrd64, INC_DTYPE_INT64, 8};
-    default: return sum ? Plan{Form::kFix32, INC_DTYPE_FP32, 4} : Plan{Form::kOrd32, INC_DTYPE_FP32, 4};
-  }
-}
-
 // The switch's FP32 MIN/MAX key (bpf/aggregate.h inc_minmax32).
 inline int32_t Key32(int32_t x) {
   return x ^ ((x >> 31) & 0x7fffffff);
@@ -336,10 +316,6 @@ void CombineOrd32(int32_t* acc, const int32_t* src, size_t n, ReduceOp op) {
     bool take = op == ReduceOp::kMin ? Key32(src[i]) < Key32(acc[i]) : Key32(src[i]) > Key32(acc[i]);
     if (take) acc[i] = src[i];
   }
-}
-
-bool IsFloat(DataType t) {
-  return t != DataType::kInt32 && t != DataType::kInt64;
 }
 
 // The user elements [first, first + n) as float32 (16-bit types widened).
@@ -415,10 +391,10 @@ Status HostCollectives::Reduce(uint8_t collective, const void* send, void* recv,
   const uint32_t me = st_->local_rank();
   want = want && recv != nullptr;
   const size_t esize = DataTypeSize(t);
-  if (op == ReduceOp::kSum && IsFloat(t))
+  const ReductionPlan plan = PlanReduction(t, op);
+  if (plan.form == LaneForm::kFloatSum)
     return FloatSum(collective, send, recv, count, t, root_node, host_recv, want);
 
-  const Plan plan = PlanFor(t, op);
   const uint32_t per = ElemsPerPacket(info_.elems4, plan.lane);
   if (per == 0) return Internal("elems_per_packet 0");
   const size_t chunk = std::max<size_t>(per, st_->slot_bytes() / plan.lane / per * per);
@@ -426,9 +402,9 @@ Status HostCollectives::Reduce(uint8_t collective, const void* send, void* recv,
   for (size_t first = 0; first < count; first += chunk) {
     const size_t n = std::min(chunk, count - first);
     uint8_t* lanes = st_->slot(me);
-    if (plan.form == Form::kOrd32) {
+    if (plan.form == LaneForm::kFloatKey32) {
       std::memcpy(lanes, AsF32(t, send, first, n, &wide), n * 4);
-    } else if (plan.form == Form::kOrd64) {
+    } else if (plan.form == LaneForm::kFloatKey64) {
       const double* x = static_cast<const double*>(send) + first;
       auto* q = reinterpret_cast<int64_t*>(lanes);
       for (size_t i = 0; i < n; i++) q[i] = OrderedFromF64(x[i]);
@@ -437,7 +413,7 @@ Status HostCollectives::Reduce(uint8_t collective, const void* send, void* recv,
     }
     INC_RETURN_IF_ERROR(Step([&] {
       uint8_t* acc = st_->result();
-      if (plan.form == Form::kOrd32) {
+      if (plan.form == LaneForm::kFloatKey32) {
         std::memcpy(acc, st_->slot(0), n * 4);
         for (uint32_t l = 1; l < local_size_; l++)
           CombineOrd32(reinterpret_cast<int32_t*>(acc), reinterpret_cast<const int32_t*>(st_->slot(l)), n,
@@ -452,7 +428,7 @@ Status HostCollectives::Reduce(uint8_t collective, const void* send, void* recv,
     if (!want) continue;
     const uint8_t* res = st_->result();
     switch (plan.form) {
-      case Form::kOrd32: {
+      case LaneForm::kFloatKey32: {
         // float32 straight into recv; float16/bfloat16 through float32
         // (exact: the result is one of the inputs).
         if (t == DataType::kFloat32) {
@@ -464,13 +440,14 @@ Status HostCollectives::Reduce(uint8_t collective, const void* send, void* recv,
         }
         break;
       }
-      case Form::kOrd64: {
+      case LaneForm::kFloatKey64: {
         const auto* q = reinterpret_cast<const int64_t*>(res);
         double* o = static_cast<double*>(recv) + first;
         for (size_t i = 0; i < n; i++) o[i] = F64FromOrdered(q[i]);
         break;
       }
-      default: std::memcpy(static_cast<uint8_t*>(recv) + first * esize, res, n * esize); break;
+      case LaneForm::kRaw: std::memcpy(static_cast<uint8_t*>(recv) + first * esize, res, n * esize); break;
+      case LaneForm::kFloatSum: break;  // returned above
     }
   }
   return Status::Ok();
