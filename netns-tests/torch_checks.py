@@ -646,6 +646,18 @@ def shutdown_summary(c, wait_s=15):
     return None
 
 
+def expect_shutdown_offloads(c, want, no_summary):
+    """The summary the group's end wrote counts `want` offloaded all_reduces
+    (every one queued before it ended ran); `no_summary` says what its
+    absence means."""
+    s = shutdown_summary(c)
+    if s is None:
+        c.fail(f"{no_summary} (no summary at {c.shutdown_json})")
+    elif c.calls(s, "allreduce") != want:
+        c.fail(f"summary at shutdown: {c.calls(s, 'allreduce')} all_reduces offloaded, want {want} "
+               "(every queued one)")
+
+
 def queue_four(c, n):
     """Four async all_reduces, issued while rank 1 is 2 s late (so they are
     still queued on the others), and one whose tensor and Work the caller
@@ -702,11 +714,7 @@ def check_teardown(c):
         c.fail("the Python callback on a queued all_reduce's future never ran")
     elif ran[0] == threading.get_ident() and c.rank != 1 and not all(c.info["completed_at_destroy"]):
         c.fail("the future callback ran on the main thread, not on the worker")
-    s = shutdown_summary(c)
-    if s is None:
-        c.fail(f"destroy_process_group wrote no summary ({c.shutdown_json})")
-    elif c.calls(s, "allreduce") != 6:
-        c.fail(f"summary at shutdown: {c.calls(s, 'allreduce')} all_reduces offloaded, want 6 (every queued one)")
+    expect_shutdown_offloads(c, 6, "destroy_process_group wrote no summary")
 
 
 def check_dropcb(c):
@@ -735,11 +743,7 @@ def check_dropcb(c):
         c.fail("the callback that drops the group never ran")
     else:
         c.info["dropped_on_worker"] = where[0] != threading.get_ident()
-    s = shutdown_summary(c)
-    if s is None:
-        c.fail(f"the group did not end when its last reference dropped (no summary at {c.shutdown_json})")
-    elif c.calls(s, "allreduce") != 6:
-        c.fail(f"summary at shutdown: {c.calls(s, 'allreduce')} all_reduces offloaded, want 6 (every queued one)")
+    expect_shutdown_offloads(c, 6, "the group did not end when its last reference dropped")
 
 
 # --------------------------------------------------------------- fallback

@@ -91,12 +91,10 @@ Decision DecideOrFallBack(const Config& config, const Request& q) {
   if (q.bytes == 0) return Fallback(Reason::kEmpty);
   if (Reduces(q.call)) {
     switch (q.op) {
-      case OpKind::kSum: d.op = client::ReduceOp::kSum; break;
-      case OpKind::kMin: d.op = client::ReduceOp::kMin; break;
-      case OpKind::kMax: d.op = client::ReduceOp::kMax; break;
-      case OpKind::kBand: d.op = client::ReduceOp::kBand; break;
-      case OpKind::kBor: d.op = client::ReduceOp::kBor; break;
-      case OpKind::kBxor: d.op = client::ReduceOp::kBxor; break;
+#define INC_MPI_OP_CASE(name, camel, value, text, int_only) \
+  case OpKind::k##camel: d.op = client::ReduceOp::k##camel; break;
+      INC_OP_TABLE(INC_MPI_OP_CASE)
+#undef INC_MPI_OP_CASE
       case OpKind::kUser: return Fallback(Reason::kUserOp);
       case OpKind::kOtherPredefined:
       case OpKind::kNone: return Fallback(Reason::kUnsupportedOp);

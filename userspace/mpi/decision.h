@@ -25,9 +25,17 @@ enum class Call { kAllreduce, kReduce, kBcast, kBarrier, kReduceScatterBlock, kA
 // are of more than one basic type (a struct of an int and a double).
 enum class Elem { kInt32, kUInt32, kInt64, kUInt64, kFloat32, kFloat64, kBytes, kMixed };
 
-// The MPI op as incin sees it: one of libinc's (client::ReduceOp), another
-// predefined op it does not compute, or a user op.
-enum class OpKind { kNone, kSum, kMin, kMax, kBand, kBor, kBxor, kOtherPredefined, kUser };
+// The MPI op as incin sees it: one of libinc's (a row of the wire's op
+// table, bpf/include/inc_ops.h: kSum, kMin, ..., kBxor), another predefined
+// op it does not compute, or a user op.
+enum class OpKind {
+  kNone,
+#define INC_MPI_OP_KIND(name, camel, value, text, int_only) k##camel,
+  INC_OP_TABLE(INC_MPI_OP_KIND)
+#undef INC_MPI_OP_KIND
+      kOtherPredefined,
+  kUser
+};
 
 // Why a call ran on MPI's algorithm. Names (ReasonName) appear in logs,
 // the summary and its JSON; docs/mpi.md explains each.
