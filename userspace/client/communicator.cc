@@ -2,18 +2,16 @@
 #include "client/communicator.h"
 
 #include <google/protobuf/util/json_util.h>
-#include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <sstream>
 #include <thread>
 
+#include "client/am_session.h"
 #include "client/block_op.h"
 #include "client/engine.h"
 #include "client/float_sum.h"
@@ -28,7 +26,6 @@
 #include "common/job_credential.h"
 #include "common/log.h"
 #include "common/net.h"
-#include "common/rpc_status.h"
 #include "common/settings.h"
 #include "inc/v1/inc.grpc.pb.h"
 
@@ -129,37 +126,6 @@ uint32_t DefaultQpn() {
   return 0x800000u | (static_cast<uint32_t>(getpid()) & 0x7FFFFFu);
 }
 
-Assignment FromProto(const inc::v1::MemberAssignment& a) {
-  Assignment o;
-  o.tree_id = a.tree_id();
-  o.key = a.key();
-  o.pool_size = a.pool_size();
-  o.elems_per_packet = a.elems_per_packet();
-  o.rank_at_switch = a.rank_at_switch();
-  o.member_index = a.member_index();
-  o.switch_name = a.switch_name();
-  o.switch_ip = a.switch_ip();
-  o.switch_mac = a.switch_mac();
-  o.switch_qpn = a.switch_qpn();
-  o.heartbeat_interval_ms = a.heartbeat_interval_ms();
-  o.member_index_of_rank.assign(a.member_index_of_rank().begin(), a.member_index_of_rank().end());
-  o.world_size = a.world_size();
-  for (int v : a.dtypes()) o.dtypes.push_back(static_cast<uint32_t>(v));
-  for (int v : a.ops()) o.ops.push_back(static_cast<uint32_t>(v));
-  for (int v : a.collectives()) o.collectives.push_back(static_cast<uint32_t>(v));
-  return o;
-}
-
-const char* TreeStateName(inc::v1::TreeState s) {
-  switch (s) {
-    case inc::v1::TREE_PENDING: return "PENDING";
-    case inc::v1::TREE_ACTIVE: return "ACTIVE";
-    case inc::v1::TREE_FAILED: return "FAILED";
-    case inc::v1::TREE_DESTROYED: return "DESTROYED";
-    default: return "UNSPECIFIED";
-  }
-}
-
 }  // namespace
 
 Expected<std::string> ResolveTransport(const std::string& requested, const std::string& iface,
@@ -185,7 +151,7 @@ Expected<Assignment> AssignmentFromJson(const std::string& json) {
   inc::v1::MemberAssignment a;
   auto st = google::protobuf::util::JsonStringToMessage(json, &a);
   if (!st.ok()) return InvalidArgument("MemberAssignment JSON: " + std::string(st.message()));
-  return FromProto(a);
+  return AssignmentFromProto(a);
 }
 
 std::string CommunicatorStatus::ToJson() const {
@@ -228,16 +194,15 @@ class Communicator::Impl {
   VerbsTransport* verbs = nullptr;  // = io when transport is verbs
   std::unique_ptr<PacketIo> io;
   std::unique_ptr<Engine> engine;
-  std::unique_ptr<inc::v1::AggregationManager::Stub> am;
-  std::shared_ptr<grpc::ChannelCredentials> am_credentials;  // TLS or plaintext, as the options say
-  std::shared_ptr<grpc::Channel> channel;
+  // The membership at the AM; none without an AM address, with a given
+  // assignment, or on a local rank other than its host's member.
+  std::unique_ptr<AmSession> am;
   uint64_t saturated = 0;
   uint64_t gathered_blocks = 0;     // float-sum blocks added from gathered values
   uint64_t uncertified_blocks = 0;  // of which the switch could not certify
   uint64_t guess_misses = 0;        // float sums whose guessed exponents did not fit some block
   ExponentGuesses guesses;          // float-sum exponents of earlier calls
   LaneChoice lanes;                 // float32 sums on 32- or 64-bit lanes, per count
-  bool joined = false;              // JoinGroup succeeded: leave on destruction
   // The job's rank and world; with several ranks per host opt.rank and
   // opt.world_size number the hosts (this rank's leader is the member).
   uint32_t g_rank = 0, g_world = 1;
@@ -246,44 +211,16 @@ class Communicator::Impl {
   std::unique_ptr<HostCollectives> hc;  // set: collectives go through stage
   std::chrono::steady_clock::time_point last_op_end = std::chrono::steady_clock::now();
 
-  std::thread hb_thread;
-  std::mutex hb_mu;
-  std::condition_variable hb_cv;
-  bool hb_stop = false;
-  std::atomic<uint64_t> hb_failed{0};
-  std::atomic<bool> lingering{false};  // the communicator is being destroyed
-  mutable std::mutex state_mu;
-  std::string tree_state = "ACTIVE";
-  uint32_t tree_generation = 0;  // heartbeat thread only
-
   ~Impl() {
+    if (!am) return;
     // Heartbeats keep running while lingering.
-    lingering.store(true);
-    if (am && joined && engine && !engine->aborted()) {
+    am->SetLingering();
+    if (am->joined() && engine && !engine->aborted()) {
       auto since = std::chrono::steady_clock::now() - last_op_end;
       auto linger = std::chrono::milliseconds(opt.leave_linger_ms);
       if (since < linger) std::this_thread::sleep_for(linger - since);
     }
-    {
-      std::lock_guard<std::mutex> l(hb_mu);
-      hb_stop = true;
-    }
-    hb_cv.notify_all();
-    if (hb_thread.joinable()) hb_thread.join();
-    if (am && joined) {
-      grpc::ClientContext ctx;
-      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(opt.rpc_timeout_ms));
-      inc::v1::LeaveGroupRequest req;
-      req.set_job_id(opt.job_id);
-      req.set_rank(opt.rank);
-      inc::v1::LeaveGroupResponse resp;
-      grpc::Status s = am->LeaveGroup(&ctx, req, &resp);
-      if (!s.ok()) {
-        LOG_WARN << "LeaveGroup: " << FromGrpcStatus(s).ToString();
-      } else {
-        LOG_INFO << "rank " << opt.rank << " left job " << opt.job_id;
-      }
-    }
+    am->Close();
   }
 
   uint8_t MemberIndexOf(uint32_t rank) const {
@@ -651,90 +588,6 @@ class Communicator::Impl {
     return Status::Ok();
   }
 
-  // Heartbeats go over their own channel, replaced after every failure: a
-  // restarted AM keeps this member's tree only if a heartbeat reaches it
-  // within its member heartbeat timeout, and a channel that saw the AM go
-  // away keeps failing calls with its last error ("Connection refused")
-  // while it waits out gRPC's reconnect back-off, for longer than that.
-  std::unique_ptr<inc::v1::AggregationManager::Stub> FreshAmStub(const std::string& address) const {
-    grpc::ChannelArguments args;
-    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // not the back-off of another channel's connection
-    return inc::v1::AggregationManager::NewStub(grpc::CreateCustomChannel(
-        address, am_credentials ? am_credentials : grpc::InsecureChannelCredentials(), args));
-  }
-
-  void Heartbeats() {
-    uint32_t interval = asg.heartbeat_interval_ms ? asg.heartbeat_interval_ms : 1000;
-    std::unique_ptr<inc::v1::AggregationManager::Stub> hb_am;
-    std::unique_lock<std::mutex> lock(hb_mu);
-    while (!hb_cv.wait_for(lock, std::chrono::milliseconds(interval), [this] { return hb_stop; })) {
-      lock.unlock();
-      if (!hb_am) hb_am = FreshAmStub(opt.am_address);
-      grpc::ClientContext ctx;
-      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(opt.rpc_timeout_ms));
-      inc::v1::MemberHeartbeatRequest req;
-      req.set_job_id(opt.job_id);
-      req.set_rank(opt.rank);
-      req.set_tree_id(asg.tree_id);
-      inc::v1::MemberHeartbeatResponse resp;
-      grpc::Status s = hb_am->MemberHeartbeat(&ctx, req, &resp);
-      if (!s.ok()) {
-        if (hb_failed++ == 0) {
-          LOG_WARN << "member heartbeat: " << FromGrpcStatus(s).ToString();
-        }
-        hb_am.reset();
-      } else {
-        {
-          std::lock_guard<std::mutex> l(state_mu);
-          tree_state = TreeStateName(resp.tree_state());
-        }
-        // A moved tree keeps this member's switch, QPN and slots: only say so.
-        if (resp.generation() && resp.generation() != tree_generation) {
-          if (tree_generation) {
-            LOG_INFO << "tree " << asg.tree_id << " moved: root switch now " << resp.root_switch()
-                     << " (generation " << resp.generation() << ")";
-          }
-          tree_generation = resp.generation();
-        }
-        if ((resp.tree_state() == inc::v1::TREE_FAILED || resp.tree_state() == inc::v1::TREE_DESTROYED) &&
-            !engine->aborted()) {
-          const std::string why = std::string("the AM reports tree ") + std::to_string(asg.tree_id) + " " +
-                                  TreeStateName(resp.tree_state()) +
-                                  (resp.reason().empty() ? "" : ": " + resp.reason());
-          // A tree destroyed while this rank only lingers before leaving is
-          // the normal end of a job (another rank started the next group).
-          if (resp.tree_state() == inc::v1::TREE_FAILED)
-            LOG_ERROR << why;
-          else if (lingering.load())
-            LOG_INFO << why;
-          else
-            LOG_WARN << why;
-          engine->Abort(why);
-        }
-      }
-      lock.lock();
-    }
-  }
-
-  void ReportError(uint32_t msg_id, uint32_t timeouts, const std::string& error) {
-    if (!am) return;
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(opt.rpc_timeout_ms));
-    inc::v1::ReportErrorRequest req;
-    req.set_job_id(opt.job_id);
-    req.set_rank(opt.rank);
-    req.set_tree_id(asg.tree_id);
-    req.set_error(error);
-    req.set_msg_id(msg_id);
-    req.set_timeouts(timeouts);
-    req.set_gave_up(true);
-    inc::v1::ReportErrorResponse resp;
-    grpc::Status s = am->ReportError(&ctx, req, &resp);
-    if (!s.ok()) {
-      LOG_WARN << "ReportError: " << FromGrpcStatus(s).ToString();
-    }
-  }
-
   // The raw-frame transports (frames built here, no RDMA device): "xdp",
   // or "afxdp" when asked for or when "auto" finds the kernel without what
   // "xdp" needs (live-frame BPF_PROG_RUN, XDP ring buffers).
@@ -765,6 +618,27 @@ class Communicator::Impl {
     if (!sock.ok()) return sock.status();
     io = std::move(*sock);
     return Status::Ok();
+  }
+
+  // How the switch reaches this member, as JoinGroup tells the AM.
+  inc::v1::MemberInfo MemberEndpoint() const {
+    inc::v1::MemberInfo m;
+    m.set_ip(ifinfo.ip.ToString());
+    m.set_mac(ifinfo.mac.ToString());
+    m.set_qpn(qpn);
+    if (verbs) {
+      // Results are RDMA writes into the registered result buffer.
+      m.set_rkey(verbs->rkey());
+      m.set_va_base(verbs->result_va());
+      m.set_slot_stride(verbs->slot_stride());
+      m.set_transport(inc::v1::TRANSPORT_VERBS);
+    } else {
+      m.set_rkey(qpn);
+      m.set_va_base(0);
+      m.set_slot_stride(INC_MAX_PAYLOAD_BYTES + sizeof(inc_hdr));
+      m.set_transport(transport == "xdp" ? inc::v1::TRANSPORT_XDP : inc::v1::TRANSPORT_AF_XDP);
+    }
+    return m;
   }
 
   Status Start() {
@@ -810,12 +684,12 @@ class Communicator::Impl {
     ec.on_wait = opt.on_wait;
     engine = std::make_unique<Engine>(io.get(), ec);
     engine->SetTimeoutReporter([this](uint32_t id, uint32_t n, const std::string& e) {
-      ReportError(id, n, e);
+      if (am) am->ReportError(asg.tree_id, id, n, e);
       // The AM failed the tree for every rank; this rank's later
       // collectives fail at once with the same story.
       engine->Abort("this rank gave up on message " + std::to_string(id) + ": " + e);
     });
-    if (am && opt.heartbeats) hb_thread = std::thread([this] { Heartbeats(); });
+    if (am && opt.heartbeats) am->StartHeartbeats(asg.tree_id, asg.heartbeat_interval_ms, engine.get());
     LOG_INFO << "rank " << opt.rank << "/" << opt.world_size << " on " << opt.iface << " [" << transport
              << "] (" << ifinfo.ip.ToString() << ", QPN " << qpn << "): tree " << asg.tree_id
              << " via switch " << asg.switch_name << " " << asg.switch_ip << " QPN " << asg.switch_qpn
@@ -935,21 +809,7 @@ Expected<std::unique_ptr<Communicator::Impl>> MakeImpl(const CommunicatorOptions
     impl->qpn = options.qpn ? options.qpn : DefaultQpn();
     INC_RETURN_IF_ERROR(impl->OpenRawTransport());
   }
-  if (!options.am_address.empty()) {
-    // A restarted AM keeps the member's tree only if the member heartbeats
-    // within the AM's member heartbeat timeout (5 s by default): reconnect
-    // within a second instead of gRPC's growing back-off (1 s, 1.6 s, 2.6 s,
-    // ... up to two minutes).
-    grpc::ChannelArguments args;
-    // (Not GRPC_ARG_MIN_RECONNECT_BACKOFF_MS: gRPC uses it as the least time
-    // a connection attempt may take, and a loaded host needs more than a
-    // few hundred milliseconds.)
-    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
-    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-    impl->am_credentials = *credentials;
-    impl->channel = grpc::CreateCustomChannel(options.am_address, impl->am_credentials, args);
-    impl->am = inc::v1::AggregationManager::NewStub(impl->channel);
-  }
+  if (!options.am_address.empty()) impl->am = std::make_unique<AmSession>(options, *credentials);
   return impl;
 }
 
@@ -995,52 +855,15 @@ Expected<std::unique_ptr<Communicator>> Communicator::Create(const CommunicatorO
   auto made = MakeImpl(options);
   if (!made.ok()) return made.status();
   std::unique_ptr<Impl> impl = std::move(*made);
-  INC_RETURN_IF_ERROR(JoinAm(impl.get(), options, credential, {}, 0));
+  INC_RETURN_IF_ERROR(JoinAm(impl.get(), credential, {}, 0));
   return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
 }
 
-Status Communicator::JoinAm(Impl* impl, const CommunicatorOptions& options, const std::string& credential,
+Status Communicator::JoinAm(Impl* impl, const std::string& credential,
                             const std::vector<uint32_t>& host_ranks, uint32_t total_ranks) {
-  inc::v1::JoinGroupRequest req;
-  req.set_job_id(options.job_id);
-  req.set_job_credential(credential);
-  req.set_rank(options.rank);
-  req.set_world_size(options.world_size);
-  req.set_timeout_ms(options.join_timeout_ms);
-  req.set_pool_size(options.pool_size);
-  req.set_elems_per_packet(options.elems_per_packet);
-  for (uint32_t r : host_ranks) req.add_host_ranks(r);
-  req.set_total_ranks(total_ranks);
-  auto* m = req.mutable_member();
-  m->set_ip(impl->ifinfo.ip.ToString());
-  m->set_mac(impl->ifinfo.mac.ToString());
-  m->set_qpn(impl->qpn);
-  if (impl->verbs) {
-    // Results are RDMA writes into the registered result buffer.
-    m->set_rkey(impl->verbs->rkey());
-    m->set_va_base(impl->verbs->result_va());
-    m->set_slot_stride(impl->verbs->slot_stride());
-    m->set_transport(inc::v1::TRANSPORT_VERBS);
-  } else {
-    m->set_rkey(impl->qpn);
-    m->set_va_base(0);
-    m->set_slot_stride(INC_MAX_PAYLOAD_BYTES + sizeof(inc_hdr));
-    m->set_transport(impl->transport == "xdp" ? inc::v1::TRANSPORT_XDP : inc::v1::TRANSPORT_AF_XDP);
-  }
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() +
-                   std::chrono::milliseconds(options.join_timeout_ms + 5000));
-  ctx.set_wait_for_ready(true);  // ranks may start before the AM listens
-  inc::v1::JoinGroupResponse resp;
-  LOG_INFO << "rank " << options.rank << " joining job " << options.job_id << " (world " << options.world_size
-           << ") at " << options.am_address;
-  grpc::Status gs = impl->am->JoinGroup(&ctx, req, &resp);
-  if (!gs.ok()) return FromGrpcStatus(gs, "JoinGroup at " + options.am_address);
-  impl->joined = true;
-  impl->asg = FromProto(resp.assignment());
-  if (impl->asg.world_size && impl->asg.world_size != options.world_size)
-    return FailedPrecondition("AM assigned world size " + std::to_string(impl->asg.world_size) +
-                              ", expected " + std::to_string(options.world_size));
+  auto asg = impl->am->Join(credential, impl->MemberEndpoint(), host_ranks, total_ranks);
+  if (!asg.ok()) return asg.status();
+  impl->asg = std::move(*asg);
   return impl->Start();
 }
 
@@ -1082,8 +905,7 @@ Expected<std::unique_ptr<Communicator>> Communicator::CreateLocal(const Communic
     std::vector<uint32_t> ranks;
     for (uint32_t l = 0; l < local_size; l++) ranks.push_back(node * local_size + l);
     auto made = MakeImpl(member);
-    Status st =
-        made.ok() ? JoinAm(made->get(), member, credential, ranks, options.world_size) : made.status();
+    Status st = made.ok() ? JoinAm(made->get(), credential, ranks, options.world_size) : made.status();
     if (st.ok()) {
       impl = std::move(*made);
       info.elems4 = impl->asg.elems_per_packet;
@@ -1290,13 +1112,10 @@ CommunicatorStatus Communicator::GetStatus() const {
   s.srtt_us = c.srtt_us;
   s.rto_us = c.rto_us;
   s.saturated_blocks = impl_->saturated;
-  s.heartbeats_failed = impl_->hb_failed.load();
+  s.heartbeats_failed = impl_->am ? impl_->am->heartbeats_failed() : 0;
   for (size_t i = 1; i < c.rejects.size(); i++)
     if (c.rejects[i]) s.rejects[RejectName(static_cast<Reject>(i))] = c.rejects[i];
-  {
-    std::lock_guard<std::mutex> l(impl_->state_mu);
-    s.tree_state = impl_->tree_state;
-  }
+  s.tree_state = impl_->am ? impl_->am->tree_state() : "ACTIVE";  // no AM to report otherwise
   return s;
 }
 

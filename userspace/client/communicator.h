@@ -233,8 +233,8 @@ class Communicator {
 
  private:
   explicit Communicator(std::unique_ptr<Impl> impl);
-  static Status JoinAm(Impl* impl, const CommunicatorOptions& options, const std::string& credential,
-                       const std::vector<uint32_t>& host_ranks, uint32_t total_ranks);
+  static Status JoinAm(Impl* impl, const std::string& credential, const std::vector<uint32_t>& host_ranks,
+                       uint32_t total_ranks);
   static Expected<std::unique_ptr<Communicator>> CreateLocal(const CommunicatorOptions& options,
                                                              const std::string& credential,
                                                              uint32_t local_size,
